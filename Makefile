@@ -1,0 +1,50 @@
+# trainrecord: one entry point for every job. Everything installs into .venv.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+# torch is pinned: an open-ended torch would make pip fetch a multi-GB CUDA build.
+TORCH_PIN ?= torch==2.13.0
+HYPOTHESIS_PROFILE ?= dev
+TARGET ?= python
+
+.PHONY: all venv generate check-generated lint test demo conformance bench clean
+
+all: test
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q "$(TORCH_PIN)"
+	$(PIP) install -q -e ".[dev,monitor]"
+	touch $@
+
+venv: $(VENV)/.installed
+
+## Regenerate generated/ from spec/ (never edit generated/ by hand).
+generate: venv
+	$(PY) tools/generate.py --out generated
+
+## Fail when generated/ differs from what spec/ produces.
+check-generated: venv
+	$(PY) tools/generate.py --check generated
+
+lint: venv
+	$(VENV)/bin/ruff check runtime conformance tests tools bench
+	$(VENV)/bin/ruff format --check runtime conformance tests tools bench
+
+test: venv check-generated lint
+	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -n 2 --dist loadgroup -q
+
+## The main job: train a small CNN, break it, watch the monitor catch it, verify and plot.
+demo: venv
+	$(VENV)/bin/trainrecord demo --out runs/demo
+
+conformance: venv
+	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(VENV)/bin/trainrecord-conformance run --target $(TARGET)
+
+bench: venv
+	for f in bench/*.py; do $(PY) $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

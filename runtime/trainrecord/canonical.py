@@ -1,0 +1,55 @@
+"""Canonical JSON and the hashes built on it.
+
+Two canonical forms exist, both defined by the seeds in terms of Python's ``json.dumps``
+with its defaults (``ensure_ascii=True``, Python's float ``repr``):
+
+* the diary line form: ``json.dumps(body, sort_keys=True, separators=(",", ":"))``;
+* the Foundry configuration form: ``json.dumps(config, sort_keys=True)`` (default
+  separators ``", "`` and ``": "``).
+
+Non-finite floats are refused here (``allow_nan=False``): records are strict JSON
+(RFC 8259). See ``spec/README.md`` for how non-finite values are written instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+GENESIS = "0" * 64
+"""The ``prev`` of the first diary line."""
+
+
+def canonical_line(body: Any) -> str:
+    """The diary's canonical JSON of ``body`` (sorted keys, no spaces, ASCII escapes)."""
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def line_hash(prev: str, body: Any) -> str:
+    """SHA-256 hex of ``prev`` followed by the canonical JSON of ``body``."""
+    return hashlib.sha256((prev + canonical_line(body)).encode("utf-8")).hexdigest()
+
+
+def canonical_config(config: Any) -> str:
+    """The Foundry configuration form: ``json.dumps(config, sort_keys=True)``."""
+    return json.dumps(config, sort_keys=True, allow_nan=False)
+
+
+def config_sha(config: Any) -> str:
+    """First 16 hex characters of SHA-256 over the UTF-8 bytes of the configuration form."""
+    return hashlib.sha256(canonical_config(config).encode("utf-8")).hexdigest()[:16]
+
+
+def _refuse_constant(token: str) -> Any:
+    raise ValueError(f"non-finite number token {token!r} is not strict JSON (RFC 8259)")
+
+
+def loads_strict(text: str | bytes) -> Any:
+    """Parse JSON, refusing ``NaN``, ``Infinity`` and ``-Infinity`` tokens."""
+    return json.loads(text, parse_constant=_refuse_constant)
+
+
+def dumps_strict(obj: Any, *, indent: int | None = None) -> str:
+    """Serialise to strict JSON (no non-finite tokens), UTF-8 text kept as is."""
+    return json.dumps(obj, allow_nan=False, ensure_ascii=False, indent=indent)

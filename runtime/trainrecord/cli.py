@@ -1,0 +1,62 @@
+"""The ``trainrecord`` command line.
+
+Each subcommand lives in its own module under ``trainrecord.commands`` and exposes
+``register(subparsers)``, which adds its parser and sets ``func(args) -> int``. Errors the
+user can fix (a :class:`~trainrecord.errors.RecordRefused`, a missing file) are printed as
+one clear message with exit status 2, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from trainrecord import __version__
+from trainrecord.errors import RecordRefused
+
+COMMANDS = ("validate", "verify", "show", "plot", "keygen", "seal", "demo", "serve")
+"""Subcommand modules under ``trainrecord.commands``, in the order ``--help`` lists them."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with every available subcommand registered."""
+    parser = argparse.ArgumentParser(
+        prog="trainrecord",
+        description="Write, verify and follow training-run records.",
+    )
+    parser.add_argument("--version", action="version", version=f"trainrecord {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"trainrecord.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"trainrecord.commands.{name}":
+                continue  # not built yet
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except RecordRefused as exc:
+        print(f"trainrecord {args.command}: refused: {exc}", file=sys.stderr)
+        return 2
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        print(f"trainrecord {args.command}: {exc.strerror}: {exc.filename}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Subcommands of the ``trainrecord`` command line, one module each (see ``trainrecord.cli``)."""

@@ -1,0 +1,102 @@
+"""Problems and refusals: the one error family of trainrecord.
+
+Every refusal of bad input is a :class:`RecordRefused` (a ``ValueError``) carrying one or
+more :class:`Problem` objects. A problem names the rule it breaks (a stable id from the
+rule registry in ``spec/rules/``), the field (a JSON path), the offending value (made safe
+for display: never a secret) and a sentence a person can act on. Validators collect every
+problem rather than stopping at the first, in the manner of python-jsonschema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+_MAX_VALUE_REPR = 80
+
+
+def safe_value(value: Any) -> str:
+    """Return a short, display-safe rendering of ``value`` for error messages."""
+    text = repr(value)
+    if len(text) > _MAX_VALUE_REPR:
+        text = text[: _MAX_VALUE_REPR - 3] + "..."
+    return text
+
+
+def format_path(path: Sequence[str | int]) -> str:
+    """Render a JSON path such as ``("rows", 0, "horizon")`` as ``rows[0].horizon``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(document)"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One broken rule: which rule, where, what value, and what to do about it."""
+
+    rule: str
+    path: tuple[str | int, ...]
+    message: str
+    value: str | None = None
+
+    @property
+    def field(self) -> str:
+        """The JSON path of the offending field, rendered for people."""
+        return format_path(self.path)
+
+    def __str__(self) -> str:
+        shown = f" (got {self.value})" if self.value is not None else ""
+        return f"[{self.rule}] {self.field}: {self.message}{shown}"
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready form for ``--json`` output and the harness protocol."""
+        return {"rule": self.rule, "path": list(self.path), "message": self.message,
+                "value": self.value}
+
+
+@dataclass
+class RecordRefused(ValueError):
+    """Bad input was refused; nothing was written. Carries every problem found."""
+
+    problems: list[Problem] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.problems:
+            raise TypeError("RecordRefused needs at least one Problem")
+        super().__init__(str(self))
+
+    @classmethod
+    def one(cls, rule: str, path: Iterable[str | int], message: str,
+            value: Any = None, *, show_value: bool = True) -> RecordRefused:
+        """Build a refusal for a single problem; ``show_value=False`` hides a secret."""
+        shown = safe_value(value) if (show_value and value is not None) else None
+        return cls([Problem(rule, tuple(path), message, shown)])
+
+    @property
+    def rule(self) -> str:
+        """The rule id of the first problem."""
+        return self.problems[0].rule
+
+    @property
+    def rules(self) -> list[str]:
+        """Every rule id broken, in the order found."""
+        return [p.rule for p in self.problems]
+
+    @property
+    def field(self) -> str:
+        """The field of the first problem."""
+        return self.problems[0].field
+
+    def __str__(self) -> str:
+        if len(self.problems) == 1:
+            return str(self.problems[0])
+        lines = [f"{len(self.problems)} problems:"] + [f"  {p}" for p in self.problems]
+        return "\n".join(lines)
+
+    def __hash__(self) -> int:  # exceptions must stay hashable for traceback machinery
+        return id(self)

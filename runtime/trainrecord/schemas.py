@@ -1,0 +1,150 @@
+"""The JSON Schema oracle: load spec schemas and validate instances against them.
+
+Schemas ship inside ``trainrecord_spec`` (copied there by ``make generate``). This module
+builds one ``referencing`` registry over all of them and validates with
+``jsonschema.Draft202012Validator`` with the two type rules the spec fixes (see
+``spec/README.md``, "The oracle"):
+
+* ``integer`` is an integer token: ``3`` is one, ``3.0``, ``true`` and ``"3"`` are not;
+* ``number`` is a finite integer or float, never a boolean.
+
+Every schema error becomes a :class:`~trainrecord.errors.Problem` whose rule id comes from
+the ``x-rules`` annotation of the subschema where the error arose: ``{"<keyword>": "<rule
+id>"}``, with ``"*"`` as the fallback for any keyword of that subschema.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jsonschema
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+from trainrecord.errors import Problem, RecordRefused, safe_value
+
+SCHEMA_ROOT = "schemas"
+
+
+def _is_integer(checker: Any, instance: Any) -> bool:
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+def _is_number(checker: Any, instance: Any) -> bool:
+    if isinstance(instance, bool):
+        return False
+    if isinstance(instance, int):
+        return True
+    return isinstance(instance, float) and math.isfinite(instance)
+
+
+TYPE_CHECKER = Draft202012Validator.TYPE_CHECKER.redefine_many(
+    {"integer": _is_integer, "number": _is_number}
+)
+OracleValidator = jsonschema.validators.extend(Draft202012Validator, type_checker=TYPE_CHECKER)
+"""Draft 2020-12 with the spec's integer and number rules."""
+
+
+def _schema_files() -> Iterator[tuple[str, Any]]:
+    root = resources.files("trainrecord_spec").joinpath(SCHEMA_ROOT)
+    stack = [(root, "")]
+    while stack:
+        folder, prefix = stack.pop()
+        for entry in folder.iterdir():
+            name = f"{prefix}{entry.name}"
+            if entry.is_dir():
+                stack.append((entry, name + "/"))
+            elif entry.name.endswith(".schema.json"):
+                yield name, json.loads(entry.read_text(encoding="utf-8"))
+
+
+@cache
+def all_schemas() -> dict[str, dict[str, Any]]:
+    """Every shipped schema by its path under ``schemas/`` (e.g. ``foundry/witness.schema.json``)."""
+    return dict(sorted(_schema_files()))
+
+
+@cache
+def registry() -> Registry:
+    """A registry holding every shipped schema under its ``$id``."""
+    reg: Registry = Registry()
+    for schema in all_schemas().values():
+        reg = reg.with_resource(schema["$id"], Resource.from_contents(schema, DRAFT202012))
+    return reg.crawl()
+
+
+def schema_by_id(schema_id: str) -> dict[str, Any]:
+    """The schema whose ``$id`` is ``schema_id``, or whose path under schemas/ is that."""
+    for path, schema in all_schemas().items():
+        if schema_id in (schema["$id"], path):
+            return schema
+    raise KeyError(f"no schema with $id or path {schema_id!r}")
+
+
+@cache
+def validator(schema_id: str) -> Draft202012Validator:
+    """The oracle validator for one schema (by ``$id`` or path), with format checking."""
+    schema = schema_by_id(schema_id)
+    return OracleValidator(
+        schema, registry=registry(), format_checker=Draft202012Validator.FORMAT_CHECKER
+    )
+
+
+def _rule_for(error: ValidationError, fallback: str) -> str:
+    rules = error.schema.get("x-rules") if isinstance(error.schema, dict) else None
+    if isinstance(rules, dict):
+        return rules.get(error.validator) or rules.get("*") or fallback
+    return fallback
+
+
+def _leaf_errors(error: ValidationError) -> Iterator[ValidationError]:
+    """Descend into oneOf/anyOf contexts to the branch errors that carry a rule."""
+    rules = error.schema.get("x-rules") if isinstance(error.schema, dict) else None
+    if error.context and not (isinstance(rules, dict) and error.validator in rules):
+        for sub in error.context:
+            yield from _leaf_errors(sub)
+    else:
+        yield error
+
+
+def _to_problems(leaf: ValidationError, fallback: str) -> list[Problem]:
+    rule = _rule_for(leaf, fallback)
+    path: tuple[str | int, ...] = tuple(leaf.absolute_path)
+    if leaf.validator == "required" and isinstance(leaf.instance, dict):
+        names = [k for k in leaf.validator_value
+                 if k not in leaf.instance and leaf.message.startswith(repr(k))]
+        return [Problem(rule, (*path, k), f"required field {k!r} is missing; add it")
+                for k in names[:1]]
+    if leaf.validator in ("additionalProperties", "unevaluatedProperties") and isinstance(
+        leaf.instance, dict
+    ):
+        allowed = set(leaf.schema.get("properties", {}))
+        extra = sorted(k for k in leaf.instance if k not in allowed)
+        return [Problem(rule, (*path, k), f"field {k!r} is not allowed here; remove it")
+                for k in extra]
+    return [Problem(rule, path, leaf.message, safe_value(leaf.instance))]
+
+
+def problems(instance: Any, schema_id: str) -> list[Problem]:
+    """Every problem of ``instance`` against the schema, each with its rule id."""
+    val = validator(schema_id)
+    fallback = f"{val.schema.get('x-format', 'schema')}.schema"
+    found: list[Problem] = []
+    for error in sorted(val.iter_errors(instance), key=lambda e: list(map(str, e.path))):
+        for leaf in _leaf_errors(error):
+            found.extend(_to_problems(leaf, fallback))
+    return found
+
+
+def check(instance: Any, schema_id: str) -> None:
+    """Raise :class:`RecordRefused` with every problem when ``instance`` is invalid."""
+    found = problems(instance, schema_id)
+    if found:
+        raise RecordRefused(found)

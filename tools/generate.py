@@ -1,0 +1,190 @@
+"""Generate ``generated/`` from ``spec/``, or check that it is up to date.
+
+``python tools/generate.py --out generated`` (``make generate``) writes
+``generated/python/trainrecord_spec``: pydantic v2 models from every schema under
+``spec/schemas`` (datamodel-code-generator, pinned in pyproject.toml), the strict base
+class, a ``MODELS`` table from schema ``$id`` to model, and copies of the schemas,
+vectors and rule registry as package data. ``--check generated`` (``make
+check-generated``) generates into a temporary folder and compares the whole file set byte
+for byte. The output is the same on every run: no timestamps, sorted file lists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEC = ROOT / "spec"
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+PACKAGE = "trainrecord_spec"
+COMMAND = "make generate"
+DATA_DIRS = ("schemas", "vectors", "rules", "meta")
+
+CODEGEN_FLAGS = [
+    "--input-file-type", "jsonschema",
+    "--output-model-type", "pydantic_v2.BaseModel",
+    "--target-python-version", "3.11",
+    "--use-annotated", "--field-constraints", "--use-standard-collections",
+    "--use-union-operator", "--collapse-root-models", "--use-type-alias",
+    "--enum-field-as-literal", "all", "--disable-timestamp", "--formatters", "builtin",
+    "--use-title-as-name", "--use-missing-sentinel", "--no-allow-remote-refs",
+    "--use-schema-description", "--use-field-description",
+    "--base-class", f"{PACKAGE}._base.StrictModel",
+]
+
+
+def banner(source: str) -> str:
+    return (f"# DO NOT EDIT: generated from {source} by `{COMMAND}` (tools/generate.py).\n"
+            "# Change the source and run the command again; CI fails when this file drifts.\n")
+
+
+def _codegen_bin() -> str:
+    exe = Path(sys.executable).with_name("datamodel-codegen")
+    return str(exe) if exe.exists() else "datamodel-codegen"
+
+
+def _strip_header(text: str) -> tuple[str, str | None]:
+    """Drop datamodel-codegen's own header lines; return the text and the filename it named."""
+    lines = text.splitlines(keepends=True)
+    source = None
+    while lines and lines[0].startswith("#"):
+        if "filename:" in lines[0]:
+            source = lines[0].split("filename:", 1)[1].strip()
+        lines.pop(0)
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    return "".join(lines), source
+
+
+def _model_table(pkg: Path) -> str:
+    """Source of ``_models.py``: the ``MODELS`` table from ``$id`` to generated model."""
+    imports: list[str] = []
+    entries: list[str] = []
+    for schema_path in sorted((SPEC / "schemas").rglob("*.schema.json")):
+        schema = json.loads(schema_path.read_text(encoding="utf-8"))
+        rel = schema_path.relative_to(SPEC / "schemas")
+        module = ".".join([*rel.parent.parts, rel.name.replace(".schema.json", "_schema")])
+        module = module.replace("-", "_")
+        title = schema.get("title")
+        if not title or not (pkg / "models" / Path(*module.split("."))).with_suffix(".py").exists():
+            continue
+        alias = f"_{len(imports)}"
+        imports.append(f"from {PACKAGE}.models.{module} import {title} as {alias}")
+        entries.append(f"    {schema['$id']!r}: {alias},")
+    return (banner("spec/schemas/**/*.schema.json")
+            + '"""The table from each schema\'s $id to the model generated from it."""\n\n'
+            + "from __future__ import annotations\n\nfrom typing import Any\n\n"
+            + "\n".join(imports) + "\n\nMODELS: dict[str, Any] = {\n" + "\n".join(entries)
+            + "\n}\n")
+
+
+def generate_python(dest: Path) -> None:
+    """Write the ``trainrecord_spec`` package under ``dest/python``."""
+    pkg = dest / "python" / PACKAGE
+    pkg.mkdir(parents=True)
+    raw = Path(tempfile.mkdtemp(prefix="trainrecord-codegen-"))
+    try:
+        out = raw / "models"
+        proc = subprocess.run(
+            [_codegen_bin(), "--input", str(SPEC / "schemas"), "--output", str(out),
+             *CODEGEN_FLAGS],
+            capture_output=True, text=True, check=False,
+        )
+        if proc.returncode != 0:
+            sys.exit(f"datamodel-codegen failed:\n{proc.stderr}")
+        for path in sorted(out.rglob("*.py")):
+            rel = path.relative_to(out)
+            body, source = _strip_header(path.read_text(encoding="utf-8"))
+            src = f"spec/schemas/{source}" if source and source != "schemas" else "spec/schemas"
+            target = pkg / "models" / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if rel.name == "__init__.py" and not body.strip():
+                body = '"""Generated models, one module per schema file."""\n'
+            target.write_text(banner(src) + body, encoding="utf-8")
+    finally:
+        shutil.rmtree(raw, ignore_errors=True)
+    init = pkg / "models" / "__init__.py"
+    if not init.exists():
+        init.parent.mkdir(parents=True, exist_ok=True)
+        init.write_text(banner("spec/schemas") + '"""Generated models, one module per schema file."""\n',
+                        encoding="utf-8")
+    for name in ("_base.py", "__init__.py"):
+        text = (TEMPLATES / name).read_text(encoding="utf-8")
+        (pkg / name).write_text(banner(f"tools/templates/{name}") + text, encoding="utf-8")
+    (pkg / "_models.py").write_text(_model_table(pkg), encoding="utf-8")
+    (pkg / "py.typed").write_text("", encoding="utf-8")
+    for data in DATA_DIRS:
+        src_dir = SPEC / data
+        if src_dir.is_dir():
+            for path in sorted(src_dir.rglob("*.json")):
+                target = pkg / data / path.relative_to(src_dir)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, target)
+
+
+def generate(dest: Path) -> None:
+    """Generate every target language into ``dest``."""
+    generate_python(dest)
+    extra = Path(__file__).resolve().parent / "generate_typescript.py"
+    if extra.exists():  # the TypeScript target, when present, writes dest/typescript
+        subprocess.run([sys.executable, str(extra), "--out", str(dest / "typescript")], check=True)
+
+
+def _files(root: Path) -> set[str]:
+    skip = {"__pycache__", "node_modules"}
+    found = set()
+    for path in root.rglob("*"):
+        if path.is_file() and not skip.intersection(path.relative_to(root).parts):
+            found.add(path.relative_to(root).as_posix())
+    return found
+
+
+def compare(expected: Path, actual: Path) -> list[str]:
+    """Differences between a fresh generation and the committed tree."""
+    want, have = _files(expected), _files(actual)
+    out = [f"missing: {p}" for p in sorted(want - have)]
+    out += [f"extra:   {p}" for p in sorted(have - want)]
+    out += [f"changed: {p}" for p in sorted(want & have)
+            if not filecmp.cmp(expected / p, actual / p, shallow=False)]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--out", type=Path, help="write generated code into this folder")
+    group.add_argument("--check", type=Path, help="compare this folder with a fresh generation")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="trainrecord-generated-") as tmp:
+        fresh = Path(tmp) / "generated"
+        generate(fresh)
+        if args.check:
+            diffs = compare(fresh, args.check)
+            if diffs:
+                print(f"{args.check} is out of step with spec/ ({len(diffs)} files):",
+                      file=sys.stderr)
+                for line in diffs:
+                    print(f"  {line}", file=sys.stderr)
+                print("run make generate and commit", file=sys.stderr)
+                return 1
+            print(f"{args.check} matches spec/")
+            return 0
+        for sub in sorted(os.listdir(fresh)):
+            target = args.out / sub
+            if target.exists():
+                shutil.rmtree(target)
+            shutil.copytree(fresh / sub, target)
+        print(f"generated {args.out} from spec/")
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
