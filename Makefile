@@ -8,7 +8,16 @@ TORCH_PIN ?= torch==2.13.0
 HYPOTHESIS_PROFILE ?= dev
 TARGET ?= python
 
-.PHONY: all venv generate check-generated lint test demo conformance bench clean
+TS_TOOLS := tools/ts
+NODE_IMPL := conformance/implementations/node
+# make conformance TARGET=node runs the suite against the Node implementation (exec protocol).
+ifeq ($(TARGET),node)
+CONFORMANCE_TARGET := exec:node $(NODE_IMPL)/harness.js
+else
+CONFORMANCE_TARGET := $(TARGET)
+endif
+
+.PHONY: all venv ts-setup generate check-generated lint test demo conformance bench clean
 
 all: test
 
@@ -21,27 +30,39 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed
 
+## The pinned npm tools (json-schema-to-typescript, tsc) and the Node implementation's
+## packages (ajv), from their package-lock.json files. Needs Node.js >= 20 and npm.
+$(TS_TOOLS)/node_modules/.installed: $(TS_TOOLS)/package-lock.json
+	cd $(TS_TOOLS) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(NODE_IMPL)/node_modules/.installed: $(NODE_IMPL)/package-lock.json
+	cd $(NODE_IMPL) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+ts-setup: $(TS_TOOLS)/node_modules/.installed $(if $(wildcard $(NODE_IMPL)/package-lock.json),$(NODE_IMPL)/node_modules/.installed)
+
 ## Regenerate generated/ from spec/ (never edit generated/ by hand).
-generate: venv
+generate: venv ts-setup
 	$(PY) tools/generate.py --out generated
 
 ## Fail when generated/ differs from what spec/ produces.
-check-generated: venv
+check-generated: venv ts-setup
 	$(PY) tools/generate.py --check generated
 
 lint: venv
 	$(VENV)/bin/ruff check runtime conformance tests tools bench
 	$(VENV)/bin/ruff format --check runtime conformance tests tools bench
 
-test: venv check-generated lint
+test: venv ts-setup check-generated lint
 	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -n 2 --dist loadgroup -q
 
 ## The main job: train a small CNN, break it, watch the monitor catch it, verify and plot.
 demo: venv
 	$(VENV)/bin/trainrecord demo --out runs/demo
 
-conformance: venv
-	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(VENV)/bin/trainrecord-conformance run --target $(TARGET)
+conformance: venv ts-setup
+	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(VENV)/bin/trainrecord-conformance run --target "$(CONFORMANCE_TARGET)"
 
 bench: venv
 	for f in bench/*.py; do $(PY) $$f || exit 1; done

@@ -1,0 +1,60 @@
+/* DO NOT EDIT: generated from spec/schemas/diary/events/alarm_cleared.schema.json by `make generate` (tools/generate_typescript.py).
+ * Change the source and run the command again; CI fails when this file drifts. */
+
+/**
+ * Diary event alarm_cleared: A layer's gradient norm returned to its band after an alarm.
+ */
+export type DiaryAlarmCleared = DiaryLineCommon & {
+  /**
+   * Always "alarm_cleared".
+   */
+  event: "alarm_cleared";
+  /**
+   * The optimizer step at which the check ran, counting from 0.
+   */
+  step: number;
+  /**
+   * A module name as model.named_modules() gives it (without a DistributedDataParallel 'module.' prefix). Not empty.
+   */
+  layer: string;
+  /**
+   * The diagnosis of the alarm that cleared: no_gradient, vanishing or exploding.
+   */
+  diagnosis: "no_gradient" | "vanishing" | "exploding";
+  /**
+   * The layer's gradient norm at this check.
+   */
+  grad_norm: number;
+  /**
+   * The layer's baseline: 10 to the running mean of log10 gradient norm.
+   */
+  baseline: number;
+  [k: string]: unknown;
+};
+
+/**
+ * The fields every line of diary.jsonl carries: its position, time, event type and the two hashes that chain it to the line before. A line may carry more fields than its event lists, never fewer; fields a reader does not know are ignored.
+ */
+export interface DiaryLineCommon {
+  /**
+   * Position of the line in the record: 0 for the first line, then contiguous.
+   */
+  seq: number;
+  /**
+   * Unix time in seconds from the writer's local clock when the line was written, rounded to milliseconds (round(time.time(), 3)).
+   */
+  time: number;
+  /**
+   * The event type, e.g. run_start or alarm. Event types this version does not list are allowed and are checked only for these common fields.
+   */
+  event: string;
+  /**
+   * The hash of the previous line (seq - 1), or 64 zeros on the first line.
+   */
+  prev: string;
+  /**
+   * SHA-256 (64 lowercase hex characters) of prev followed by the canonical JSON of the line without prev and hash: json.dumps(body, sort_keys=True, separators=(",", ":")), UTF-8.
+   */
+  hash: string;
+  [k: string]: unknown;
+}

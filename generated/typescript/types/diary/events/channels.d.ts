@@ -1,0 +1,95 @@
+/* DO NOT EDIT: generated from spec/schemas/diary/events/channels.schema.json by `make generate` (tools/generate_typescript.py).
+ * Change the source and run the command again; CI fails when this file drifts. */
+
+/**
+ * Diary event channels: The stuck-channel state of a producer layer changed.
+ */
+export type DiaryChannels = DiaryLineCommon & {
+  /**
+   * Always "channels".
+   */
+  event: "channels";
+  /**
+   * The optimizer step at which the check ran, counting from 0.
+   */
+  step: number;
+  /**
+   * The severity of the change: warning when stuck channels appear or grow, info when they shrink or clear.
+   */
+  severity: "info" | "warning" | "action" | "proof" | "critical";
+  /**
+   * A module name as model.named_modules() gives it (without a DistributedDataParallel 'module.' prefix). Not empty.
+   */
+  layer: string;
+  /**
+   * The BatchNorm paired with the layer (its module name), or null.
+   */
+  batchnorm: string | null;
+  /**
+   * The layer's channel count (output channels or features).
+   */
+  channels: number;
+  /**
+   * How many of the layer's channels are stuck: none, some, most (half or more) or all.
+   */
+  level: "none" | "some" | "most" | "all";
+  /**
+   * How many channels are certified dead (proved from the weights and the structure).
+   */
+  n_certified: number;
+  /**
+   * How many channels are constant (flat) over the checked batch.
+   */
+  n_flat: number;
+  /**
+   * How many channels were observed silent (never positive after the ReLU).
+   */
+  n_observed: number;
+  /**
+   * How many channels have decayed (their weights shrank towards zero).
+   */
+  n_decayed: number;
+  certified: ChannelIndices;
+  flat: ChannelIndices1;
+  observed: ChannelIndices2;
+  [k: string]: unknown;
+};
+/**
+ * The indices of the certified-dead channels, truncated to the list limit.
+ */
+export type ChannelIndices = number[];
+/**
+ * The indices of the constant channels, truncated to the list limit.
+ */
+export type ChannelIndices1 = number[];
+/**
+ * The indices of the observed-silent channels, truncated to the list limit.
+ */
+export type ChannelIndices2 = number[];
+
+/**
+ * The fields every line of diary.jsonl carries: its position, time, event type and the two hashes that chain it to the line before. A line may carry more fields than its event lists, never fewer; fields a reader does not know are ignored.
+ */
+export interface DiaryLineCommon {
+  /**
+   * Position of the line in the record: 0 for the first line, then contiguous.
+   */
+  seq: number;
+  /**
+   * Unix time in seconds from the writer's local clock when the line was written, rounded to milliseconds (round(time.time(), 3)).
+   */
+  time: number;
+  /**
+   * The event type, e.g. run_start or alarm. Event types this version does not list are allowed and are checked only for these common fields.
+   */
+  event: string;
+  /**
+   * The hash of the previous line (seq - 1), or 64 zeros on the first line.
+   */
+  prev: string;
+  /**
+   * SHA-256 (64 lowercase hex characters) of prev followed by the canonical JSON of the line without prev and hash: json.dumps(body, sort_keys=True, separators=(",", ":")), UTF-8.
+   */
+  hash: string;
+  [k: string]: unknown;
+}

@@ -1,0 +1,55 @@
+/* DO NOT EDIT: generated from spec/schemas/diary/events/nonfinite_gradient.schema.json by `make generate` (tools/generate_typescript.py).
+ * Change the source and run the command again; CI fails when this file drifts. */
+
+/**
+ * Diary event nonfinite_gradient: Some layers' gradients held NaN or infinite values.
+ */
+export type DiaryNonfiniteGradient = DiaryLineCommon & {
+  /**
+   * Always "nonfinite_gradient".
+   */
+  event: "nonfinite_gradient";
+  /**
+   * The optimizer step at which the check ran, counting from 0.
+   */
+  step: number;
+  /**
+   * Always "critical" for nonfinite_gradient.
+   */
+  severity: "critical";
+  layers: LayerNames;
+  [k: string]: unknown;
+};
+/**
+ * The layers whose gradients were not finite.
+ *
+ * Items: A module name as model.named_modules() gives it (without a DistributedDataParallel 'module.' prefix). Not empty.
+ */
+export type LayerNames = string[];
+
+/**
+ * The fields every line of diary.jsonl carries: its position, time, event type and the two hashes that chain it to the line before. A line may carry more fields than its event lists, never fewer; fields a reader does not know are ignored.
+ */
+export interface DiaryLineCommon {
+  /**
+   * Position of the line in the record: 0 for the first line, then contiguous.
+   */
+  seq: number;
+  /**
+   * Unix time in seconds from the writer's local clock when the line was written, rounded to milliseconds (round(time.time(), 3)).
+   */
+  time: number;
+  /**
+   * The event type, e.g. run_start or alarm. Event types this version does not list are allowed and are checked only for these common fields.
+   */
+  event: string;
+  /**
+   * The hash of the previous line (seq - 1), or 64 zeros on the first line.
+   */
+  prev: string;
+  /**
+   * SHA-256 (64 lowercase hex characters) of prev followed by the canonical JSON of the line without prev and hash: json.dumps(body, sort_keys=True, separators=(",", ":")), UTF-8.
+   */
+  hash: string;
+  [k: string]: unknown;
+}

@@ -1,0 +1,101 @@
+/* DO NOT EDIT: generated from spec/schemas/diary/events/repair.schema.json by `make generate` (tools/generate_typescript.py).
+ * Change the source and run the command again; CI fails when this file drifts. */
+
+/**
+ * Diary event repair: Stuck channels were re-initialised.
+ */
+export type DiaryRepair = DiaryLineCommon & {
+  /**
+   * Always "repair".
+   */
+  event: "repair";
+  /**
+   * The optimizer step at which the check ran, counting from 0.
+   */
+  step: number;
+  /**
+   * Always "action" for repair.
+   */
+  severity: "action";
+  /**
+   * A module name as model.named_modules() gives it (without a DistributedDataParallel 'module.' prefix). Not empty.
+   */
+  layer: string;
+  /**
+   * The BatchNorm paired with the layer (its module name), or null.
+   */
+  batchnorm: string | null;
+  channels: ChannelIndices;
+  /**
+   * How many channels were repaired.
+   */
+  count: number;
+  /**
+   * How the channels were re-initialised.
+   */
+  method: string;
+  /**
+   * How many optimizer-state tensors had the repaired channels zeroed.
+   */
+  optimizer_slices_reset: number;
+  /**
+   * Always "discrete": a repair is a jump.
+   */
+  modification_class: "discrete";
+  /**
+   * Always null: no bound on the repair's size is enforced.
+   */
+  bound: null;
+  /**
+   * The size of the change, the norm of the weight difference.
+   */
+  delta_norm: number;
+  /**
+   * The weight norm before the repair.
+   */
+  weight_norm_before: number;
+  /**
+   * The weight norm after the repair.
+   */
+  weight_norm_after: number;
+  /**
+   * delta_norm / weight_norm_before, or null when weight_norm_before was 0.
+   */
+  relative_change: number | null;
+  /**
+   * Where the new weights came from: the global RNG, or a seeded generator (with its seed).
+   */
+  rng: string;
+  [k: string]: unknown;
+};
+/**
+ * The indices of the repaired channels, truncated to the list limit.
+ */
+export type ChannelIndices = number[];
+
+/**
+ * The fields every line of diary.jsonl carries: its position, time, event type and the two hashes that chain it to the line before. A line may carry more fields than its event lists, never fewer; fields a reader does not know are ignored.
+ */
+export interface DiaryLineCommon {
+  /**
+   * Position of the line in the record: 0 for the first line, then contiguous.
+   */
+  seq: number;
+  /**
+   * Unix time in seconds from the writer's local clock when the line was written, rounded to milliseconds (round(time.time(), 3)).
+   */
+  time: number;
+  /**
+   * The event type, e.g. run_start or alarm. Event types this version does not list are allowed and are checked only for these common fields.
+   */
+  event: string;
+  /**
+   * The hash of the previous line (seq - 1), or 64 zeros on the first line.
+   */
+  prev: string;
+  /**
+   * SHA-256 (64 lowercase hex characters) of prev followed by the canonical JSON of the line without prev and hash: json.dumps(body, sort_keys=True, separators=(",", ":")), UTF-8.
+   */
+  hash: string;
+  [k: string]: unknown;
+}

@@ -1,0 +1,58 @@
+/* DO NOT EDIT: generated from spec/schemas/diary/events/run_end.schema.json by `make generate` (tools/generate_typescript.py).
+ * Change the source and run the command again; CI fails when this file drifts. */
+
+/**
+ * Diary event run_end: The last line of a finished run.
+ */
+export type DiaryRunEnd = DiaryLineCommon & {
+  /**
+   * Always "run_end".
+   */
+  event: "run_end";
+  /**
+   * How many optimizer steps the monitor saw.
+   */
+  steps: number;
+  /**
+   * How many checks ran.
+   */
+  checks: number;
+  /**
+   * Counts by name, e.g. events by type and checks_without_gradients.
+   */
+  counts: {
+    [k: string]: number;
+  };
+  /**
+   * SHA-256 of metrics.jsonl as it stood when run_end was written.
+   */
+  metrics_sha256: string;
+  [k: string]: unknown;
+};
+
+/**
+ * The fields every line of diary.jsonl carries: its position, time, event type and the two hashes that chain it to the line before. A line may carry more fields than its event lists, never fewer; fields a reader does not know are ignored.
+ */
+export interface DiaryLineCommon {
+  /**
+   * Position of the line in the record: 0 for the first line, then contiguous.
+   */
+  seq: number;
+  /**
+   * Unix time in seconds from the writer's local clock when the line was written, rounded to milliseconds (round(time.time(), 3)).
+   */
+  time: number;
+  /**
+   * The event type, e.g. run_start or alarm. Event types this version does not list are allowed and are checked only for these common fields.
+   */
+  event: string;
+  /**
+   * The hash of the previous line (seq - 1), or 64 zeros on the first line.
+   */
+  prev: string;
+  /**
+   * SHA-256 (64 lowercase hex characters) of prev followed by the canonical JSON of the line without prev and hash: json.dumps(body, sort_keys=True, separators=(",", ":")), UTF-8.
+   */
+  hash: string;
+  [k: string]: unknown;
+}

@@ -1,0 +1,39 @@
+// Compile JSON Schemas to TypeScript declarations with json-schema-to-typescript (pinned in
+// package-lock.json). Called by tools/generate_typescript.py; not meant to be run by hand.
+//
+// usage: node compile.mjs <schemas root> <out dir> <banner file> <rel path>...
+// Each <rel path> (e.g. foundry/witness.schema.json) becomes <out dir>/foundry/witness.d.ts.
+// $refs to https://trainrecord.dev/schemas/... are read from <schemas root>, never fetched.
+import { readFile, writeFile, mkdir } from "node:fs/promises";
+import path from "node:path";
+import { compile } from "json-schema-to-typescript";
+
+const ID_PREFIX = "https://trainrecord.dev/schemas/";
+const [root, outDir, bannerFile, ...rels] = process.argv.slice(2);
+const banner = (await readFile(bannerFile, "utf8")).trimEnd();
+
+const localResolver = {
+  order: 1,
+  canRead: (file) => file.url.startsWith(ID_PREFIX),
+  read: async (file) => readFile(path.join(root, file.url.slice(ID_PREFIX.length).split("#")[0])),
+};
+
+for (const rel of rels) {
+  const file = path.join(root, rel);
+  const schema = JSON.parse(await readFile(file, "utf8"));
+  const ts = await compile(schema, schema.title ?? path.basename(rel), {
+    bannerComment: banner.replace("{source}", `spec/schemas/${rel}`),
+    cwd: path.dirname(file),
+    additionalProperties: true,
+    declareExternallyReferenced: true,
+    unreachableDefinitions: false,
+    strictIndexSignatures: false,
+    unknownAny: true,
+    format: true,
+    style: { printWidth: 100, singleQuote: false, trailingComma: "all", tabWidth: 2 },
+    $refOptions: { resolve: { trainrecord: localResolver, http: false, https: false } },
+  });
+  const target = path.join(outDir, rel.replace(/\.schema\.json$/, ".d.ts"));
+  await mkdir(path.dirname(target), { recursive: true });
+  await writeFile(target, ts, "utf8");
+}
