@@ -16,7 +16,11 @@ SPEC = ROOT / "spec"
 SEEDS = ROOT.parent / "shared" / "seeds"
 
 settings.register_profile(
-    "ci", max_examples=25, derandomize=True, deadline=None, print_blob=True,
+    "ci",
+    max_examples=25,
+    derandomize=True,
+    deadline=None,
+    print_blob=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile("dev", max_examples=60, deadline=None)

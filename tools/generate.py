@@ -29,21 +29,38 @@ COMMAND = "make generate"
 DATA_DIRS = ("schemas", "vectors", "rules", "meta")
 
 CODEGEN_FLAGS = [
-    "--input-file-type", "jsonschema",
-    "--output-model-type", "pydantic_v2.BaseModel",
-    "--target-python-version", "3.11",
-    "--use-annotated", "--field-constraints", "--use-standard-collections",
-    "--use-union-operator", "--collapse-root-models", "--use-type-alias",
-    "--enum-field-as-literal", "all", "--disable-timestamp", "--formatters", "builtin",
-    "--use-title-as-name", "--use-missing-sentinel", "--no-allow-remote-refs",
-    "--use-schema-description", "--use-field-description",
-    "--base-class", f"{PACKAGE}._base.StrictModel",
+    "--input-file-type",
+    "jsonschema",
+    "--output-model-type",
+    "pydantic_v2.BaseModel",
+    "--target-python-version",
+    "3.11",
+    "--use-annotated",
+    "--field-constraints",
+    "--use-standard-collections",
+    "--use-union-operator",
+    "--collapse-root-models",
+    "--use-type-alias",
+    "--enum-field-as-literal",
+    "all",
+    "--disable-timestamp",
+    "--formatters",
+    "builtin",
+    "--use-title-as-name",
+    "--use-missing-sentinel",
+    "--no-allow-remote-refs",
+    "--use-schema-description",
+    "--use-field-description",
+    "--base-class",
+    f"{PACKAGE}._base.StrictModel",
 ]
 
 
 def banner(source: str) -> str:
-    return (f"# DO NOT EDIT: generated from {source} by `{COMMAND}` (tools/generate.py).\n"
-            "# Change the source and run the command again; CI fails when this file drifts.\n")
+    return (
+        f"# DO NOT EDIT: generated from {source} by `{COMMAND}` (tools/generate.py).\n"
+        "# Change the source and run the command again; CI fails when this file drifts.\n"
+    )
 
 
 def _codegen_bin() -> str:
@@ -79,11 +96,15 @@ def _model_table(pkg: Path) -> str:
         alias = f"_{len(imports)}"
         imports.append(f"from {PACKAGE}.models.{module} import {title} as {alias}")
         entries.append(f"    {schema['$id']!r}: {alias},")
-    return (banner("spec/schemas/**/*.schema.json")
-            + '"""The table from each schema\'s $id to the model generated from it."""\n\n'
-            + "from __future__ import annotations\n\nfrom typing import Any\n\n"
-            + "\n".join(imports) + "\n\nMODELS: dict[str, Any] = {\n" + "\n".join(entries)
-            + "\n}\n")
+    return (
+        banner("spec/schemas/**/*.schema.json")
+        + '"""The table from each schema\'s $id to the model generated from it."""\n\n'
+        + "from __future__ import annotations\n\nfrom typing import Any\n\n"
+        + "\n".join(imports)
+        + "\n\nMODELS: dict[str, Any] = {\n"
+        + "\n".join(entries)
+        + "\n}\n"
+    )
 
 
 def generate_python(dest: Path) -> None:
@@ -94,9 +115,17 @@ def generate_python(dest: Path) -> None:
     try:
         out = raw / "models"
         proc = subprocess.run(
-            [_codegen_bin(), "--input", str(SPEC / "schemas"), "--output", str(out),
-             *CODEGEN_FLAGS],
-            capture_output=True, text=True, check=False,
+            [
+                _codegen_bin(),
+                "--input",
+                str(SPEC / "schemas"),
+                "--output",
+                str(out),
+                *CODEGEN_FLAGS,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
         )
         if proc.returncode != 0:
             sys.exit(f"datamodel-codegen failed:\n{proc.stderr}")
@@ -114,8 +143,10 @@ def generate_python(dest: Path) -> None:
     init = pkg / "models" / "__init__.py"
     if not init.exists():
         init.parent.mkdir(parents=True, exist_ok=True)
-        init.write_text(banner("spec/schemas") + '"""Generated models, one module per schema file."""\n',
-                        encoding="utf-8")
+        init.write_text(
+            banner("spec/schemas") + '"""Generated models, one module per schema file."""\n',
+            encoding="utf-8",
+        )
     for name in ("_base.py", "__init__.py"):
         text = (TEMPLATES / name).read_text(encoding="utf-8")
         (pkg / name).write_text(banner(f"tools/templates/{name}") + text, encoding="utf-8")
@@ -152,8 +183,11 @@ def compare(expected: Path, actual: Path) -> list[str]:
     want, have = _files(expected), _files(actual)
     out = [f"missing: {p}" for p in sorted(want - have)]
     out += [f"extra:   {p}" for p in sorted(have - want)]
-    out += [f"changed: {p}" for p in sorted(want & have)
-            if not filecmp.cmp(expected / p, actual / p, shallow=False)]
+    out += [
+        f"changed: {p}"
+        for p in sorted(want & have)
+        if not filecmp.cmp(expected / p, actual / p, shallow=False)
+    ]
     return out
 
 
@@ -169,8 +203,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             diffs = compare(fresh, args.check)
             if diffs:
-                print(f"{args.check} is out of step with spec/ ({len(diffs)} files):",
-                      file=sys.stderr)
+                print(
+                    f"{args.check} is out of step with spec/ ({len(diffs)} files):", file=sys.stderr
+                )
                 for line in diffs:
                     print(f"  {line}", file=sys.stderr)
                 print("run make generate and commit", file=sys.stderr)

@@ -18,7 +18,10 @@ PREV2 = hashlib.sha256(b"trainrecord").hexdigest()
 
 INPUTS: list[tuple[str, object]] = [
     ("an empty object is {}", {}),
-    ("keys are sorted by code point, nested objects too", {"b": 1, "a": {"d": 2, "c": [3, {"f": 1, "e": 0}]}}),
+    (
+        "keys are sorted by code point, nested objects too",
+        {"b": 1, "a": {"d": 2, "c": [3, {"f": 1, "e": 0}]}},
+    ),
     ("uppercase keys sort before lowercase ones", {"b": 1, "B": 2, "a": 3, "_": 4}),
     ("0.1 is written as 0.1", {"x": 0.1}),
     ("0.1 + 0.2 is written with all 17 significant digits", {"x": 0.1 + 0.2}),
@@ -32,17 +35,32 @@ INPUTS: list[tuple[str, object]] = [
     ("the seed's metrics loss 2.305945873260498 is written as is", {"loss": 2.305945873260498}),
     ("the smallest subnormal is 5e-324", {"x": 5e-324}),
     ("the largest double is 1.7976931348623157e+308", {"x": 1.7976931348623157e308}),
-    ("integers beyond 64 bits are written in full", {"x": 123456789012345678901234567890, "y": -(2**70)}),
+    (
+        "integers beyond 64 bits are written in full",
+        {"x": 123456789012345678901234567890, "y": -(2**70)},
+    ),
     ("2**53 + 1 as an integer is exact", {"x": 2**53 + 1}),
     ("non-ASCII text is escaped as \\uXXXX", {"name": "café ünïcödé"}),
     ("characters beyond the BMP are escaped as surrogate pairs", {"s": "🔥 loss"}),
-    ("control characters use short escapes where JSON has them, else \\u00XX", {"s": "a\nb\tc\r\b\f\u0001\u001f\u007f"}),
-    ("quotes, backslashes and slashes: / is not escaped", {"s": "\"q\" \\ /"}),
+    (
+        "control characters use short escapes where JSON has them, else \\u00XX",
+        {"s": "a\nb\tc\r\b\f\u0001\u001f\u007f"},
+    ),
+    ("quotes, backslashes and slashes: / is not escaped", {"s": '"q" \\ /'}),
     ("a lone surrogate is escaped as \\udXXX", {"s": "\ud800"}),
     ("non-ASCII keys are escaped and sorted by code point", {"é": 1, "z": 2, "ä": 3}),
     ("true, false and null are lowercase", {"t": True, "f": False, "n": None}),
     ("arrays keep their order", {"a": [3, 1, 2]}),
-    ("a diary-like body with mixed types", {"seq": 0, "time": 1764456439.123, "event": "run_start", "layers": ["conv1.0", "fc"], "config": {"lr": 0.001}}),
+    (
+        "a diary-like body with mixed types",
+        {
+            "seq": 0,
+            "time": 1764456439.123,
+            "event": "run_start",
+            "layers": ["conv1.0", "fc"],
+            "config": {"lr": 0.001},
+        },
+    ),
 ]
 
 
@@ -52,19 +70,48 @@ def main() -> None:
     for i, (desc, body) in enumerate(INPUTS):
         prev = PREV if i % 2 == 0 else PREV2
         text = json.dumps(body, sort_keys=True, separators=(",", ":"))
-        line_cases.append({"description": desc, "input": body, "prev": prev, "canonical": text,
-                           "sha256": hashlib.sha256((prev + text).encode("utf-8")).hexdigest()})
+        line_cases.append(
+            {
+                "description": desc,
+                "input": body,
+                "prev": prev,
+                "canonical": text,
+                "sha256": hashlib.sha256((prev + text).encode("utf-8")).hexdigest(),
+            }
+        )
     config_cases = []
-    for desc, cfg in [("the seed's example {\"lr\": 0.001, \"epochs\": 2} gives da1dca8eecbe78ba", {"lr": 0.001, "epochs": 2}), *INPUTS]:
+    for desc, cfg in [
+        (
+            'the seed\'s example {"lr": 0.001, "epochs": 2} gives da1dca8eecbe78ba',
+            {"lr": 0.001, "epochs": 2},
+        ),
+        *INPUTS,
+    ]:
         text = json.dumps(cfg, sort_keys=True)
-        config_cases.append({"description": desc, "input": cfg, "canonical": text,
-                             "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()})
+        config_cases.append(
+            {
+                "description": desc,
+                "input": cfg,
+                "canonical": text,
+                "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+            }
+        )
     files = {
-        "line-hash.json": {"description": "Diary line hash: sha256(prev + json.dumps(body, sort_keys=True, separators=(',', ':'))).", "form": "line", "cases": line_cases},
-        "config-hash.json": {"description": "Foundry config hash: json.dumps(config, sort_keys=True) with default separators; config_sha is the first 16 hex characters of its sha256.", "form": "config", "cases": config_cases},
+        "line-hash.json": {
+            "description": "Diary line hash: sha256(prev + json.dumps(body, sort_keys=True, separators=(',', ':'))).",
+            "form": "line",
+            "cases": line_cases,
+        },
+        "config-hash.json": {
+            "description": "Foundry config hash: json.dumps(config, sort_keys=True) with default separators; config_sha is the first 16 hex characters of its sha256.",
+            "form": "config",
+            "cases": config_cases,
+        },
     }
     for name, doc in files.items():
-        (OUT / name).write_text(json.dumps(doc, indent=2, ensure_ascii=True) + "\n", encoding="utf-8")
+        (OUT / name).write_text(
+            json.dumps(doc, indent=2, ensure_ascii=True) + "\n", encoding="utf-8"
+        )
 
 
 if __name__ == "__main__":

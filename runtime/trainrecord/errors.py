@@ -55,8 +55,12 @@ class Problem:
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready form for ``--json`` output and the harness protocol."""
-        return {"rule": self.rule, "path": list(self.path), "message": self.message,
-                "value": self.value}
+        return {
+            "rule": self.rule,
+            "path": list(self.path),
+            "message": self.message,
+            "value": self.value,
+        }
 
 
 @dataclass
@@ -71,8 +75,15 @@ class RecordRefused(ValueError):
         super().__init__(str(self))
 
     @classmethod
-    def one(cls, rule: str, path: Iterable[str | int], message: str,
-            value: Any = None, *, show_value: bool = True) -> RecordRefused:
+    def one(
+        cls,
+        rule: str,
+        path: Iterable[str | int],
+        message: str,
+        value: Any = None,
+        *,
+        show_value: bool = True,
+    ) -> RecordRefused:
         """Build a refusal for a single problem; ``show_value=False`` hides a secret."""
         shown = safe_value(value) if (show_value and value is not None) else None
         return cls([Problem(rule, tuple(path), message, shown)])

@@ -118,17 +118,22 @@ def _to_problems(leaf: ValidationError, fallback: str) -> list[Problem]:
     rule = _rule_for(leaf, fallback)
     path: tuple[str | int, ...] = tuple(leaf.absolute_path)
     if leaf.validator == "required" and isinstance(leaf.instance, dict):
-        names = [k for k in leaf.validator_value
-                 if k not in leaf.instance and leaf.message.startswith(repr(k))]
-        return [Problem(rule, (*path, k), f"required field {k!r} is missing; add it")
-                for k in names[:1]]
+        names = [
+            k
+            for k in leaf.validator_value
+            if k not in leaf.instance and leaf.message.startswith(repr(k))
+        ]
+        return [
+            Problem(rule, (*path, k), f"required field {k!r} is missing; add it") for k in names[:1]
+        ]
     if leaf.validator in ("additionalProperties", "unevaluatedProperties") and isinstance(
         leaf.instance, dict
     ):
         allowed = set(leaf.schema.get("properties", {}))
         extra = sorted(k for k in leaf.instance if k not in allowed)
-        return [Problem(rule, (*path, k), f"field {k!r} is not allowed here; remove it")
-                for k in extra]
+        return [
+            Problem(rule, (*path, k), f"field {k!r} is not allowed here; remove it") for k in extra
+        ]
     return [Problem(rule, path, leaf.message, safe_value(leaf.instance))]
 
 

@@ -9,15 +9,22 @@ from tests.conftest import ROOT
 
 
 def test_generated_tree_matches_spec() -> None:
-    proc = subprocess.run([sys.executable, "tools/generate.py", "--check", "generated"],
-                          cwd=ROOT, capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "tools/generate.py", "--check", "generated"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
 
 
 def test_spec_package_imports_without_torch_or_jsonschema() -> None:
-    code = ("import sys; import trainrecord_spec; "
-            "bad = [m for m in ('torch', 'jsonschema', 'requests') if m in sys.modules]; "
-            "assert not bad, bad; print(len(trainrecord_spec.MODELS))")
+    code = (
+        "import sys; import trainrecord_spec; "
+        "bad = [m for m in ('torch', 'jsonschema', 'requests') if m in sys.modules]; "
+        "assert not bad, bad; print(len(trainrecord_spec.MODELS))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert int(proc.stdout) >= 1

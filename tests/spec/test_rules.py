@@ -58,8 +58,14 @@ def test_rule_file_follows_its_schema(path: Path) -> None:
 
 def test_every_schema_rule_is_registered() -> None:
     known = registry()
-    missing = sorted({r for p in (SPEC / "schemas").rglob("*.schema.json")
-                      for r in _x_rules(_load(p)) if r not in known})
+    missing = sorted(
+        {
+            r
+            for p in (SPEC / "schemas").rglob("*.schema.json")
+            for r in _x_rules(_load(p))
+            if r not in known
+        }
+    )
     assert not missing, f"x-rules ids missing from spec/rules: {missing}"
 
 
@@ -70,6 +76,9 @@ def test_every_vector_rule_is_registered() -> None:
 
 def test_every_schema_refusal_has_an_invalid_vector() -> None:
     covered = _vector_rules()
-    lacking = sorted(r for r, rule in registry().items()
-                     if rule["kind"] == "refusal" and rule.get("schema", True) and r not in covered)
+    lacking = sorted(
+        r
+        for r, rule in registry().items()
+        if rule["kind"] == "refusal" and rule.get("schema", True) and r not in covered
+    )
     assert not lacking, f"refusal rules without an invalid vector: {lacking}"

@@ -18,7 +18,19 @@ from trainrecord.schemas import all_schemas, problems, schema_by_id
 SCHEMA_FILES = sorted((SPEC / "schemas").rglob("*.schema.json"))
 META_FILES = sorted((SPEC / "meta").glob("*.schema.json"))
 VECTOR_FILES = sorted(p for p in (SPEC / "vectors").rglob("*.json") if p.parent.name != "canonical")
-KNOWN_MODEL_DIFFERENCES: dict[tuple[str, str], str] = {}
+_DIARY_LINE_IF_THEN = (
+    "DiaryLine selects the event schema with if/then, which datamodel-code-generator drops: "
+    "the generated DiaryLine model checks only the common fields. Use DiaryKnownLine (a "
+    "discriminated union of the 19 event models) or the event's own model for known events."
+)
+KNOWN_MODEL_DIFFERENCES: dict[tuple[str, str], str] = {
+    ("vectors/diary/line.json", d): _DIARY_LINE_IF_THEN
+    for d in (
+        "DiaryLine checks a known event against its schema: an alarm without grad_norm is refused",
+        "DiaryLine checks fixed values of known events: an alarm with severity info is refused",
+        "DiaryLine checks record_version of run_start: 2 is refused",
+    )
+}
 """(vector file, case description) -> why the models may disagree with the oracle there."""
 
 
@@ -61,7 +73,9 @@ def test_schema_ids_are_unique() -> None:
 
 def test_shipped_schemas_are_the_spec_schemas() -> None:
     shipped = all_schemas()
-    assert sorted(shipped) == sorted(p.relative_to(SPEC / "schemas").as_posix() for p in SCHEMA_FILES)
+    assert sorted(shipped) == sorted(
+        p.relative_to(SPEC / "schemas").as_posix() for p in SCHEMA_FILES
+    )
 
 
 @pytest.mark.parametrize("path", VECTOR_FILES, ids=lambda p: p.relative_to(SPEC).as_posix())
@@ -83,8 +97,9 @@ def _cases() -> list[tuple[str, str, dict]]:
 CASES = _cases()
 
 
-@pytest.mark.parametrize(("file", "schema_id", "case"), CASES,
-                         ids=[f"{f}:{c['description']}" for f, _, c in CASES])
+@pytest.mark.parametrize(
+    ("file", "schema_id", "case"), CASES, ids=[f"{f}:{c['description']}" for f, _, c in CASES]
+)
 def test_oracle_agrees_with_vector(file: str, schema_id: str, case: dict) -> None:
     found = problems(case["data"], schema_id)
     if case["valid"]:
@@ -92,11 +107,13 @@ def test_oracle_agrees_with_vector(file: str, schema_id: str, case: dict) -> Non
     else:
         assert found, "an invalid vector was accepted"
         assert case["rule"] in {p.rule for p in found}, (
-            f"expected rule {case['rule']}, oracle reported {[str(p) for p in found]}")
+            f"expected rule {case['rule']}, oracle reported {[str(p) for p in found]}"
+        )
 
 
-@pytest.mark.parametrize(("file", "schema_id", "case"), CASES,
-                         ids=[f"{f}:{c['description']}" for f, _, c in CASES])
+@pytest.mark.parametrize(
+    ("file", "schema_id", "case"), CASES, ids=[f"{f}:{c['description']}" for f, _, c in CASES]
+)
 def test_models_agree_with_oracle(file: str, schema_id: str, case: dict) -> None:
     if (file, case["description"]) in KNOWN_MODEL_DIFFERENCES:
         pytest.skip(KNOWN_MODEL_DIFFERENCES[(file, case["description"])])
