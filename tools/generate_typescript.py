@@ -90,11 +90,11 @@ def _const_of(schema: dict[str, Any], key: str) -> Any:
     return None
 
 
-def union_members(schema: dict[str, Any], key: str, where: Path) -> list[tuple[Any, str]]:
-    """The (discriminator value, type name) pairs of a schema that is a union on ``key``.
+def union_members(schema: dict[str, Any], key: str, rel: Path) -> list[tuple[Any, str, str]]:
+    """The (discriminator value, type name, module) triples of a schema that is a union on ``key``.
 
-    A schema is such a union when its ``oneOf``/``anyOf`` lists references (local ``$defs``
-    or other schema files relative to ``where``, the schema's folder) or inline subschemas
+    A schema (at ``rel`` under spec/schemas) is such a union when its ``oneOf``/``anyOf``
+    lists references (local ``$defs`` or other schema files) or inline subschemas
     with titles, each fixing ``key`` with ``const`` (or a one-value ``enum``). Anything else
     gives an empty list.
     """
@@ -102,21 +102,30 @@ def union_members(schema: dict[str, Any], key: str, where: Path) -> list[tuple[A
         branches = schema.get(word)
         if not isinstance(branches, list) or not branches:
             continue
-        found: list[tuple[Any, str]] = []
+        found: list[tuple[Any, str, str]] = []
         for branch in branches:
-            target = branch
+            target, module = branch, module_of(rel)
             ref = branch.get("$ref") if isinstance(branch, dict) else None
             if isinstance(ref, str) and ref.startswith("#/$defs/"):
                 target = schema.get("$defs", {}).get(ref.split("/")[-1], {})
-            elif isinstance(ref, str) and "#" not in ref and (where / ref).is_file():
-                target = json.loads((where / ref).read_text(encoding="utf-8"))
+            elif isinstance(ref, str) and "#" not in ref:
+                other = (SPEC / "schemas" / rel).parent / ref
+                if not other.is_file():
+                    return []
+                target = json.loads(other.read_text(encoding="utf-8"))
+                module = module_of(other.resolve().relative_to((SPEC / "schemas").resolve()))
             value = _const_of(target, key) if isinstance(target, dict) else None
             title = target.get("title") if isinstance(target, dict) else None
             if value is None or not isinstance(title, str):
                 return []
-            found.append((value, title))
+            found.append((value, title, module))
         return found
     return []
+
+
+def module_of(rel: Path) -> str:
+    """The module path, inside the package, of the declarations of the schema at ``rel``."""
+    return "types/" + rel.as_posix().removesuffix(".schema.json")
 
 
 def _ts_literal(value: Any) -> str:
@@ -156,8 +165,8 @@ def index_dts(entries: list[dict[str, Any]]) -> str:
                 f"a discriminated union on `{key}`. */"
             )
             out.append(f"export interface {union} {{")
-            for value, title in members:
-                out.append(f"  {_ts_literal(value)}: _{title};")
+            for value, title, module in members:
+                out.append(f'  {_ts_literal(value)}: import("./{module}").{title};')
             out += ["}", ""]
     out += [
         "/** The `$id` of every schema shipped in this package. */",
@@ -235,6 +244,7 @@ def project_version() -> str:
 
 def generate(dest: Path) -> None:
     """Write the TypeScript package into ``dest`` (which must not exist yet or be empty)."""
+    dest = dest.resolve()
     node = ensure_tools()
     rels = schema_files()
     dest.mkdir(parents=True, exist_ok=True)
@@ -262,10 +272,9 @@ def generate(dest: Path) -> None:
     entries: list[dict[str, Any]] = []
     for rel in rels:
         schema = json.loads((SPEC / "schemas" / rel).read_text(encoding="utf-8"))
-        module = "types/" + rel.as_posix().removesuffix(".schema.json")
+        module = module_of(rel)
         dts = (dest / f"{module}.d.ts").read_text(encoding="utf-8")
-        where = (SPEC / "schemas" / rel).parent
-        unions = {k: m for k in DISCRIMINATORS if (m := union_members(schema, k, where))}
+        unions = {k: m for k in DISCRIMINATORS if (m := union_members(schema, k, rel))}
         entries.append(
             {
                 "id": schema.get("$id", ID_PREFIX + rel.as_posix()),
@@ -274,7 +283,6 @@ def generate(dest: Path) -> None:
                 "title": schema.get("title")
                 if schema.get("title") in declared_names(dts)
                 else None,
-                "format": schema.get("x-format"),
                 "names": declared_names(dts),
                 "unions": unions,
             }

@@ -27,6 +27,7 @@ export type { DiaryLine } from "./types/diary/line";
 export type { DiaryMetricsRow } from "./types/diary/metrics-row";
 export type { FoundryMetrics, FoundryMetricsRow } from "./types/foundry/metrics";
 export type { FoundryWitness } from "./types/foundry/witness";
+export type { Report, ReportTrainingValidation, ReportError, ReportWordChannel, ReportLesionInitialValidation, ReportLesionValidation1, ReportError1, ReportError2, ReportTraining, ReportTrainingConfig, ReportTrainingProgress, ReportTrainingEpoch, ReportLesion, ReportLesionConfig, ReportLesionProgress, ReportLesionValidation, ReportLesionEpoch, ReportWordset, ReportWordsetConfig, ReportWordsetProgress } from "./types/reporting/reporting";
 
 import type { DiaryLineCommon as _DiaryLineCommon } from "./types/diary/common";
 import type { DiaryAlarm as _DiaryAlarm } from "./types/diary/events/alarm";
@@ -53,6 +54,7 @@ import type { DiaryLine as _DiaryLine } from "./types/diary/line";
 import type { DiaryMetricsRow as _DiaryMetricsRow } from "./types/diary/metrics-row";
 import type { FoundryMetrics as _FoundryMetrics } from "./types/foundry/metrics";
 import type { FoundryWitness as _FoundryWitness } from "./types/foundry/witness";
+import type { Report as _Report } from "./types/reporting/reporting";
 
 /** Every record type, by its schema's `$id`. */
 export interface RecordTypes {
@@ -81,29 +83,37 @@ export interface RecordTypes {
   "https://trainrecord.dev/schemas/diary/metrics-row.schema.json": _DiaryMetricsRow;
   "https://trainrecord.dev/schemas/foundry/metrics.schema.json": _FoundryMetrics;
   "https://trainrecord.dev/schemas/foundry/witness.schema.json": _FoundryWitness;
+  "https://trainrecord.dev/schemas/reporting/reporting.schema.json": _Report;
 }
 
 /** The members of DiaryKnownLine, by their `event` value: a discriminated union on `event`. */
 export interface DiaryKnownLineByEvent {
-  "run_start": _DiaryRunStart;
-  "structure": _DiaryStructure;
-  "manifest": _DiaryManifest;
-  "alarm": _DiaryAlarm;
-  "alarm_cleared": _DiaryAlarmCleared;
-  "channels": _DiaryChannels;
-  "channels_cleared": _DiaryChannelsCleared;
-  "certificate": _DiaryCertificate;
-  "certificate_refused": _DiaryCertificateRefused;
-  "no_gradients": _DiaryNoGradients;
-  "loss_reduced": _DiaryLossReduced;
-  "repair": _DiaryRepair;
-  "loss_spike": _DiaryLossSpike;
-  "loss_recovered": _DiaryLossRecovered;
-  "nonfinite_loss": _DiaryNonfiniteLoss;
-  "nonfinite_gradient": _DiaryNonfiniteGradient;
-  "skipped_step": _DiarySkippedStep;
-  "sink_error": _DiarySinkError;
-  "run_end": _DiaryRunEnd;
+  "run_start": import("./types/diary/events/run_start").DiaryRunStart;
+  "structure": import("./types/diary/events/structure").DiaryStructure;
+  "manifest": import("./types/diary/events/manifest").DiaryManifest;
+  "alarm": import("./types/diary/events/alarm").DiaryAlarm;
+  "alarm_cleared": import("./types/diary/events/alarm_cleared").DiaryAlarmCleared;
+  "channels": import("./types/diary/events/channels").DiaryChannels;
+  "channels_cleared": import("./types/diary/events/channels_cleared").DiaryChannelsCleared;
+  "certificate": import("./types/diary/events/certificate").DiaryCertificate;
+  "certificate_refused": import("./types/diary/events/certificate_refused").DiaryCertificateRefused;
+  "no_gradients": import("./types/diary/events/no_gradients").DiaryNoGradients;
+  "loss_reduced": import("./types/diary/events/loss_reduced").DiaryLossReduced;
+  "repair": import("./types/diary/events/repair").DiaryRepair;
+  "loss_spike": import("./types/diary/events/loss_spike").DiaryLossSpike;
+  "loss_recovered": import("./types/diary/events/loss_recovered").DiaryLossRecovered;
+  "nonfinite_loss": import("./types/diary/events/nonfinite_loss").DiaryNonfiniteLoss;
+  "nonfinite_gradient": import("./types/diary/events/nonfinite_gradient").DiaryNonfiniteGradient;
+  "skipped_step": import("./types/diary/events/skipped_step").DiarySkippedStep;
+  "sink_error": import("./types/diary/events/sink_error").DiarySinkError;
+  "run_end": import("./types/diary/events/run_end").DiaryRunEnd;
+}
+
+/** The members of Report, by their `kind` value: a discriminated union on `kind`. */
+export interface ReportByKind {
+  "training": import("./types/reporting/reporting").ReportTraining;
+  "lesion": import("./types/reporting/reporting").ReportLesion;
+  "wordset": import("./types/reporting/reporting").ReportWordset;
 }
 
 /** The `$id` of every schema shipped in this package. */

@@ -30,7 +30,8 @@ const FILES = {
   "https://trainrecord.dev/schemas/diary/line.schema.json": "schemas/diary/line.schema.json",
   "https://trainrecord.dev/schemas/diary/metrics-row.schema.json": "schemas/diary/metrics-row.schema.json",
   "https://trainrecord.dev/schemas/foundry/metrics.schema.json": "schemas/foundry/metrics.schema.json",
-  "https://trainrecord.dev/schemas/foundry/witness.schema.json": "schemas/foundry/witness.schema.json"
+  "https://trainrecord.dev/schemas/foundry/witness.schema.json": "schemas/foundry/witness.schema.json",
+  "https://trainrecord.dev/schemas/reporting/reporting.schema.json": "schemas/reporting/reporting.schema.json"
 };
 
 const packageRoot = __dirname;

@@ -15,12 +15,41 @@ const banner = (await readFile(bannerFile, "utf8")).trimEnd();
 const localResolver = {
   order: 1,
   canRead: (file) => file.url.startsWith(ID_PREFIX),
-  read: async (file) => readFile(path.join(root, file.url.slice(ID_PREFIX.length).split("#")[0])),
+  read: async (file) =>
+    JSON.stringify(typeView(JSON.parse(await readFile(path.join(root, file.url.slice(ID_PREFIX.length).split("#")[0]), "utf8")))),
 };
+
+// Keywords that only narrow a value without changing its TypeScript type.
+const ASSERTIONS = new Set([
+  "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
+  "exclusiveMaximum", "multipleOf", "minItems", "maxItems", "uniqueItems", "description",
+  "title", "$comment",
+]);
+const onlyAssertions = (branch) =>
+  branch !== null && typeof branch === "object" &&
+  Object.keys(branch).every((k) => ASSERTIONS.has(k) || k.startsWith("x-"));
+
+// Type-level view of a schema. json-schema-to-typescript turns an anyOf of pure assertions
+// (e.g. two length+pattern alternatives of a string) into `{[k: string]: unknown} & string`;
+// such a combinator does not change the type, so it is dropped here. An integer pinned by
+// minimum == maximum is that one literal. The validators still see the full schema.
+function typeView(node) {
+  if (Array.isArray(node)) return node.map(typeView);
+  if (node === null || typeof node !== "object") return node;
+  const out = {};
+  for (const [k, v] of Object.entries(node)) {
+    if ((k === "anyOf" || k === "oneOf" || k === "allOf") && Array.isArray(v) && v.every(onlyAssertions)) continue;
+    out[k] = k === "x-rules" || k === "const" || k === "enum" || k === "default" || k === "examples" ? v : typeView(v);
+  }
+  if (out.type === "integer" && typeof out.minimum === "number" && out.minimum === out.maximum) {
+    out.const = out.minimum;
+  }
+  return out;
+}
 
 for (const rel of rels) {
   const file = path.join(root, rel);
-  const schema = JSON.parse(await readFile(file, "utf8"));
+  const schema = typeView(JSON.parse(await readFile(file, "utf8")));
   const ts = await compile(schema, schema.title ?? path.basename(rel), {
     bannerComment: banner.replace("{source}", `spec/schemas/${rel}`),
     cwd: path.dirname(file),

@@ -4,6 +4,7 @@ import type {
   DiaryKnownLine,
   FoundryMetrics,
   FoundryWitness,
+  Report,
 } from "../../../generated/typescript/index.js";
 
 // @ts-expect-error run_record_format is exactly 1
@@ -24,4 +25,12 @@ export function alarmOnly(line: DiaryKnownLine): number {
     return line.grad_norm;
   }
   return 0;
+}
+
+export function wordsetOnly(report: Report): unknown {
+  if (report.kind === "wordset") {
+    // @ts-expect-error a word set has no history entries: the union is discriminated on kind
+    return report.history[0];
+  }
+  return null;
 }
