@@ -1,0 +1,234 @@
+// @ts-check
+/**
+ * Validate an instance against the trainrecord schemas with ajv (draft 2020-12 build),
+ * giving the same verdict and rule ids as the Python oracle (runtime/trainrecord/schemas.py).
+ *
+ * Three things differ between ajv on plain JavaScript values and the oracle, and are
+ * bridged here (docs/harness-guide.md, "Notes for implementers outside Python"):
+ *
+ * - integer means an integer token: `3.0` is a float and not an integer. JSON.parse loses
+ *   that, so instances come from pyjson.parse (ints as BigInt, floats as number); the schemas
+ *   are rewritten so that `"type": "integer"` becomes `"type": "number"` plus the keyword
+ *   `x-tr-integer`, which fails on a value that was written as a float;
+ * - regular expressions are Python's `re` (search semantics, Unicode \s \d \w, `$` also
+ *   matching before a final newline); patterns are translated to JavaScript equivalents;
+ * - rule ids come from the `x-rules` annotation of the subschema where the error arose,
+ *   descending into anyOf/oneOf branches unless the combinator itself names a rule.
+ */
+"use strict";
+
+const Ajv2020 = require("ajv/dist/2020").default;
+const spec = require("@trainrecord/spec");
+
+/** @typedef {import("./pyjson").PyValue} PyValue */
+/** @typedef {{rule: string, path: (string|number)[], message: string}} Problem */
+
+const INTEGER_KEYWORD = "x-tr-integer";
+const PY_SPACE = "\\t\\n\\x0b\\x0c\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
+
+/**
+ * A Python `re` pattern as an equivalent JavaScript pattern (for the `u` flag).
+ * @param {string} pattern
+ * @returns {string}
+ */
+function translatePattern(pattern) {
+  let out = "";
+  let inClass = false;
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i];
+    if (c === "\\") {
+      const n = pattern[i + 1];
+      i++;
+      if (n === "s") out += inClass ? PY_SPACE : `[${PY_SPACE}]`;
+      else if (n === "S") out += inClass ? "\\S" : `[^${PY_SPACE}]`;
+      else if (n === "d") out += "\\p{Nd}";
+      else if (n === "D") out += inClass ? "\\D" : "\\P{Nd}";
+      else if (n === "w") out += inClass ? "\\p{L}\\p{N}_" : "[\\p{L}\\p{N}_]";
+      else if (n === "W") out += inClass ? "\\W" : "[^\\p{L}\\p{N}_]";
+      else if (n === "Z") out += "$";
+      else if (n === "A") out += "^";
+      else out += `\\${n ?? ""}`;
+      continue;
+    }
+    if (inClass) {
+      if (c === "]") inClass = false;
+      out += c;
+    } else if (c === "[") {
+      inClass = true;
+      out += c;
+      if (pattern[i + 1] === "^") out += pattern[++i];
+      if (pattern[i + 1] === "]") out += `\\${pattern[++i]}`;
+    } else if (c === "$") {
+      out += "(?=\\n?$)"; // Python's $ also matches just before a trailing newline
+    } else out += c;
+  }
+  return out;
+}
+
+/**
+ * The schema with integer types rewritten (see the module comment).
+ * @param {any} node
+ * @returns {any}
+ */
+function rewrite(node) {
+  if (Array.isArray(node)) return node.map(rewrite);
+  if (node === null || typeof node !== "object") return node;
+  /** @type {Record<string, any>} */
+  const out = {};
+  for (const [k, v] of Object.entries(node)) {
+    out[k] = k === "const" || k === "enum" || k === "x-rules" ? v : rewrite(v);
+  }
+  const types = typeof out.type === "string" ? [out.type] : out.type;
+  if (Array.isArray(types) && types.includes("integer")) {
+    const rest = types.filter((t) => t !== "integer");
+    if (!rest.includes("number")) {
+      rest.push("number");
+      out[INTEGER_KEYWORD] = true;
+    }
+    out.type = rest.length === 1 ? rest[0] : rest;
+  }
+  return out;
+}
+
+/** Float positions of the instance being validated: container -> keys holding floats. */
+let floatSlots = new WeakMap();
+let rootIsFloat = false;
+
+/**
+ * A PyValue as plain JavaScript data for ajv: BigInt to number, and a record of which
+ * slots hold floats.
+ * @param {PyValue} value
+ * @returns {any}
+ */
+function toPlain(value) {
+  floatSlots = new WeakMap();
+  rootIsFloat = typeof value === "number";
+  /** @param {PyValue} v @returns {any} */
+  const walk = (v) => {
+    if (typeof v === "bigint") return Number(v);
+    if (Array.isArray(v)) {
+      const arr = v.map(walk);
+      const keys = new Set();
+      v.forEach((x, i) => typeof x === "number" && keys.add(String(i)));
+      floatSlots.set(arr, keys);
+      return arr;
+    }
+    if (v !== null && typeof v === "object") {
+      /** @type {Record<string, any>} */
+      const obj = {};
+      const keys = new Set();
+      for (const [k, x] of Object.entries(v)) {
+        Object.defineProperty(obj, k, { value: walk(x), writable: true, enumerable: true, configurable: true });
+        if (typeof x === "number") keys.add(k);
+      }
+      floatSlots.set(obj, keys);
+      return obj;
+    }
+    return v;
+  };
+  return walk(value);
+}
+
+const ajv = new Ajv2020({
+  allErrors: true,
+  verbose: true,
+  strict: false,
+  strictNumbers: true,
+  validateFormats: true,
+  code: {
+    regExp: /** @type {any} */ ((/** @type {string} */ p, /** @type {string} */ flags) =>
+      new RegExp(translatePattern(p), flags.includes("u") ? flags : `${flags}u`)),
+  },
+});
+ajv.addKeyword({
+  keyword: INTEGER_KEYWORD,
+  type: "number",
+  schemaType: "boolean",
+  errors: false,
+  validate: (/** @type {boolean} */ _s, /** @type {number} */ _data, /** @type {any} */ _p, /** @type {any} */ cxt) => {
+    if (cxt === undefined || cxt.parentData === undefined) return !rootIsFloat;
+    return !floatSlots.get(cxt.parentData)?.has(String(cxt.parentDataProperty));
+  },
+});
+
+/** @type {Map<string, any>} */
+const schemas = new Map();
+for (const id of spec.schemaIds) {
+  const schema = rewrite(spec.loadSchema(id));
+  schemas.set(id, schema);
+  ajv.addSchema(schema, id);
+}
+
+/** The `$id` of every schema, by its x-format name (formats shared by several: the first). */
+const byFormat = new Map();
+for (const [id, schema] of schemas) {
+  if (typeof schema["x-format"] === "string" && !byFormat.has(schema["x-format"])) {
+    byFormat.set(schema["x-format"], id);
+  }
+}
+
+/**
+ * The schema `$id` for an `$id`, a path under schemas/ or an x-format name.
+ * @param {string} name
+ * @returns {string}
+ */
+function resolveSchema(name) {
+  if (schemas.has(name)) return name;
+  for (const id of schemas.keys()) if (id.endsWith(`/schemas/${name}`)) return id;
+  const byName = byFormat.get(name);
+  if (byName !== undefined) return byName;
+  throw new Error(`unknown schema or format: ${name}`);
+}
+
+/**
+ * @param {string} pointer
+ * @returns {(string|number)[]}
+ */
+function pathOf(pointer) {
+  if (pointer === "") return [];
+  return pointer.slice(1).split("/").map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"));
+}
+
+/**
+ * Every problem of `instance` against the schema (by $id, path or format), with rule ids.
+ * @param {PyValue} instance
+ * @param {string} schemaName
+ * @returns {Problem[]}
+ */
+function problems(instance, schemaName) {
+  const id = resolveSchema(schemaName);
+  const validate = /** @type {import("ajv").ValidateFunction} */ (ajv.getSchema(id));
+  const fallback = `${schemas.get(id)["x-format"] ?? "schema"}.schema`;
+  const data = toPlain(instance);
+  if (validate(data)) return [];
+  const errors = validate.errors ?? [];
+  /** @type {[string, string][]} combinators that name their rule: [instancePath, schemaPath] */
+  const owned = [];
+  for (const e of errors) {
+    const rules = e.parentSchema?.["x-rules"];
+    if ((e.keyword === "anyOf" || e.keyword === "oneOf") && rules && rules[e.keyword]) {
+      owned.push([e.instancePath, e.schemaPath]);
+    }
+  }
+  /** @type {Problem[]} */
+  const found = [];
+  for (const e of errors) {
+    if (e.keyword === "if") continue; // the then/else branch errors carry the rule
+    const rules = e.parentSchema?.["x-rules"] ?? {};
+    const isCombinator = e.keyword === "anyOf" || e.keyword === "oneOf";
+    if (isCombinator && !rules[e.keyword]) continue; // its branch errors carry the rules
+    const inside = owned.some(([ip, sp]) =>
+      e.schemaPath.startsWith(`${sp}/`) && (e.instancePath === ip || e.instancePath.startsWith(`${ip}/`)));
+    if (inside) continue;
+    const keyword = e.keyword === INTEGER_KEYWORD ? "type" : e.keyword;
+    const rule = rules[keyword] ?? rules["*"] ?? fallback;
+    const path = pathOf(e.instancePath);
+    if (e.keyword === "required") path.push(/** @type {any} */ (e.params).missingProperty);
+    if (e.keyword === "additionalProperties") path.push(/** @type {any} */ (e.params).additionalProperty);
+    const message = e.keyword === INTEGER_KEYWORD ? "must be an integer (a number without a fraction or exponent)" : e.message ?? e.keyword;
+    found.push({ rule, path, message });
+  }
+  return found;
+}
+
+module.exports = { problems, resolveSchema, translatePattern, schemaIds: [...schemas.keys()], byFormat };
