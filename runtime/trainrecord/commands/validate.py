@@ -1,0 +1,138 @@
+"""``trainrecord validate PATH...``: check record files against the spec, rule by rule.
+
+Each file's format is told from its name (``observed.attempt<N>.json``, ``metrics.json``,
+``diary.jsonl``, ...) or else from its content (see :mod:`trainrecord.formats`); a folder
+stands for the record files in it (recognised by name, recursively). Every problem is
+printed with its rule id. ``--json`` prints one JSON object instead.
+
+Exit status: 0 when every file is valid, 1 when any file has a problem, 2 when a file
+cannot be read or its format cannot be told (pass ``--format`` or ``--schema``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from trainrecord import formats, schemas
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``validate`` subcommand."""
+    names = ", ".join(f.name for f in formats.FORMATS)
+    parser = subparsers.add_parser(
+        "validate",
+        help="check record files against the spec; print each problem with its rule id",
+        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+    )
+    parser.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        type=Path,
+        help="a record file, or a folder of record files",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--format",
+        dest="format_name",
+        metavar="NAME",
+        help=f"treat every file as this format ({names})",
+    )
+    group.add_argument(
+        "--schema",
+        metavar="ID",
+        help="validate every file as one JSON document against the schema "
+        "with this $id (or path under schemas/)",
+    )
+    parser.set_defaults(func=run)
+
+
+def _expand(paths: list[Path]) -> list[Path]:
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            out += sorted(
+                p
+                for p in path.rglob("*")
+                if p.is_file() and any(f.matches_name(p.name) for f in formats.available())
+            )
+        else:
+            out.append(path)
+    return out
+
+
+def _forced(args: argparse.Namespace) -> formats.Format | None:
+    if args.schema:
+        return formats.schema_format(args.schema)
+    if args.format_name:
+        return formats.by_name(args.format_name)
+    return None
+
+
+def _check(path: Path, forced: formats.Format | None) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "path": str(path),
+        "format": None,
+        "valid": False,
+        "problems": [],
+        "error": None,
+    }
+    try:
+        fmt, found = formats.check_file(path, forced)
+    except OSError as exc:
+        entry["error"] = f"cannot read the file: {exc.strerror or exc}"
+        return entry
+    if fmt is None:
+        entry["error"] = (
+            "cannot tell the format from the name or the content; pass --format NAME or --schema ID"
+        )
+        return entry
+    entry.update(
+        format=fmt.name,
+        valid=not found,
+        problems=[p.to_json() for p in found],
+        shown=[str(p) for p in found],
+    )
+    return entry
+
+
+def run(args: argparse.Namespace) -> int:
+    """Validate every path; print the result; return the exit status."""
+    try:
+        forced = _forced(args)
+    except KeyError:
+        known = ", ".join(f.name for f in formats.available())
+        target = f"schema {args.schema!r}" if args.schema else f"format {args.format_name!r}"
+        print(f"trainrecord validate: unknown {target}; formats: {known}", file=sys.stderr)
+        return 2
+    results = [_check(path, forced) for path in _expand(args.paths)]
+    errors = any(r["error"] for r in results)
+    invalid = any(r["problems"] for r in results)
+    if args.json:
+        doc = {
+            "valid": not errors and not invalid,
+            "files": [{k: v for k, v in r.items() if k != "shown"} for r in results],
+        }
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
+    else:
+        for r in results:
+            if r["error"]:
+                print(f"{r['path']}: error: {r['error']}", file=sys.stderr)
+            elif r["valid"]:
+                print(f"{r['path']}: valid {r['format']}")
+            else:
+                for line in r["shown"]:
+                    print(f"{r['path']}: {line}")
+        if not results:
+            print("trainrecord validate: no record files found", file=sys.stderr)
+    if errors or not results:
+        return 2
+    return 1 if invalid else 0
+
+
+__all__ = ["register", "run", "schemas"]

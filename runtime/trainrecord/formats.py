@@ -1,0 +1,247 @@
+"""The record formats of trainrecord, as a table: how to recognise a file and check it.
+
+Each :class:`Format` names its schema ``$id``, its layout (one JSON document, or JSON Lines
+with one schema per line), how to recognise it from the file name or, failing that, from
+the parsed content, and the rule a file breaks when it is not strict JSON. ``trainrecord
+validate`` walks this table; adding a format is one entry.
+
+Detection: the file name decides first (``observed.attempt<N>.json``, ``metrics.json``,
+``diary.jsonl``, ``metrics.jsonl``, ...); a file with another name is recognised from its
+content (a witness has ``run_record_format``, a report has ``"schema": 2``, ...).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from trainrecord import schemas
+from trainrecord.canonical import loads_strict
+from trainrecord.errors import Problem
+
+
+@dataclass(frozen=True)
+class Format:
+    """One record format: its schema, layout, how to recognise it, how to check it."""
+
+    name: str
+    schema_id: str
+    layout: Literal["json", "jsonl"]
+    names: tuple[str, ...]
+    """Shell-style patterns (fnmatch, case-sensitive) of its file names; the first is an
+    example name."""
+    syntax_rule: str
+    """The rule a file (or a line) breaks when it is not strict JSON text."""
+    content: Callable[[Any], bool] | None = None
+    """Recognises the parsed document (for JSON Lines: the first line)."""
+    check: Callable[[Any, Path | None], list[Problem]] | None = None
+    """Checks one parsed document or line; the default is the schema oracle."""
+
+    @property
+    def example_name(self) -> str:
+        """A file name this format is recognised by (for writing test files)."""
+        return self.names[0].replace("*", "0")
+
+    def matches_name(self, name: str) -> bool:
+        """Whether a file called ``name`` is of this format."""
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.names)
+
+    def problems(self, document: Any, path: Path | None = None) -> list[Problem]:
+        """Every problem of one parsed document (or one line)."""
+        if self.check is not None:
+            return self.check(document, path)
+        return schemas.problems(document, self.schema_id)
+
+
+def _witness_check(document: Any, path: Path | None) -> list[Problem]:
+    from trainrecord.foundry import witness_problems
+
+    return witness_problems(document, path)
+
+
+def _metrics_check(document: Any, path: Path | None) -> list[Problem]:
+    from trainrecord.foundry.metrics import metrics_problems, sibling_version_problems
+
+    found = sibling_version_problems(path) if path is not None else []
+    return found or metrics_problems(document)
+
+
+def _has(key: str, value: Any = None) -> Callable[[Any], bool]:
+    def test(document: Any) -> bool:
+        return (
+            isinstance(document, dict)
+            and key in document
+            and (value is None or document[key] == value)
+        )
+
+    return test
+
+
+def _foundry_rows(document: Any) -> bool:
+    return (
+        isinstance(document, list)
+        and bool(document)
+        and isinstance(document[0], dict)
+        and "benchmark" in document[0]
+    )
+
+
+FORMATS: tuple[Format, ...] = (
+    Format(
+        "foundry-witness",
+        "https://trainrecord.dev/schemas/foundry/witness.schema.json",
+        "json",
+        ("observed.attempt*.json",),
+        "witness.file.json",
+        _has("run_record_format"),
+        _witness_check,
+    ),
+    Format(
+        "foundry-metrics",
+        "https://trainrecord.dev/schemas/foundry/metrics.schema.json",
+        "json",
+        ("metrics.json",),
+        "metrics.file.json",
+        _foundry_rows,
+        _metrics_check,
+    ),
+    Format(
+        "diary",
+        "https://trainrecord.dev/schemas/diary/line.schema.json",
+        "jsonl",
+        ("diary.jsonl",),
+        "diary.file.json",
+        _has("event"),
+    ),
+    Format(
+        "diary-metrics",
+        "https://trainrecord.dev/schemas/diary/metrics-row.schema.json",
+        "jsonl",
+        ("metrics.jsonl",),
+        "diary.metrics.json",
+        _has("grad"),
+    ),
+    Format(
+        "report",
+        "https://trainrecord.dev/schemas/reporting/reporting.schema.json",
+        "json",
+        ("report.json", "*.report.json"),
+        "report.transport.body",
+        _has("schema", 2),
+    ),
+)
+"""Every format ``trainrecord validate`` knows, in the order detection tries them."""
+
+
+def available() -> tuple[Format, ...]:
+    """The formats whose schema ships with this installation."""
+    known = {schema["$id"] for schema in schemas.all_schemas().values()}
+    return tuple(f for f in FORMATS if f.schema_id in known)
+
+
+def by_name(name: str) -> Format:
+    """The format called ``name`` (``KeyError`` when there is none)."""
+    for fmt in available():
+        if fmt.name == name:
+            return fmt
+    raise KeyError(name)
+
+
+def by_schema(schema_id: str) -> Format | None:
+    """The format whose documents (or lines) the schema ``schema_id`` describes."""
+    return next((f for f in available() if f.schema_id == schema_id), None)
+
+
+def schema_format(schema_id: str) -> Format:
+    """An ad-hoc one-document format for any shipped schema (``validate --schema``)."""
+    schema = schemas.schema_by_id(schema_id)
+    prefix = str(schema.get("x-format", "schema")).split("-")[-1]
+    return Format(f"schema:{schema['$id']}", schema["$id"], "json", (), f"{prefix}.file.json")
+
+
+def _first_document(text: str) -> Any:
+    try:
+        return loads_strict(text)
+    except ValueError:
+        pass
+    for line in text.splitlines():
+        if line.strip():
+            try:
+                return loads_strict(line)
+            except ValueError:
+                return None
+    return None
+
+
+def detect(path: Path, text: str | None = None) -> Format | None:
+    """The format of the file at ``path``: by its name, else by its content."""
+    for fmt in available():
+        if fmt.matches_name(path.name):
+            return fmt
+    if text is None:
+        return None
+    document = _first_document(text)
+    for fmt in available():
+        if fmt.content is not None and fmt.content(document):
+            return fmt
+    return None
+
+
+def _syntax(fmt: Format, where: tuple[str | int, ...], exc: Exception) -> Problem:
+    reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+    return Problem(
+        fmt.syntax_rule,
+        where,
+        f"not strict JSON text (RFC 8259, UTF-8, no NaN or Infinity): {reason}; "
+        "rewrite it with a JSON writer",
+    )
+
+
+def check_text(fmt: Format, text: str, path: Path | None = None) -> list[Problem]:
+    """Every problem of a file's text in format ``fmt``, each with its rule id.
+
+    For JSON Lines, each problem's field starts with ``line N`` (from 1).
+    """
+    if fmt.layout == "json":
+        try:
+            document = loads_strict(text)
+        except ValueError as exc:
+            return [_syntax(fmt, (), exc)]
+        return fmt.problems(document, path)
+    found: list[Problem] = []
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for number, line in enumerate(lines, start=1):
+        where = f"line {number}"
+        try:
+            document = loads_strict(line)
+        except ValueError as exc:
+            found.append(_syntax(fmt, (where,), exc))
+            continue
+        found += [
+            Problem(p.rule, (where, *p.path), p.message, p.value)
+            for p in fmt.problems(document, path)
+        ]
+    return found
+
+
+def check_file(path: Path, fmt: Format | None = None) -> tuple[Format | None, list[Problem]]:
+    """Detect (unless given) the format of ``path`` and return it with every problem.
+
+    Returns ``(None, [])`` when the format cannot be told. Raises ``OSError`` when the file
+    cannot be read.
+    """
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        fmt = fmt or detect(path)
+        return fmt, ([_syntax(fmt, (), exc)] if fmt else [])
+    fmt = fmt or detect(path, text)
+    if fmt is None:
+        return None, []
+    return fmt, check_text(fmt, text, path)

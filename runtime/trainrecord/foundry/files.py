@@ -1,0 +1,98 @@
+"""Atomic file writes and strict reads for the Foundry records.
+
+* :func:`create_new` writes a file that must not exist yet: the bytes go to a temporary
+  file in the same folder, are flushed to disk (fsync), and the temporary file is then
+  hard-linked to the final name. ``link`` fails when the name exists, so of several
+  processes racing for one name exactly one wins, and a reader sees either no file or the
+  complete file, never a partial one.
+* :func:`replace` writes a file that may exist: temporary file, fsync, ``os.replace``. A
+  crash leaves the old file or the new one, never a mix.
+* :func:`read_json` reads strict JSON (UTF-8, no NaN or Infinity tokens).
+
+Temporary files are named ``.<final name>.<random>.tmp`` and are removed on every path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+from trainrecord.canonical import loads_strict
+from trainrecord.errors import RecordRefused
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make a new or renamed directory entry durable (POSIX; a no-op elsewhere)."""
+    if os.name != "posix":
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_temp(folder: Path, name: str, data: bytes) -> Path:
+    """Write ``data`` to a fresh temporary file beside ``name`` and fsync it."""
+    while True:
+        tmp = folder / f".{name}.{secrets.token_hex(8)}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            break
+        except FileExistsError:  # pragma: no cover - 64 random bits collided
+            continue
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    return tmp
+
+
+def create_new(target: Path, data: bytes) -> None:
+    """Create ``target`` with ``data`` atomically; ``FileExistsError`` if it exists."""
+    tmp = _write_temp(target.parent, target.name, data)
+    try:
+        os.link(tmp, target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    _fsync_dir(target.parent)
+
+
+def replace(target: Path, data: bytes) -> None:
+    """Write ``data`` to ``target`` atomically, replacing any file there."""
+    tmp = _write_temp(target.parent, target.name, data)
+    try:
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    _fsync_dir(target.parent)
+
+
+def read_json(path: Path, rule: str) -> tuple[Any, str]:
+    """Parse ``path`` as strict JSON; return the value and the text.
+
+    A file that is not UTF-8, not JSON, or has NaN/Infinity tokens is refused with ``rule``.
+    """
+    raw = Path(path).read_bytes()
+    try:
+        text = raw.decode("utf-8")
+        return loads_strict(text), text
+    except (UnicodeDecodeError, ValueError) as exc:
+        reason = str(exc).splitlines()[0][:160]
+        raise RecordRefused.one(
+            rule,
+            (),
+            f"{Path(path).name} is not strict JSON text (RFC 8259, UTF-8): "
+            f"{reason}; rewrite it with a JSON writer",
+        ) from None

@@ -1,0 +1,141 @@
+"""The Foundry ``metrics.json``: an array with one row per reported number.
+
+:func:`write_metrics` validates every row first and writes nothing unless all are valid;
+then it creates the results directory and replaces ``metrics.json`` atomically.
+:func:`read_metrics` refuses a ``metrics.json`` that sits beside a witness of a version it
+does not know (the seed: compatibility is not inferred from the file name), validates the
+rows against the spec schema and returns the generated row models.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from trainrecord import schemas
+from trainrecord.canonical import dumps_strict, loads_strict
+from trainrecord.errors import Problem, RecordRefused, safe_value
+from trainrecord.foundry import files
+from trainrecord.foundry.messages import humane
+from trainrecord.foundry.numbers import plain_number
+from trainrecord.foundry.witness import WITNESS_NAME
+
+METRICS_SCHEMA = "https://trainrecord.dev/schemas/foundry/metrics.schema.json"
+METRICS_NAME = "metrics.json"
+FIELDS = ("benchmark", "metric", "horizon", "seed", "value")
+
+
+def _row(row: Any) -> Any:
+    """A row as a plain dict (fields in the spec's order first), numpy numbers made plain."""
+    if hasattr(row, "model_dump") and callable(row.model_dump):
+        row = row.model_dump()
+    if not isinstance(row, Mapping):
+        return row
+    ordered = {k: row[k] for k in FIELDS if k in row}
+    ordered.update({k: v for k, v in row.items() if k not in ordered})
+    return {k: plain_number(v) for k, v in ordered.items()}
+
+
+def normalize_rows(rows: Any) -> Any:
+    """The rows as a list of plain dicts; anything that is not a sequence of rows stays."""
+    if isinstance(rows, (str, bytes, bytearray, Mapping)) or not isinstance(rows, Iterable):
+        return rows
+    return [_row(row) for row in rows]
+
+
+def _text_problems(rows: list[Any]) -> list[Problem]:
+    """Text fields JSON cannot carry as UTF-8 (lone surrogates) are not text."""
+    found = []
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            continue
+        for key in ("benchmark", "metric"):
+            value = row.get(key)
+            if isinstance(value, str):
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError:
+                    found.append(
+                        Problem(
+                            f"metrics.{key}.type",
+                            (i, key),
+                            f"{key} is not valid Unicode text (a lone surrogate)",
+                            safe_value(value),
+                        )
+                    )
+    return found
+
+
+def metrics_problems(rows: Any) -> list[Problem]:
+    """Every problem of the rows (parsed or as given to the writer), each with its rule id."""
+    found = humane(schemas.problems(rows, METRICS_SCHEMA))
+    if isinstance(rows, list):
+        found += _text_problems(rows)
+    return found
+
+
+def write_metrics(results_dir: str | os.PathLike[str], rows: Iterable[Any]) -> Path:
+    """Validate every row, then atomically write ``results_dir/metrics.json``; return its path.
+
+    ``rows`` is a sequence of mappings with exactly benchmark, metric, horizon, seed and
+    value. Nothing is created unless every row is valid; a refusal raises
+    :class:`RecordRefused` with every problem, each with its rule id.
+    """
+    plain = normalize_rows(rows)
+    found = metrics_problems(plain)
+    if found:
+        raise RecordRefused(found)
+    data = (dumps_strict(plain, indent=2) + "\n").encode("utf-8")
+    loads_strict(data)  # the guarantee: strict JSON, whatever float subclass came in
+    target = Path(results_dir) / METRICS_NAME
+    target.parent.mkdir(parents=True, exist_ok=True)
+    files.replace(target, data)
+    return target
+
+
+def sibling_version_problems(path: Path) -> list[Problem]:
+    """A version 1 reader refuses metrics beside a witness of another version."""
+    folder = path.parent
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError:
+        return []
+    for entry in entries:
+        if not WITNESS_NAME.fullmatch(entry.name) or not entry.is_file():
+            continue
+        try:
+            data = loads_strict(entry.read_bytes().decode("utf-8"))
+        except (OSError, ValueError):
+            continue  # a broken witness says nothing about the metrics' version
+        if not isinstance(data, dict) or "run_record_format" not in data:
+            continue
+        version = data["run_record_format"]
+        if type(version) is not int or version != 1:
+            return [
+                Problem(
+                    "metrics.read.sibling_version",
+                    (),
+                    f"{path.name} sits beside {entry.name}, a run_record_format "
+                    f"{safe_value(version)} witness; this version 1 reader does not infer that "
+                    "the metrics are version 1; read them with a reader for that version",
+                    safe_value(version),
+                )
+            ]
+    return []
+
+
+def read_metrics(path: str | os.PathLike[str]) -> list[Any]:
+    """Read and validate ``metrics.json``; return the generated ``FoundryMetricsRow`` models."""
+    import trainrecord_spec
+
+    file = Path(path)
+    found = sibling_version_problems(file)
+    if found:
+        raise RecordRefused(found)
+    data, text = files.read_json(file, "metrics.file.json")
+    found = metrics_problems(data)
+    if found:
+        raise RecordRefused(found)
+    return list(trainrecord_spec.adapter(METRICS_SCHEMA).validate_json(text))

@@ -1,0 +1,240 @@
+"""The Foundry witness ``observed.attempt<N>.json``: write it once, read it safely.
+
+:func:`write_witness` validates everything first (environment, arguments, configuration),
+then creates the results directory and the witness atomically, never replacing an existing
+one. :func:`read_witness` inspects ``run_record_format`` before anything else, then
+validates the rest against the spec schema and returns the generated model.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from trainrecord import schemas
+from trainrecord.canonical import config_sha as _config_sha
+from trainrecord.canonical import dumps_strict
+from trainrecord.errors import Problem, RecordRefused, safe_value
+from trainrecord.foundry import envvars, files
+from trainrecord.foundry.accelerator import accelerator_info
+from trainrecord.foundry.messages import humane
+from trainrecord.foundry.numbers import plain_number
+
+WITNESS_SCHEMA = "https://trainrecord.dev/schemas/foundry/witness.schema.json"
+RUN_RECORD_FORMAT = 1
+WITNESS_NAME = re.compile(r"observed\.attempt(0|[1-9][0-9]*)\.json", re.ASCII)
+"""The file name of a witness; N is written in decimal without leading zeros."""
+
+
+def witness_name(attempt: int) -> str:
+    """The witness file name for restart attempt ``attempt``."""
+    return f"observed.attempt{attempt}.json"
+
+
+def config_sha(config: Any) -> str:
+    """First 16 hex characters of sha256 over ``json.dumps(config, sort_keys=True)``.
+
+    The configuration must be strict JSON: a NaN, an infinity, or an object JSON cannot
+    hold is refused (``witness.config.serializable``). The configuration itself never
+    appears in the message: it may hold secrets.
+    """
+    try:
+        return _config_sha(config)
+    except (TypeError, ValueError, RecursionError) as exc:
+        reason = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+        raise RecordRefused.one(
+            "witness.config.serializable",
+            ("config",),
+            f"the configuration cannot be hashed as strict JSON ({reason}); pass only "
+            "dicts, lists, str, int, finite float, bool and None",
+        ) from None
+
+
+def cpu_count() -> int | None:
+    """The number of CPUs this process may run on (its affinity), else ``os.cpu_count()``."""
+    if hasattr(os, "sched_getaffinity"):
+        try:
+            return len(os.sched_getaffinity(0)) or None
+        except OSError:
+            pass
+    return os.cpu_count()
+
+
+def _device_text(device: Any) -> tuple[str | None, Problem | None]:
+    if not isinstance(device, str) and type(device).__module__.startswith("torch"):
+        device = str(device)  # a torch.device
+    if not isinstance(device, str):
+        return None, Problem(
+            "witness.device.type",
+            ("device",),
+            "device must be text such as 'cpu', 'cuda', 'cuda:1' or 'mps'",
+            safe_value(device),
+        )
+    try:
+        device.encode("utf-8")
+    except UnicodeEncodeError:
+        return None, Problem(
+            "witness.device.type",
+            ("device",),
+            "device is not valid Unicode text (it has a lone surrogate)",
+            safe_value(device),
+        )
+    return device, None
+
+
+def _environment_problems(
+    env: Mapping[str, Any],
+) -> tuple[dict[str, Any], list[Problem]]:
+    found: list[Problem] = []
+    values: dict[str, Any] = {}
+    run_id, problem = envvars.read_run_id(env)
+    values["experiment_id"] = run_id if run_id is not None else 0
+    found += [problem] if problem else []
+    present, attempt, problem = envvars.read_integer(env, envvars.RESTART_COUNT)
+    values["attempt"] = attempt if present and attempt is not None else 0
+    found += [problem] if problem else []
+    present, threads, problem = envvars.read_integer(env, envvars.OMP_NUM_THREADS)
+    values["cpu_threads"] = threads if present else cpu_count()
+    if problem:
+        found.append(problem)
+        values["cpu_threads"] = 1
+    return values, found
+
+
+def write_witness(
+    results_dir: str | os.PathLike[str],
+    *,
+    config: Any,
+    device: Any,
+    wall_seconds: int,
+    env: Mapping[str, str] | None = None,
+) -> Path | None:
+    """Write ``observed.attempt<N>.json`` into ``results_dir``; return its path.
+
+    Call it from the training entry point's ``finally`` block. ``env`` defaults to
+    ``os.environ``. On a nonzero rank it returns None and writes nothing. Every input is
+    validated before anything is created; a refusal raises :class:`RecordRefused` with
+    every problem found and leaves the filesystem as it was. An existing witness is never
+    replaced (``witness.path.exists``), even when processes race for the same attempt.
+    """
+    environ: Mapping[str, Any] = os.environ if env is None else env
+    if not isinstance(environ, Mapping):
+        raise RecordRefused.one(
+            "witness.env.type",
+            ("env",),
+            "env must be a mapping from variable name to text, or None for os.environ",
+            type(environ).__name__,
+        )
+    rank, problem = envvars.read_rank(environ)
+    found: list[Problem] = [problem] if problem else []
+    if not found and rank != 0:
+        return None
+    values, env_found = _environment_problems(environ)
+    found += env_found
+    device_text, problem = _device_text(device)
+    found += [problem] if problem else []
+    sha = "0" * 16
+    try:
+        sha = config_sha(config)
+    except RecordRefused as exc:
+        found += exc.problems
+    witness: dict[str, Any] = {
+        "attempt": values["attempt"],
+        "captured_at": datetime.now(UTC).isoformat(),
+        "config_sha": sha,
+        "cpu_threads": values["cpu_threads"],
+        "device": device_text if device_text is not None else "cpu",
+        "device_name": None,
+        "experiment_id": values["experiment_id"],
+        "peak_vram_mb": None,
+        "run_record_format": RUN_RECORD_FORMAT,
+        "wall_seconds": plain_number(wall_seconds),
+    }
+    found += [
+        p
+        for p in humane(schemas.problems(witness, WITNESS_SCHEMA))
+        if p.path[:1] in (("wall_seconds",), ("device",))
+    ]
+    if found:
+        raise RecordRefused(found)
+    target = Path(results_dir) / witness_name(witness["attempt"])
+    if target.exists() or target.is_symlink():
+        raise _exists(target)
+    witness["device_name"], witness["peak_vram_mb"] = accelerator_info(witness["device"])
+    schemas.check(witness, WITNESS_SCHEMA)  # the guarantee: what we write is valid
+    data = (dumps_strict(witness, indent=2) + "\n").encode("utf-8")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        files.create_new(target, data)
+    except FileExistsError:
+        raise _exists(target) from None
+    return target
+
+
+def _exists(target: Path) -> RecordRefused:
+    return RecordRefused.one(
+        "witness.path.exists",
+        (target.name,),
+        f"the witness {target} already exists and is never replaced; a later process must "
+        "not erase what an attempt did: use a new SLURM_RESTART_COUNT or another results "
+        "directory",
+    )
+
+
+def version_problems(data: Any) -> list[Problem]:
+    """The reader's first check: ``run_record_format`` must be the integer 1.
+
+    Returns the one unsupported-version problem (naming the version found), or nothing.
+    A document that is not an object, or lacks the field, is left to the schema.
+    """
+    if not isinstance(data, dict) or "run_record_format" not in data:
+        return []
+    version = data["run_record_format"]
+    if type(version) is int and version == RUN_RECORD_FORMAT:
+        return []
+    return [
+        Problem(
+            "witness.run_record_format.unsupported",
+            ("run_record_format",),
+            f"run_record_format {safe_value(version)} is not supported: this reader understands "
+            "version 1 only; read the file with a reader for that version",
+            safe_value(version),
+        )
+    ]
+
+
+def witness_problems(data: Any, path: Path | None = None) -> list[Problem]:
+    """Every problem of a parsed witness: version first, then schema and file name."""
+    found = version_problems(data)
+    if found:
+        return found
+    found = humane(schemas.problems(data, WITNESS_SCHEMA))
+    match = WITNESS_NAME.fullmatch(path.name) if path is not None else None
+    attempt = data.get("attempt") if isinstance(data, dict) else None
+    if match and type(attempt) is int and attempt != int(match.group(1)):
+        found.append(
+            Problem(
+                "witness.attempt.filename",
+                ("attempt",),
+                f"the file {path.name} is the witness of attempt {match.group(1)} but its attempt "
+                f"field says {attempt}; the file was renamed or edited",
+                safe_value(attempt),
+            )
+        )
+    return found
+
+
+def read_witness(path: str | os.PathLike[str]) -> Any:
+    """Read and validate a witness; return the generated ``FoundryWitness`` model."""
+    import trainrecord_spec
+
+    file = Path(path)
+    data, text = files.read_json(file, "witness.file.json")
+    found = witness_problems(data, file)
+    if found:
+        raise RecordRefused(found)
+    return trainrecord_spec.MODELS[WITNESS_SCHEMA].model_validate_json(text)
