@@ -206,6 +206,25 @@ function quote(s) {
 }
 
 /**
+ * A string as json.dumps writes it with ensure_ascii=False: only quotes, backslashes and
+ * control characters below U+0020 are escaped; everything else is kept as is.
+ * @param {string} s
+ * @returns {string}
+ */
+function quoteUnicode(s) {
+  let out = '"';
+  for (let k = 0; k < s.length; k++) {
+    const c = /** @type {string} */ (s[k]);
+    const code = s.charCodeAt(k);
+    const short = SHORT[c];
+    if (short !== undefined) out += short;
+    else if (code < 0x20) out += `\\u${code.toString(16).padStart(4, "0")}`;
+    else out += c;
+  }
+  return `${out}"`;
+}
+
+/**
  * Compare two strings by Unicode code point, as Python compares str (sort_keys=True).
  * @param {string} a
  * @param {string} b
@@ -263,8 +282,8 @@ const canonicalLine = (body) => dumpsSorted(body, ",", ":");
 const canonicalConfig = (config) => dumpsSorted(config, ", ", ": ");
 
 /**
- * json.dumps(value, indent=indent) without sorting: insertion order, ensure_ascii, Python's
- * float repr. Used to write files the way the Python writers do.
+ * json.dumps(value, ensure_ascii=False, indent=indent): insertion order, Python's float repr.
+ * The files the Python writers write (dumps_strict) look exactly like this.
  * @param {PyValue} value
  * @param {number} indent
  * @param {number} [level]
@@ -280,17 +299,33 @@ function dumpsIndented(value, indent, level = 0) {
   if (value !== null && typeof value === "object") {
     const keys = Object.keys(value);
     if (keys.length === 0) return "{}";
-    const items = keys.map((k) => `${pad}${quote(k)}: ${dumpsIndented(/** @type {PyValue} */ (value[k]), indent, level + 1)}`);
+    const items = keys.map((k) => `${pad}${quoteUnicode(k)}: ${dumpsIndented(/** @type {PyValue} */ (value[k]), indent, level + 1)}`);
     return `{\n${items.join(",\n")}\n${end}}`;
+  }
+  if (typeof value === "string") return quoteUnicode(value);
+  return dumpsSorted(value, ", ", ": ");
+}
+
+/**
+ * json.dumps(value) with its defaults: insertion order, ensure_ascii, separators ", " and ": ".
+ * @param {PyValue} value
+ * @returns {string}
+ */
+function dumpsCompact(value) {
+  if (Array.isArray(value)) return `[${value.map(dumpsCompact).join(", ")}]`;
+  if (value !== null && typeof value === "object") {
+    return `{${Object.keys(value).map((k) => `${quote(k)}: ${dumpsCompact(/** @type {PyValue} */ (value[k]))}`).join(", ")}}`;
   }
   return dumpsSorted(value, ", ", ": ");
 }
 
 module.exports = {
+  dumpsCompact,
   JsonSyntaxError,
   parse,
   floatRepr,
   quote,
+  quoteUnicode,
   compareCodePoints,
   canonicalLine,
   canonicalConfig,

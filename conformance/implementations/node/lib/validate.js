@@ -181,12 +181,23 @@ function resolveSchema(name) {
 }
 
 /**
+ * The instance path of a JSON pointer: array indices as numbers, object keys as text.
  * @param {string} pointer
+ * @param {any} data
  * @returns {(string|number)[]}
  */
-function pathOf(pointer) {
+function pathOf(pointer, data) {
   if (pointer === "") return [];
-  return pointer.slice(1).split("/").map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"));
+  /** @type {(string|number)[]} */
+  const out = [];
+  let node = data;
+  for (const raw of pointer.slice(1).split("/")) {
+    const key = raw.replace(/~1/g, "/").replace(/~0/g, "~");
+    const index = Array.isArray(node) ? Number(key) : key;
+    out.push(index);
+    node = node?.[index];
+  }
+  return out;
 }
 
 /**
@@ -222,10 +233,11 @@ function problems(instance, schemaName) {
     if (inside) continue;
     const keyword = e.keyword === INTEGER_KEYWORD ? "type" : e.keyword;
     const rule = rules[keyword] ?? rules["*"] ?? fallback;
-    const path = pathOf(e.instancePath);
+    const path = pathOf(e.instancePath, data);
     if (e.keyword === "required") path.push(/** @type {any} */ (e.params).missingProperty);
     if (e.keyword === "additionalProperties") path.push(/** @type {any} */ (e.params).additionalProperty);
-    const message = e.keyword === INTEGER_KEYWORD ? "must be an integer (a number without a fraction or exponent)" : e.message ?? e.keyword;
+    const integer = e.keyword === INTEGER_KEYWORD || (e.keyword === "type" && e.parentSchema?.[INTEGER_KEYWORD]);
+    const message = integer ? "must be an integer (a number without a fraction or exponent)" : e.message ?? e.keyword;
     found.push({ rule, path, message });
   }
   return found;
