@@ -1,0 +1,350 @@
+"""write_witness and read_witness: every refusal rule, the guarantees, the written file."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.foundry.conftest import good_env, snapshot
+from trainrecord import schemas
+from trainrecord.errors import RecordRefused
+from trainrecord.foundry import (
+    WITNESS_SCHEMA,
+    config_sha,
+    read_witness,
+    write_witness,
+)
+
+CONFIG = {"lr": 0.001, "epochs": 2}
+
+
+def write(results: Path, env: dict[str, Any] | None = None, **kwargs: Any) -> Path | None:
+    args: dict[str, Any] = {"config": CONFIG, "device": "cpu", "wall_seconds": 93}
+    args.update(kwargs)
+    return write_witness(results, env=good_env() if env is None else env, **args)
+
+
+REFUSALS: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
+    # (case, env, kwargs, rule, field)
+    ("FOUNDRY_RUN_ID unset", {}, {}, "witness.env.foundry_run_id.unset", "FOUNDRY_RUN_ID"),
+    ("FOUNDRY_RUN_ID empty", {"FOUNDRY_RUN_ID": ""}, {}, "witness.env.foundry_run_id.blank",
+     "FOUNDRY_RUN_ID"),
+    ("FOUNDRY_RUN_ID spaces", {"FOUNDRY_RUN_ID": " \t "}, {},
+     "witness.env.foundry_run_id.blank", "FOUNDRY_RUN_ID"),
+    ("FOUNDRY_RUN_ID hex", {"FOUNDRY_RUN_ID": "0x10"}, {},
+     "witness.env.foundry_run_id.integer", "FOUNDRY_RUN_ID"),
+    ("FOUNDRY_RUN_ID arabic digits", {"FOUNDRY_RUN_ID": "١٢"}, {},
+     "witness.env.foundry_run_id.integer", "FOUNDRY_RUN_ID"),
+    ("RANK not an integer", good_env(RANK="zero"), {}, "witness.env.rank.integer", "RANK"),
+    ("RANK blank", good_env(RANK=""), {}, "witness.env.rank.integer", "RANK"),
+    ("RANK negative", good_env(RANK="-1"), {}, "witness.env.rank.negative", "RANK"),
+    ("SLURM_PROCID not an integer", good_env(SLURM_PROCID="1.0"), {},
+     "witness.env.slurm_procid.integer", "SLURM_PROCID"),
+    ("SLURM_PROCID negative", good_env(SLURM_PROCID="-2"), {},
+     "witness.env.slurm_procid.negative", "SLURM_PROCID"),
+    ("SLURM_RESTART_COUNT not an integer", good_env(SLURM_RESTART_COUNT="1_0"), {},
+     "witness.env.slurm_restart_count.integer", "SLURM_RESTART_COUNT"),
+    ("SLURM_RESTART_COUNT negative", good_env(SLURM_RESTART_COUNT="-1"), {},
+     "witness.env.slurm_restart_count.negative", "SLURM_RESTART_COUNT"),
+    ("OMP_NUM_THREADS a list", good_env(OMP_NUM_THREADS="8,4"), {},
+     "witness.env.omp_num_threads.integer", "OMP_NUM_THREADS"),
+    ("OMP_NUM_THREADS zero", good_env(OMP_NUM_THREADS="0"), {},
+     "witness.env.omp_num_threads.range", "OMP_NUM_THREADS"),
+    ("env value not text", {"FOUNDRY_RUN_ID": 17}, {}, "witness.env.type", "FOUNDRY_RUN_ID"),
+    ("config with NaN", None, {"config": {"lr": float("nan")}}, "witness.config.serializable",
+     "config"),
+    ("config with a set", None, {"config": {"layers": {1, 2}}}, "witness.config.serializable",
+     "config"),
+    ("device not text", None, {"device": 0}, "witness.device.type", "device"),
+    ("device None", None, {"device": None}, "witness.device.type", "device"),
+    ("device blank", None, {"device": "  "}, "witness.device.blank", "device"),
+    ("device lone surrogate", None, {"device": "cuda\ud800"}, "witness.device.type", "device"),
+    ("wall_seconds float", None, {"wall_seconds": 93.7}, "witness.wall_seconds.type",
+     "wall_seconds"),
+    ("wall_seconds 93.0", None, {"wall_seconds": 93.0}, "witness.wall_seconds.type",
+     "wall_seconds"),
+    ("wall_seconds bool", None, {"wall_seconds": True}, "witness.wall_seconds.type",
+     "wall_seconds"),
+    ("wall_seconds text", None, {"wall_seconds": "93"}, "witness.wall_seconds.type",
+     "wall_seconds"),
+    ("wall_seconds negative", None, {"wall_seconds": -1}, "witness.wall_seconds.negative",
+     "wall_seconds"),
+]
+
+
+@pytest.mark.parametrize(("case", "env", "kwargs", "rule", "field"), REFUSALS,
+                         ids=[r[0] for r in REFUSALS])
+def test_refusal(results: Path, case: str, env: dict[str, Any] | None,
+                 kwargs: dict[str, Any], rule: str, field: str) -> None:
+    before = snapshot(results.parent.parent)
+    with pytest.raises(RecordRefused) as info:
+        write(results, env, **kwargs)
+    assert info.value.rules == [rule]
+    assert info.value.field == field
+    assert rule in str(info.value) and field in str(info.value)
+    assert not results.exists()
+    assert snapshot(results.parent.parent) == before
+
+
+def test_refusal_is_a_value_error_and_names_every_problem(results: Path) -> None:
+    env = {"FOUNDRY_RUN_ID": "x", "OMP_NUM_THREADS": "0"}
+    with pytest.raises(ValueError) as info:
+        write(results, env, device="", wall_seconds=-3)
+    assert isinstance(info.value, RecordRefused)
+    assert set(info.value.rules) == {
+        "witness.env.foundry_run_id.integer", "witness.env.omp_num_threads.range",
+        "witness.device.blank", "witness.wall_seconds.negative"}
+    assert not results.parent.exists()
+
+
+def test_secrets_in_config_never_appear_in_messages(results: Path) -> None:
+    config = {"api_token": "hunter2-very-secret", "lr": float("inf")}
+    with pytest.raises(RecordRefused) as info:
+        write(results, config=config)
+    assert "hunter2" not in str(info.value)
+    assert info.value.problems[0].value is None
+
+
+def test_long_env_values_are_shortened_in_messages(results: Path) -> None:
+    with pytest.raises(RecordRefused) as info:
+        write(results, {"FOUNDRY_RUN_ID": "x" * 10_000})
+    assert len(str(info.value)) < 600
+
+
+def test_existing_witness_is_refused_and_kept(results: Path) -> None:
+    first = write(results)
+    assert first is not None
+    before = snapshot(results)
+    with pytest.raises(RecordRefused) as info:
+        write(results, wall_seconds=5)
+    assert info.value.rules == ["witness.path.exists"]
+    assert snapshot(results) == before
+
+
+def test_existing_symlink_counts_as_existing(results: Path, tmp_path: Path) -> None:
+    results.mkdir(parents=True)
+    (results / "observed.attempt0.json").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(RecordRefused, match="witness.path.exists"):
+        write(results)
+
+
+def test_witness_fields_and_oracle(results: Path) -> None:
+    env = good_env(SLURM_RESTART_COUNT=" 3 ", OMP_NUM_THREADS="6", FOUNDRY_RUN_ID="-17")
+    path = write(results, env, wall_seconds=0)
+    assert path == results / "observed.attempt3.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert schemas.problems(data, WITNESS_SCHEMA) == []
+    assert sorted(data) == sorted([
+        "attempt", "captured_at", "config_sha", "cpu_threads", "device", "device_name",
+        "experiment_id", "peak_vram_mb", "run_record_format", "wall_seconds"])
+    assert data["attempt"] == 3 and data["experiment_id"] == -17 and data["cpu_threads"] == 6
+    assert data["config_sha"] == "da1dca8eecbe78ba" == config_sha(CONFIG)
+    assert data["run_record_format"] == 1 and data["wall_seconds"] == 0
+    captured = datetime.fromisoformat(data["captured_at"])
+    assert captured.utcoffset().total_seconds() == 0
+    assert abs((datetime.now(UTC) - captured).total_seconds()) < 60
+    assert data["captured_at"] == captured.isoformat()
+
+
+def test_cpu_device_gives_null_name_and_peak(results: Path) -> None:
+    for device in ("cpu", "cpu:0", "CPU"):
+        path = write(results / device.replace(":", "_"), device=device)
+        data = json.loads(path.read_text(encoding="utf-8"))
+        assert data["device"] == device
+        assert data["device_name"] is None and data["peak_vram_mb"] is None
+
+
+def test_cpu_threads_defaults_to_the_visible_cpus(results: Path) -> None:
+    data = json.loads(write(results).read_text(encoding="utf-8"))
+    expected = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert data["cpu_threads"] == expected
+
+
+def test_torch_device_object_is_written_as_text(results: Path) -> None:
+    torch = pytest.importorskip("torch")
+    data = json.loads(write(results, device=torch.device("cpu")).read_text(encoding="utf-8"))
+    assert data["device"] == "cpu"
+
+
+def test_unavailable_accelerator_gives_nulls(results: Path) -> None:
+    pytest.importorskip("torch")
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present: covered by the device check")
+    data = json.loads(write(results, device="cuda:1").read_text(encoding="utf-8"))
+    assert data["device"] == "cuda:1"
+    assert data["device_name"] is None and data["peak_vram_mb"] is None
+
+
+@pytest.mark.parametrize("env", [good_env(RANK="1"), good_env(SLURM_PROCID="3"),
+                                 {"RANK": "2"}, {"RANK": "5", "FOUNDRY_RUN_ID": "junk"}])
+def test_nonzero_rank_writes_nothing(results: Path, env: dict[str, str]) -> None:
+    assert write(results, env) is None
+    assert not results.parent.exists()
+
+
+def test_default_env_is_os_environ(results: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("RANK", "SLURM_PROCID", "SLURM_RESTART_COUNT", "OMP_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("FOUNDRY_RUN_ID", "99")
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "2")
+    path = write_witness(results, config={}, device="cpu", wall_seconds=1)
+    assert path is not None and path.name == "observed.attempt2.json"
+    assert json.loads(path.read_text(encoding="utf-8"))["experiment_id"] == 99
+    monkeypatch.delenv("FOUNDRY_RUN_ID")
+    with pytest.raises(RecordRefused, match="witness.env.foundry_run_id.unset"):
+        write_witness(results, config={}, device="cpu", wall_seconds=1)
+
+
+def test_no_temporary_files_left(results: Path) -> None:
+    write(results)
+    with pytest.raises(RecordRefused):
+        write(results)
+    assert [p.name for p in results.iterdir()] == ["observed.attempt0.json"]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_written_file_has_the_usual_permissions(results: Path) -> None:
+    # Not the 0600 of a mkstemp file: readers of other users see what open() would give.
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert write(results).stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+# Reading --------------------------------------------------------------------------------
+
+
+def _witness_doc(**changes: Any) -> dict[str, Any]:
+    doc = {"attempt": 0, "captured_at": "2026-11-29T23:05:41.123456+00:00",
+           "config_sha": "da1dca8eecbe78ba", "cpu_threads": 8, "device": "cpu",
+           "device_name": None, "experiment_id": 4217, "peak_vram_mb": None,
+           "run_record_format": 1, "wall_seconds": 93}
+    doc.update(changes)
+    return doc
+
+
+def test_read_witness_returns_the_model(results: Path) -> None:
+    path = write(results)
+    model = read_witness(path)
+    assert type(model).__name__ == "FoundryWitness"
+    assert model.model_dump() == json.loads(path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("version", [2, 0, "1", 1.0, True, None, "two"])
+def test_reader_refuses_unknown_version_first(tmp_path: Path, version: Any) -> None:
+    # Everything else is wrong too; the reader reports only the version, naming it.
+    doc = {"run_record_format": version, "attempt": "x", "new_v2_field": 1}
+    path = tmp_path / "observed.attempt0.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(RecordRefused) as info:
+        read_witness(path)
+    assert info.value.rules == ["witness.run_record_format.unsupported"]
+    assert repr(version) in str(info.value)
+
+
+def test_reader_refuses_schema_problems(tmp_path: Path) -> None:
+    path = tmp_path / "observed.attempt0.json"
+    path.write_text(json.dumps(_witness_doc(attempt=-1, extra=1)), encoding="utf-8")
+    with pytest.raises(RecordRefused) as info:
+        read_witness(path)
+    assert set(info.value.rules) == {"witness.attempt.negative", "witness.fields.extra"}
+
+
+def test_reader_checks_attempt_against_file_name(tmp_path: Path) -> None:
+    path = tmp_path / "observed.attempt2.json"
+    path.write_text(json.dumps(_witness_doc(attempt=1)), encoding="utf-8")
+    with pytest.raises(RecordRefused) as info:
+        read_witness(path)
+    assert info.value.rules == ["witness.attempt.filename"]
+    other = tmp_path / "copy-of-witness.json"
+    other.write_text(json.dumps(_witness_doc(attempt=1)), encoding="utf-8")
+    assert read_witness(other).attempt == 1
+
+
+@pytest.mark.parametrize("raw", [b'{"attempt": NaN}', b"{", b"\xff\xfe{}", b"",
+                                 b'\xef\xbb\xbf{"a": 1}', b"[1, 2] x"])
+def test_reader_refuses_non_json(tmp_path: Path, raw: bytes) -> None:
+    path = tmp_path / "observed.attempt0.json"
+    path.write_bytes(raw)
+    with pytest.raises(RecordRefused) as info:
+        read_witness(path)
+    assert info.value.rules == ["witness.file.json"]
+
+
+# Without torch, and from a finally block -------------------------------------------------
+
+NO_TORCH = """
+import sys, json
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" or name.startswith("torch."):
+            raise ImportError("torch is not installed here")
+sys.meta_path.insert(0, Block())
+from trainrecord.foundry import write_witness
+env = {"FOUNDRY_RUN_ID": "5"}
+a = write_witness(sys.argv[1], config={}, device="cpu", wall_seconds=1, env=env)
+b = write_witness(sys.argv[1], config={}, device="cuda", wall_seconds=1,
+                  env=dict(env, SLURM_RESTART_COUNT="1"))
+print(json.dumps([json.load(open(a)), json.load(open(b)), "torch" in sys.modules]))
+"""
+
+
+def test_writer_works_without_torch(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-c", NO_TORCH, str(tmp_path / "r")],
+                          capture_output=True, text=True, check=False, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    cpu, cuda, torch_loaded = json.loads(proc.stdout)
+    assert not torch_loaded
+    assert cpu["device_name"] is None and cuda["device"] == "cuda"
+    assert cuda["device_name"] is None and cuda["peak_vram_mb"] is None
+
+
+def test_cpu_witness_never_imports_torch(tmp_path: Path) -> None:
+    code = ("import sys; from trainrecord.foundry import write_witness; "
+            "write_witness(sys.argv[1], config={}, device='cpu', wall_seconds=0, "
+            "env={'FOUNDRY_RUN_ID': '1'}); print('torch' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                          text=True, check=False, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"
+
+
+TRAIN = textwrap.dedent("""
+    import sys, time
+    from trainrecord.foundry import write_witness
+
+    def train(config):
+        raise RuntimeError("loss diverged at step 3")
+
+    start = time.monotonic()
+    config = {"lr": 0.001, "epochs": 2}
+    try:
+        train(config)
+    finally:
+        write_witness(sys.argv[1], config=config, device="cpu",
+                      wall_seconds=int(time.monotonic() - start))
+""")
+
+
+def test_failing_training_still_leaves_its_witness(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RANK", "SLURM_PROCID", "SLURM_RESTART_COUNT", "OMP_NUM_THREADS")}
+    env["FOUNDRY_RUN_ID"] = "31"
+    proc = subprocess.run([sys.executable, "-c", TRAIN, str(tmp_path / "res")], env=env,
+                          capture_output=True, text=True, check=False, cwd=ROOT)
+    assert proc.returncode == 1
+    assert "loss diverged" in proc.stderr
+    witness = read_witness(tmp_path / "res" / "observed.attempt0.json")
+    assert witness.experiment_id == 31 and witness.config_sha == "da1dca8eecbe78ba"
+    assert re.fullmatch(r"\d+", str(witness.wall_seconds))
