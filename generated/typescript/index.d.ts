@@ -25,6 +25,7 @@ export type { DiaryStructure } from "./types/diary/events/structure";
 export type { DiaryKnownLine, LayerNames1, LayerNames2, ChannelIndices3, ChannelIndices4, ChannelIndices5, ChannelIndices6, ChannelIndices7, LayerNames3, LayerNames4 } from "./types/diary/known-line";
 export type { DiaryLine } from "./types/diary/line";
 export type { DiaryMetricsRow } from "./types/diary/metrics-row";
+export type { DiaryRecordSeal } from "./types/diary/record";
 export type { FoundryMetrics, FoundryMetricsRow } from "./types/foundry/metrics";
 export type { FoundryWitness } from "./types/foundry/witness";
 export type { Report, ReportTrainingValidation, ReportError, ReportWordChannel, ReportLesionInitialValidation, ReportLesionValidation1, ReportError1, ReportError2, ReportTraining, ReportTrainingConfig, ReportTrainingProgress, ReportTrainingEpoch, ReportLesion, ReportLesionConfig, ReportLesionProgress, ReportLesionValidation, ReportLesionEpoch, ReportWordset, ReportWordsetConfig, ReportWordsetProgress } from "./types/reporting/reporting";
@@ -52,6 +53,7 @@ import type { DiaryStructure as _DiaryStructure } from "./types/diary/events/str
 import type { DiaryKnownLine as _DiaryKnownLine } from "./types/diary/known-line";
 import type { DiaryLine as _DiaryLine } from "./types/diary/line";
 import type { DiaryMetricsRow as _DiaryMetricsRow } from "./types/diary/metrics-row";
+import type { DiaryRecordSeal as _DiaryRecordSeal } from "./types/diary/record";
 import type { FoundryMetrics as _FoundryMetrics } from "./types/foundry/metrics";
 import type { FoundryWitness as _FoundryWitness } from "./types/foundry/witness";
 import type { Report as _Report } from "./types/reporting/reporting";
@@ -81,6 +83,7 @@ export interface RecordTypes {
   "https://trainrecord.dev/schemas/diary/known-line.schema.json": _DiaryKnownLine;
   "https://trainrecord.dev/schemas/diary/line.schema.json": _DiaryLine;
   "https://trainrecord.dev/schemas/diary/metrics-row.schema.json": _DiaryMetricsRow;
+  "https://trainrecord.dev/schemas/diary/record.schema.json": _DiaryRecordSeal;
   "https://trainrecord.dev/schemas/foundry/metrics.schema.json": _FoundryMetrics;
   "https://trainrecord.dev/schemas/foundry/witness.schema.json": _FoundryWitness;
   "https://trainrecord.dev/schemas/reporting/reporting.schema.json": _Report;

@@ -29,6 +29,7 @@ const FILES = {
   "https://trainrecord.dev/schemas/diary/known-line.schema.json": "schemas/diary/known-line.schema.json",
   "https://trainrecord.dev/schemas/diary/line.schema.json": "schemas/diary/line.schema.json",
   "https://trainrecord.dev/schemas/diary/metrics-row.schema.json": "schemas/diary/metrics-row.schema.json",
+  "https://trainrecord.dev/schemas/diary/record.schema.json": "schemas/diary/record.schema.json",
   "https://trainrecord.dev/schemas/foundry/metrics.schema.json": "schemas/foundry/metrics.schema.json",
   "https://trainrecord.dev/schemas/foundry/witness.schema.json": "schemas/foundry/witness.schema.json",
   "https://trainrecord.dev/schemas/reporting/reporting.schema.json": "schemas/reporting/reporting.schema.json"

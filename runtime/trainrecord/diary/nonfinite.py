@@ -1,0 +1,47 @@
+"""Non-finite numbers in strict-JSON records.
+
+Diary files are strict JSON (RFC 8259), which has no token for NaN or the infinities. A
+writer turns every non-finite float into one of the strings ``"NaN"``, ``"Infinity"`` or
+``"-Infinity"`` before checking and writing; the schemas accept those strings only where a
+value may be non-finite (``nonfinite_loss.value``, the loss and gradient norms of a
+metrics row). See spec/README.md, "Diary".
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+NAN = "NaN"
+INFINITY = "Infinity"
+NEG_INFINITY = "-Infinity"
+TOKENS: frozenset[str] = frozenset({NAN, INFINITY, NEG_INFINITY})
+
+
+def token(value: float) -> str:
+    """The string that stands for a non-finite float."""
+    if math.isnan(value):
+        return NAN
+    return INFINITY if value > 0 else NEG_INFINITY
+
+
+def encode(obj: Any) -> Any:
+    """A copy of ``obj`` with every non-finite float replaced by its string token.
+
+    Floats of other types that subclass ``float`` (e.g. numpy.float64) become plain
+    floats; dicts, lists and tuples are copied (tuples become lists, as JSON has them).
+    """
+    if isinstance(obj, float):
+        return float(obj) if math.isfinite(obj) else token(obj)
+    if isinstance(obj, dict):
+        return {k: encode(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [encode(v) for v in obj]
+    return obj
+
+
+def decode(value: Any) -> Any:
+    """A number from a value that may be a non-finite token (for reading tools)."""
+    if isinstance(value, str) and value in TOKENS:
+        return float("nan") if value == NAN else float(value.replace("Infinity", "inf"))
+    return value

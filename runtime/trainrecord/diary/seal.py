@@ -1,0 +1,232 @@
+"""The seal record.json and its detached signature record.sig.
+
+The chain links cannot show a cut tail: dropping the last lines leaves a valid chain.
+record.json pins the record as it stood when sealed: the number of lines, the head (the
+last line's seq and hash), the SHA-256 and size of diary.jsonl and of metrics.jsonl, the
+record_version, what sealed it and when, and, when signed, the fingerprint of the Ed25519
+public key. record.sig is the detached Ed25519 signature over the exact bytes of
+record.json, written base64 on one line. Its schema is
+``spec/schemas/diary/record.schema.json``; its rules are ``seal.*``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cryptography.exceptions import InvalidSignature
+
+from trainrecord import __version__
+from trainrecord.canonical import loads_strict
+from trainrecord.diary.chain import LineFailure
+from trainrecord.diary.durability import fsync_dir
+from trainrecord.diary.events import RECORD_VERSION, SEAL_SCHEMA, fast_problems
+from trainrecord.diary.keys import fingerprint, load_private_key, load_public_key
+from trainrecord.errors import RecordRefused
+
+if TYPE_CHECKING:
+    from trainrecord.diary.verify import VerifyResult
+
+DIARY, METRICS, SEAL, SIGNATURE = "diary.jsonl", "metrics.jsonl", "record.json", "record.sig"
+
+
+def _file_facts(path: Path) -> tuple[str, int, int]:
+    """(sha256, bytes, lines) of a file."""
+    digest = hashlib.sha256()
+    size = lines = 0
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            digest.update(block)
+            size += len(block)
+            lines += block.count(b"\n")
+    return digest.hexdigest(), size, lines
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def write_seal(
+    run_dir: str | os.PathLike[str], *, signing_key: Any = None, verify_first: bool = True
+) -> dict[str, Any]:
+    """Seal ``run_dir`` (write record.json, and record.sig with a key); return the seal.
+
+    The record is verified first (without its old seal); a record that does not verify
+    is never sealed.
+    """
+    from trainrecord.diary.verify import verify
+
+    run = Path(run_dir)
+    key = load_private_key(signing_key) if signing_key is not None else None
+    result = verify(run, check_seal=False, workers=1) if verify_first else None
+    if result is not None and not result.ok:
+        reason = result.failure or result.summary()
+        raise RecordRefused.one(
+            "seal.verify", [DIARY], f"the record does not verify and is not sealed: {reason}"
+        )
+    sha, size, lines = _file_facts(run / DIARY)
+    if result is not None:
+        head_seq, head_hash = result.head_seq, result.head_hash
+    else:  # pragma: no cover - verify_first=False is for tests of the verifier
+        head_seq, head_hash = lines - 1, None
+    metrics_path = run / METRICS
+    metrics = None
+    if metrics_path.exists():
+        msha, msize, mrows = _file_facts(metrics_path)
+        metrics = {"file": METRICS, "sha256": msha, "bytes": msize, "rows": mrows}
+    seal: dict[str, Any] = {
+        "record_version": RECORD_VERSION,
+        "sealed_by": f"trainrecord {__version__}",
+        "sealed_at": round(time.time(), 3),
+        "diary": {
+            "file": DIARY,
+            "sha256": sha,
+            "bytes": size,
+            "lines": lines,
+            "head_seq": head_seq,
+            "head_hash": head_hash,
+        },
+        "metrics": metrics,
+        "signature": None
+        if key is None
+        else {
+            "algorithm": "ed25519",
+            "file": SIGNATURE,
+            "public_key_sha256": fingerprint(key.public_key()),
+        },
+    }
+    import json
+
+    data = (json.dumps(seal, indent=2, sort_keys=True, allow_nan=False) + "\n").encode()
+    sig_path = run / SIGNATURE
+    if key is None:
+        sig_path.unlink(missing_ok=True)
+    _atomic_write(run / SEAL, data)
+    if key is not None:
+        _atomic_write(sig_path, base64.b64encode(key.sign(data)) + b"\n")
+    fsync_dir(run)
+    return seal
+
+
+def _fail(rule: str, message: str, file: str = SEAL) -> LineFailure:
+    return LineFailure(0, None, rule, message, file)
+
+
+def check_seal(
+    run: Path, result: VerifyResult, torn: int, public_key: Any = None
+) -> LineFailure | None:
+    """Check record.json (and record.sig) against the files; None when they hold."""
+    seal_path, sig_path = run / SEAL, run / SIGNATURE
+    if not seal_path.exists():
+        if sig_path.exists():
+            return _fail("seal.missing", "record.sig is present but record.json is missing")
+        if public_key is not None:
+            return _fail(
+                "seal.missing",
+                "a public key was given but the record is not sealed (no record.json)",
+            )
+        result.warnings.append("not sealed: no record.json (a cut tail cannot be detected)")
+        return None
+    data = seal_path.read_bytes()
+    try:
+        seal = loads_strict(data)
+    except ValueError as exc:
+        return _fail("seal.file.json", f"record.json is not strict JSON: {exc}")
+    found = fast_problems(seal, SEAL_SCHEMA)
+    if found:
+        return _fail(found[0].rule, str(found[0]))
+    diary = seal["diary"]
+    sha, size, lines = _file_facts(run / DIARY)
+    if lines != diary["lines"] or torn:
+        what = "cut" if lines < diary["lines"] else "appended to"
+        return _fail(
+            "seal.diary.lines",
+            f"the seal pins {diary['lines']} lines but diary.jsonl "
+            f"has {lines}{' and a torn tail' if torn else ''}: the diary was {what} "
+            "after sealing",
+        )
+    if diary["head_seq"] != result.head_seq or diary["head_hash"] != result.head_hash:
+        return _fail("seal.diary.head", "the seal's head (last seq and hash) is not the diary's")
+    if sha != diary["sha256"] or size != diary["bytes"]:
+        return _fail("seal.diary.sha256", "diary.jsonl's SHA-256 differs from the sealed one")
+    metrics = seal["metrics"]
+    mpath = run / METRICS
+    if metrics is None:
+        if mpath.exists():
+            return _fail("seal.metrics.sha256", "metrics.jsonl exists but the seal has none")
+    else:
+        if not mpath.exists():
+            return _fail("seal.metrics.sha256", "the seal names metrics.jsonl but it is missing")
+        msha, msize, mrows = _file_facts(mpath)
+        if (msha, msize, mrows) != (metrics["sha256"], metrics["bytes"], metrics["rows"]):
+            return _fail("seal.metrics.sha256", "metrics.jsonl differs from the sealed one")
+    result.sealed = True
+    return _check_signature(seal, data, sig_path, result, public_key)
+
+
+def _check_signature(
+    seal: dict[str, Any], data: bytes, sig_path: Path, result: VerifyResult, public_key: Any
+) -> LineFailure | None:
+    sig_meta = seal["signature"]
+    if sig_meta is None:
+        if sig_path.exists():
+            return _fail(
+                "seal.signature.unexpected",
+                "record.sig is present but record.json names no signature",
+                SIGNATURE,
+            )
+        if public_key is not None:
+            return _fail(
+                "seal.signature.missing", "a public key was given but the record is not signed"
+            )
+        return None
+    if not sig_path.exists():
+        return _fail(
+            "seal.signature.missing",
+            "record.json names a signature but record.sig is missing",
+            SIGNATURE,
+        )
+    raw = sig_path.read_bytes()
+    try:
+        text = raw.decode("ascii")
+        if not text.endswith("\n") or text.count("\n") != 1:
+            raise ValueError("not one line")
+        signature = base64.b64decode(text.strip(), validate=True)
+        if len(signature) != 64:
+            raise ValueError("not 64 bytes")
+    except (UnicodeDecodeError, ValueError, binascii.Error):
+        return _fail(
+            "seal.signature.format",
+            "record.sig is not one line of base64 holding a 64-byte Ed25519 signature",
+            SIGNATURE,
+        )
+    if public_key is None:
+        result.warnings.append("signature not checked: pass the signer's public key (--key)")
+        return None
+    key = load_public_key(public_key)
+    if fingerprint(key) != sig_meta["public_key_sha256"]:
+        return _fail(
+            "seal.signature.key",
+            "the record was signed with another key (the "
+            "fingerprint in record.json is not the given key's)",
+        )
+    try:
+        key.verify(signature, data)
+    except InvalidSignature:
+        return _fail(
+            "seal.signature.invalid",
+            "record.sig is not a valid signature of record.json by the given key",
+            SIGNATURE,
+        )
+    result.signed = True
+    return None
