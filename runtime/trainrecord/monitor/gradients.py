@@ -1,0 +1,186 @@
+"""Per-layer gradient norms in one batched pass, their baselines, and gradient alarms.
+
+A *layer* is a module that owns parameters directly (``named_modules()`` with
+``parameters(recurse=False)``): a Conv2d, a Linear, a BatchNorm. Its gradient norm is the
+L2 norm over all its parameters' gradients. On a check step every norm comes from one
+``torch._foreach_norm`` call over the gradients that exist, a squared-sum grouping per
+layer and one transfer to the host.
+
+A layer's baseline is ``10 ** m`` where ``m`` is the running (exponentially weighted) mean
+of ``log10`` of its gradient norm; ``s`` is the running standard deviation of the same.
+The layer's band is ``m ± max(sigma_band * s, min_decades)``. After a warm-up of
+``warmup`` checks, a layer that leaves its band raises one ``alarm`` (diagnosis
+``vanishing`` or ``exploding``; ``no_gradient`` when its norm is exactly zero or it has no
+gradient at all) and one ``alarm_cleared`` when it comes back. Non-finite norms and norms
+outside the band never enter a baseline, so a broken layer cannot drag its baseline along.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+
+def parameter_layers(model: nn.Module) -> dict[str, list[tuple[str, nn.Parameter]]]:
+    """Modules that own trainable parameters directly, in ``named_modules()`` order."""
+    out: dict[str, list[tuple[str, nn.Parameter]]] = {}
+    for name, module in model.named_modules():
+        params = [(n, p) for n, p in module.named_parameters(recurse=False) if p.requires_grad]
+        if params and name:
+            out[name] = params
+    return out
+
+
+class GradientNorms:
+    """Computes every layer's gradient norm with one batched ``torch._foreach_norm`` pass."""
+
+    def __init__(self, layers: dict[str, list[tuple[str, nn.Parameter]]]) -> None:
+        self.names = list(layers)
+        self.params: list[nn.Parameter] = []
+        self.owner: list[int] = []
+        for index, name in enumerate(self.names):
+            for _, p in layers[name]:
+                self.params.append(p)
+                self.owner.append(index)
+
+    def compute(self, scale: float = 1.0) -> tuple[dict[str, float | None], bool]:
+        """Norm per layer (``None`` for a layer with no gradient at all), and whether any
+        gradient existed. ``scale`` divides the norms (a GradScaler's scale)."""
+        grads: list[torch.Tensor] = []
+        owners: list[int] = []
+        for p, owner in zip(self.params, self.owner, strict=True):
+            if p.grad is not None:
+                grads.append(p.grad.detach())
+                owners.append(owner)
+        result: dict[str, float | None] = dict.fromkeys(self.names)
+        if not grads:
+            return result, False
+        device = grads[0].device
+        per_param = torch._foreach_norm(grads, 2.0, dtype=torch.float32)
+        squares = torch.stack([n.to(device) for n in per_param]).double().square()
+        index = torch.tensor(owners, device=device)
+        sums = torch.zeros(len(self.names), dtype=torch.float64, device=device)
+        sums.index_add_(0, index, squares)
+        values = sums.sqrt().div_(scale).tolist()
+        present = set(owners)
+        for i, name in enumerate(self.names):
+            if i in present:
+                result[name] = values[i]
+        return result, True
+
+
+def rel_delta(before: float, after: float) -> float:
+    """Size of a change in decades, used in messages."""
+    return abs(math.log10(after) - math.log10(before))
+
+
+@dataclass
+class LayerBaseline:
+    """Running mean and variance of log10 gradient norm of one layer."""
+
+    mean: float = 0.0
+    var: float = 0.0
+    count: int = 0
+
+    def update(self, log_norm: float, alpha: float) -> None:
+        """Add one finite log10 norm (plain mean for the first 1/alpha samples, then EWMA)."""
+        self.count += 1
+        weight = max(alpha, 1.0 / self.count)
+        delta = log_norm - self.mean
+        self.mean += weight * delta
+        self.var = (1.0 - weight) * (self.var + weight * delta * delta)
+
+    @property
+    def std(self) -> float:
+        """Running standard deviation of log10 norm."""
+        return math.sqrt(max(self.var, 0.0))
+
+    @property
+    def value(self) -> float:
+        """The baseline: 10 to the running mean of log10 norm."""
+        return 10.0**self.mean
+
+
+@dataclass
+class GradientAlarms:
+    """Alarm state machine over per-layer gradient norms, one ``observe`` per check."""
+
+    kinds: dict[str, str]
+    warmup: int = 5
+    sigma_band: float = 4.0
+    min_decades: float = 1.0
+    alpha: float = 0.1
+    baselines: dict[str, LayerBaseline] = field(default_factory=dict)
+    active: dict[str, str] = field(default_factory=dict)
+    checks: int = 0
+
+    def observe(
+        self, step: int, norms: dict[str, float | None]
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """Update baselines with this check's norms; return the alarm events to write."""
+        self.checks += 1
+        events: list[tuple[str, dict[str, Any]]] = []
+        for layer, norm in norms.items():
+            base = self.baselines.setdefault(layer, LayerBaseline())
+            diagnosis, sigma = self._diagnose(norm, base)
+            if diagnosis is None and norm is not None and math.isfinite(norm) and norm > 0:
+                base.update(math.log10(norm), self.alpha)
+            if self.checks <= self.warmup:
+                continue
+            current = self.active.get(layer)
+            if diagnosis is not None and current != diagnosis:
+                self.active[layer] = diagnosis
+                events.append(
+                    (
+                        "alarm",
+                        {
+                            "step": step,
+                            "severity": "warning",
+                            "layer": layer,
+                            "kind": self.kinds[layer],
+                            "diagnosis": diagnosis,
+                            "grad_norm": 0.0 if norm is None else norm,
+                            "baseline": base.value if base.count else None,
+                            "sigma": sigma,
+                        },
+                    )
+                )
+            elif diagnosis is None and current is not None:
+                del self.active[layer]
+                events.append(
+                    (
+                        "alarm_cleared",
+                        {
+                            "step": step,
+                            "layer": layer,
+                            "diagnosis": current,
+                            "grad_norm": norm,
+                            "baseline": base.value,
+                        },
+                    )
+                )
+        return events
+
+    def _diagnose(self, norm: float | None, base: LayerBaseline) -> tuple[str | None, float | None]:
+        if norm is None or norm == 0.0:
+            return "no_gradient", None
+        if not math.isfinite(norm):
+            return None, None  # a non-finite gradient is its own event, never an alarm
+        if base.count < 2:
+            return None, None
+        distance = math.log10(norm) - base.mean
+        band = max(self.sigma_band * base.std, self.min_decades)
+        sigma = distance / base.std if base.std > 0 else (math.copysign(math.inf, distance))
+        if distance < -band:
+            return "vanishing", _finite_sigma(sigma)
+        if distance > band:
+            return "exploding", _finite_sigma(sigma)
+        return None, None
+
+
+def _finite_sigma(sigma: float) -> float | None:
+    return sigma if math.isfinite(sigma) else None

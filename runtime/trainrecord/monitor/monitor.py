@@ -1,0 +1,517 @@
+"""The Monitor: a few lines in a training loop, a tamper-evident diary of what went wrong.
+
+::
+
+    monitor = Monitor(model, optimizer, "runs/exp1", name="exp1", config=cfg, check_every=50)
+    for x, y in loader:
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        monitor.step(loss)        # after backward, before optimizer.step() and zero_grad()
+        optimizer.step(); optimizer.zero_grad()
+    monitor.close()
+
+Steps are counted by ``step()`` calls, from 0; step ``s`` is a check when
+``s % check_every == 0``. Between checks ``step()`` only counts. Forward hooks are
+installed at the end of the step *before* a check (and at construction, for step 0), serve
+the forward pass of the check step, and are removed inside that step's ``step()``: the
+monitor needs no other call in the loop. With mixed precision pass the GradScaler
+(``Monitor(..., scaler=scaler)``) and call ``monitor.step(loss)`` after
+``scaler.scale(loss).backward()``: norms are divided by the scale (unless the gradients
+were already unscaled with ``scaler.unscale_``) and a check that finds non-finite
+gradients records the ``skipped_step`` the scaler is about to make.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import platform
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from trainrecord import __version__
+from trainrecord.diary.architecture import architecture_sha256
+from trainrecord.monitor.certificate import Certifier, Producer, producers_from
+from trainrecord.monitor.channels import (
+    ActivationProbe,
+    ChannelCounts,
+    ChannelTracker,
+    channel_scale,
+    classify,
+)
+from trainrecord.monitor.distributed import Distributed, unwrap
+from trainrecord.monitor.gradients import GradientAlarms, GradientNorms, parameter_layers
+from trainrecord.monitor.loss import LossTracker
+from trainrecord.monitor.repair import Repairer
+from trainrecord.monitor.sinks import (
+    LOGGER,
+    CallbackSink,
+    LoggingSink,
+    SinkDispatcher,
+    TensorBoardSink,
+)
+from trainrecord.monitor.structure import PRODUCERS, Structure, StructureProbe
+
+NO_GRADIENTS = (
+    "monitor.step(loss) found no parameter with a gradient: call it after "
+    "loss.backward() and before optimizer.zero_grad(); checks without gradients "
+    "are counted in run_end.counts.checks_without_gradients"
+)
+
+
+class Monitor:
+    """Watches a PyTorch training loop and writes diary.jsonl and metrics.jsonl.
+
+    Args:
+        model: the model being trained (a DistributedDataParallel wrapper is unwrapped).
+        optimizer: its optimizer (for certificates and repair); may be None.
+        run_dir: directory for diary.jsonl and metrics.jsonl (created; an existing diary
+            is continued).
+        name: the run's name (default: the directory name).
+        config: the run's configuration, recorded in run_start (JSON values).
+        check_every: a check every this many steps (step 0 is the first).
+        scaler: a torch.amp.GradScaler when training with loss scaling.
+        repair: re-initialise stuck channels (certified at once, silent after
+            ``repair_patience`` checks in a row).
+        repair_seed: seed of a dedicated generator for repairs (None: the global RNG).
+        callback: called with every diary line (on the sink thread).
+        sinks: more sinks (objects with ``name``, ``event(line)`` and ``metrics(row)``).
+        log: log warning/critical events to the ``trainrecord.monitor`` logger.
+        tensorboard: a log directory for the TensorBoard sink (needs tensorboard).
+        channel_list_limit: the most channel indices listed in one event.
+        warmup: checks before the first gradient alarm or loss spike.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer | None = None,
+        run_dir: str | Path = "runs/trainrecord",
+        *,
+        name: str | None = None,
+        config: dict[str, Any] | None = None,
+        check_every: int = 50,
+        scaler: Any = None,
+        repair: bool = False,
+        repair_seed: int | None = None,
+        repair_patience: int = 2,
+        callback: Callable[[dict[str, Any]], Any] | None = None,
+        sinks: list[Any] | None = None,
+        log: bool = True,
+        tensorboard: str | None = None,
+        channel_list_limit: int = 16,
+        warmup: int = 5,
+        decay_ratio: float = 1e-3,
+        fsync_policy: str | None = None,
+    ) -> None:
+        if not isinstance(model, nn.Module):
+            raise TypeError(f"Monitor needs a torch.nn.Module as model, got {type(model).__name__}")
+        if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
+            raise TypeError(
+                "Monitor's optimizer must be a torch.optim.Optimizer or None, "
+                f"got {type(optimizer).__name__}"
+            )
+        if isinstance(check_every, bool) or not isinstance(check_every, int) or check_every < 1:
+            raise ValueError(f"check_every must be an integer >= 1, got {check_every!r}")
+        if channel_list_limit < 0:
+            raise ValueError("channel_list_limit must be >= 0")
+        self.model, wrapper = unwrap(model)
+        self.optimizer = optimizer
+        self.scaler = scaler
+        self.check_every = check_every
+        self.repair_enabled = repair
+        self.repair_patience = repair_patience
+        self.decay_ratio = decay_ratio
+        self.dist = Distributed.detect(wrapper)
+        self.run_dir = Path(run_dir)
+        self.name = name or self.run_dir.name
+        self.modules = dict(self.model.named_modules())
+        self.layers = parameter_layers(self.model)
+        self.kinds = {n: type(self.modules[n]).__name__ for n in self.layers}
+        self.producers = [
+            n
+            for n, m in self.modules.items()
+            if n and isinstance(m, PRODUCERS) and n in self.layers
+        ]
+        self.norms = GradientNorms(self.layers)
+        self.alarms = GradientAlarms(self.kinds, warmup=warmup)
+        self.loss = LossTracker(warmup=warmup)
+        self.channels = ChannelTracker(list_limit=channel_list_limit)
+        self.certifier = Certifier(optimizer, list_limit=channel_list_limit)
+        self.repairer = Repairer(
+            optimizer, repair_seed, channel_list_limit, self.dist if self.dist.active else None
+        )
+        self.structure: Structure | None = None
+        self.producer_info: dict[str, Producer] = {}
+        self.counts: dict[str, int] = {"checks_without_gradients": 0}
+        self.steps = 0
+        self.checks = 0
+        self.closed = False
+        self._silent_streak: dict[str, dict[int, int]] = {}
+        self._said: set[str] = set()
+        self._structure_probe: StructureProbe | None = None
+        self._activation_probe: ActivationProbe | None = None
+        self._lock = threading.Lock()
+        self._diary: Any = None
+        self._metrics: Any = None
+        sink_list: list[Any] = []
+        if self.dist.writer:
+            from trainrecord.diary import DiaryWriter, MetricsWriter
+
+            kwargs = {"fsync_policy": fsync_policy} if fsync_policy is not None else {}
+            self._diary = DiaryWriter(self.run_dir, **kwargs)
+            self._metrics = MetricsWriter(self.run_dir)
+            if log:
+                sink_list.append(LoggingSink())
+            if callback is not None:
+                sink_list.append(CallbackSink(callback))
+            if tensorboard is not None:
+                sink_list.append(TensorBoardSink(tensorboard))
+            sink_list += list(sinks or [])
+        self._sinks = SinkDispatcher(sink_list, self._sink_failed)
+        self._emit("run_start", self._run_start(config))
+        self._arm()
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def step(self, loss: torch.Tensor | float | None = None) -> None:
+        """Call once per optimizer step, after ``backward()`` and before ``optimizer.step()``."""
+        if self.closed:
+            raise RuntimeError("Monitor.step() after close(): create a new Monitor for a new run")
+        step = self.steps
+        if step % self.check_every == 0:
+            self._check(step, loss)
+        self.steps = step + 1
+        if self.steps % self.check_every == 0:
+            self._arm()
+
+    def close(self) -> None:
+        """Write run_end and close the files; safe to call twice, and after an exception."""
+        if self.closed:
+            return
+        self.closed = True
+        self._disarm()
+        self._sinks.close()
+        self.counts["sink_errors"] = self._sinks.failures
+        if self.dist.writer:
+            digest = self._metrics.sha256()
+            self._metrics.close()
+            self._emit(
+                "run_end",
+                {
+                    "steps": self.steps,
+                    "checks": self.checks,
+                    "counts": dict(sorted(self.counts.items())),
+                    "metrics_sha256": digest,
+                },
+            )
+            self._diary.close()
+
+    def __enter__(self) -> Monitor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- hooks ----------------------------------------------------------------------------
+
+    def _arm(self) -> None:
+        """Install forward hooks for the next (check) step's forward pass."""
+        self._disarm()
+        if self.structure is None:
+            self._structure_probe = StructureProbe(self.modules, self.model)
+            watched = {
+                n: m
+                for n, m in self.modules.items()
+                if n and (isinstance(m, PRODUCERS) or "BatchNorm" in type(m).__name__)
+            }
+        else:
+            watched = {}
+            for name in self.producers:
+                measured = self.structure.pairs.get(name, name)
+                watched[measured] = self.modules[measured]
+        self._activation_probe = ActivationProbe(watched)
+
+    def _disarm(self) -> None:
+        if self._structure_probe is not None:
+            self._structure_probe.remove()
+        if self._activation_probe is not None:
+            self._activation_probe.remove()
+
+    # -- a check --------------------------------------------------------------------------
+
+    def _check(self, step: int, loss: torch.Tensor | float | None) -> None:
+        self.checks += 1
+        probe, self._activation_probe = self._activation_probe, None
+        if probe is not None:
+            probe.remove()
+        tensor = loss if isinstance(loss, torch.Tensor) else None
+        if self._structure_probe is not None:
+            structure_probe, self._structure_probe = self._structure_probe, None
+            if structure_probe.saw_forward:
+                self._learn(step, structure_probe.finish(tensor))
+            else:
+                structure_probe.remove()
+        value = self._loss_value(step, loss)
+        scale = self._scale()
+        norms, any_grad = self.norms.compute(scale or 1.0)
+        if not any_grad:
+            self.counts["checks_without_gradients"] += 1
+            self._once(
+                "no_gradients", {"step": step, "severity": "warning", "message": NO_GRADIENTS}
+            )
+        if value is not None:
+            for event, fields in self.loss.observe(step, value):
+                self._emit(event, fields)
+        bad = [n for n, v in norms.items() if v is not None and not math.isfinite(v)]
+        if bad:
+            if self.scaler is not None and getattr(self.scaler, "is_enabled", lambda: True)():
+                self._emit(
+                    "skipped_step",
+                    {"step": step, "severity": "info", "scale": scale, "layers": bad},
+                )
+            else:
+                self._emit(
+                    "nonfinite_gradient", {"step": step, "severity": "critical", "layers": bad}
+                )
+        if any_grad:
+            for event, fields in self.alarms.observe(step, norms):
+                self._emit(event, fields)
+        stuck = self._channels(step, probe) if self.structure is not None else {}
+        row = {
+            "step": step,
+            "loss": value,
+            "grad": norms,
+            "stuck": {k: c.row() for k, c in stuck.items()},
+        }
+        if self.dist.writer:
+            self._metrics.append(row)
+            self._sinks.put("metrics", row)
+
+    def _learn(self, step: int, structure: Structure) -> None:
+        self.structure = structure
+        self.producer_info = {
+            p.name: p for p in producers_from(structure, self.modules, self.producers)
+        }
+        self._emit("structure", structure.event(step))
+        self._emit("manifest", self._manifest(step))
+
+    def _loss_value(self, step: int, loss: torch.Tensor | float | None) -> float | None:
+        if loss is None:
+            return None
+        if isinstance(loss, torch.Tensor):
+            with torch.no_grad():
+                detached = loss.detach().float()
+                if detached.numel() != 1:
+                    self._once(
+                        "loss_reduced",
+                        {"step": step, "severity": "info", "elements": int(detached.numel())},
+                    )
+                    detached = detached.mean() if detached.numel() else torch.tensor(math.nan)
+                detached = detached.reshape(1).clone()
+                self.dist.reduce_mean(detached)
+                return float(detached.item())
+        if isinstance(loss, bool) or not isinstance(loss, (int, float)):
+            raise TypeError(
+                "monitor.step(loss): loss must be a tensor, a number or None, "
+                f"got {type(loss).__name__}"
+            )
+        return float(loss)
+
+    def _scale(self) -> float | None:
+        scaler = self.scaler
+        if scaler is None or not getattr(scaler, "is_enabled", lambda: True)():
+            return None
+        states = getattr(scaler, "_per_optimizer_states", {})
+        state = states.get(id(self.optimizer)) if self.optimizer is not None else None
+        stage = getattr(state.get("stage"), "name", None) if isinstance(state, dict) else None
+        scale = float(scaler.get_scale())
+        return 1.0 if stage == "UNSCALED" else scale
+
+    def _channels(self, step: int, probe: ActivationProbe | None) -> dict[str, ChannelCounts]:
+        assert self.structure is not None
+        names: list[str] = []
+        if probe is not None:
+            for name in self.producers:
+                measured = self.structure.pairs.get(name, name)
+                if measured in probe.maxima:
+                    names.append(name)
+        stats = self._reduced_stats(names, probe)
+        out: dict[str, ChannelCounts] = {}
+        for name in self.producers:
+            info = self.producer_info[name]
+            total = int(info.module.weight.shape[0])
+            high, low = stats.get(name, (None, None))
+            relu = info.relu is not None
+            candidates = []
+            if relu and high is not None and low is not None:
+                candidates = [
+                    c for c in range(total) if (relu and high[c] <= 0) or high[c] == low[c]
+                ]
+            certified, events = self.certifier.check(step, info, candidates)
+            for event, fields in events:
+                self._emit(event, fields)
+            counts = classify(
+                total,
+                certified,
+                high,
+                low,
+                relu,
+                channel_scale(info.module, info.bn_module),
+                self.decay_ratio,
+            )
+            out[name] = counts
+            change = self.channels.observe(step, name, info.batchnorm, counts)
+            if change is not None:
+                self._emit(*change)
+            if self.repair_enabled:
+                self._maybe_repair(step, info, counts)
+        return out
+
+    def _reduced_stats(
+        self, names: list[str], probe: ActivationProbe | None
+    ) -> dict[str, tuple[list[float], list[float]]]:
+        if probe is None or not names:
+            if self.dist.active:  # every rank takes part in the same collectives
+                self.dist.reduce_max(torch.zeros(1))
+            return {}
+        assert self.structure is not None
+        parts: list[torch.Tensor] = []
+        for name in names:
+            measured = self.structure.pairs.get(name, name)
+            parts += [probe.maxima[measured].cpu(), -probe.minima[measured].cpu()]
+        flat = torch.cat(parts)
+        if self.dist.active:
+            self.dist.reduce_max(flat)
+        values = flat.tolist()
+        out, at = {}, 0
+        for name in names:
+            size = int(probe.maxima[self.structure.pairs.get(name, name)].numel())
+            high = values[at : at + size]
+            low = [-v for v in values[at + size : at + 2 * size]]
+            at += 2 * size
+            out[name] = (high, low)
+        return out
+
+    def _maybe_repair(self, step: int, info: Producer, counts: ChannelCounts) -> None:
+        streak = self._silent_streak.setdefault(info.name, {})
+        silent = set(counts.observed)
+        for c in list(streak):
+            if c not in silent:
+                del streak[c]
+        for c in silent:
+            streak[c] = streak.get(c, 0) + 1
+        chosen = sorted(
+            set(counts.certified) | {c for c, n in streak.items() if n >= self.repair_patience}
+        )
+        if not chosen:
+            return
+        consumer_name = self.structure.consumer.get(info.name) if self.structure else None
+        consumer = (consumer_name, self.modules[consumer_name]) if consumer_name else None
+        fields = self.repairer.repair(step, info, chosen, consumer)
+        for c in chosen:
+            streak.pop(c, None)
+        self.certifier.certified.pop(info.name, None)
+        self._emit("repair", fields)
+
+    # -- writing --------------------------------------------------------------------------
+
+    def _emit(self, event: str, fields: dict[str, Any]) -> None:
+        if event not in ("run_start", "run_end"):
+            self.counts[event] = self.counts.get(event, 0) + 1
+        if not self.dist.writer:
+            return
+        with self._lock:
+            line = self._diary.append(event, fields)
+        if event != "sink_error":
+            self._sinks.put("event", line)
+
+    def _once(self, event: str, fields: dict[str, Any]) -> None:
+        if event not in self._said:
+            self._said.add(event)
+            self._emit(event, fields)
+
+    def _sink_failed(self, sink: str, error: str) -> None:
+        LOGGER.warning("trainrecord: sink %s failed: %s", sink, error)
+        with contextlib.suppress(Exception):
+            self._emit("sink_error", {"sink": sink, "error": error})
+
+    def _run_start(self, config: dict[str, Any] | None) -> dict[str, Any]:
+        named = list(self.model.named_parameters())
+        return {
+            "name": self.name,
+            "tool": f"trainrecord {__version__}",
+            "model": type(self.model).__name__,
+            "parameters": sum(p.numel() for _, p in named),
+            "layers": list(self.layers),
+            "architecture_sha256": architecture_sha256((n, p.shape) for n, p in named),
+            "optimizer": type(self.optimizer).__name__ if self.optimizer is not None else None,
+            "python": sys.version.split()[0],
+            "torch": torch.__version__,
+            "platform": platform.platform(),
+            "config": config,
+            "record_version": 1,
+        }
+
+    def _manifest(self, step: int) -> dict[str, Any]:
+        producers = []
+        assert self.structure is not None
+        for name in self.producers:
+            info = self.producer_info[name]
+            reason = info.static_reason()
+            entry: dict[str, Any] = {
+                "layer": name,
+                "certifiable": reason is None,
+                "batchnorm": info.batchnorm,
+                "relu": info.relu,
+                "consumer": self.structure.consumer.get(name),
+            }
+            if reason is not None:
+                entry["reason"] = reason
+            producers.append(entry)
+        precision = "float32"
+        if self.scaler is not None and getattr(self.scaler, "is_enabled", lambda: True)():
+            precision = "mixed (GradScaler: gradient norms divided by the scale)"
+        else:
+            dtypes = sorted({str(p.dtype).replace("torch.", "") for p in self.model.parameters()})
+            precision = ", ".join(dtypes) or precision
+        notes = [
+            "steps between checks only increment a counter; forward hooks are installed for "
+            "the forward pass of a check step only",
+            "per-layer gradient norms come from one torch._foreach_norm pass per check",
+            "the loss is read at checks only: a non-finite loss between checks shows at the "
+            "next check",
+            "skipped steps are recorded at checks whose gradients are not finite, "
+            "the condition under which the GradScaler skips the optimizer step",
+        ]
+        return {
+            "step": step,
+            "check_every": self.check_every,
+            "layers": list(self.layers),
+            "producers": producers,
+            "channel_checks": {
+                "measured": "per-channel max and min of the tensor each "
+                "producer's ReLU receives (its BatchNorm's output, or its own)",
+                "categories": ["certified", "flat", "silent", "decayed"],
+                "decay_ratio": self.decay_ratio,
+                "list_limit": self.channels.list_limit,
+            },
+            "repair": (
+                {
+                    "patience": self.repair_patience,
+                    "rng": self.repairer.rng,
+                    "function_preserving": sorted(self.structure.consumer),
+                }
+                if self.repair_enabled
+                else False
+            ),
+            "precision": precision,
+            "distributed": self.dist.manifest(),
+            "notes": notes,
+        }

@@ -1,0 +1,142 @@
+"""Repair: re-initialise stuck channels, reset their optimizer state, record the jump.
+
+For each repaired channel ``c`` of a producer: its incoming weights are drawn again from
+the layer's default initialisation (uniform in ``±1/sqrt(fan_in)``, as ``reset_parameters``
+of Conv and Linear), its bias and BatchNorm bias are set to 0, its BatchNorm weight to 1 and
+running statistics to (0, 1). When the module that consumes the channel is known from the
+dataflow, its outgoing weights (input column ``c`` of the consumer) are zeroed, as ReDo
+does: the network computes the same function at the moment of the repair, and the
+outgoing weights learn from the next step on. Every optimizer-state tensor of those
+parameters (momentum, Adam's moments) has the channels' slices zeroed, and so do the
+pending gradients. The size of the jump is measured over every tensor touched.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from trainrecord.monitor.certificate import Producer
+from trainrecord.monitor.distributed import Distributed
+
+
+@dataclass
+class Repairer:
+    """Performs repairs and builds repair events."""
+
+    optimizer: torch.optim.Optimizer | None
+    seed: int | None = None
+    list_limit: int = 16
+    dist: Distributed | None = None
+    _generator: torch.Generator | None = None
+
+    @property
+    def rng(self) -> str:
+        """Where the new weights come from."""
+        if self.seed is None:
+            return "global torch RNG"
+        return f"torch.Generator seeded with {self.seed}"
+
+    def _draw(self, shape: torch.Size, bound: float, like: torch.Tensor) -> torch.Tensor:
+        if self.seed is None:
+            return torch.empty(shape, dtype=like.dtype, device=like.device).uniform_(-bound, bound)
+        if self._generator is None:
+            self._generator = torch.Generator(device="cpu")
+            self._generator.manual_seed(self.seed)
+        values = torch.rand(shape, generator=self._generator, dtype=torch.float32)
+        return ((values * 2 - 1) * bound).to(device=like.device, dtype=like.dtype)
+
+    def repair(
+        self,
+        step: int,
+        producer: Producer,
+        channels: list[int],
+        consumer: tuple[str, nn.Module] | None,
+    ) -> dict[str, Any]:
+        """Repair ``channels`` of ``producer``; returns the repair event's fields."""
+        module, bn = producer.module, producer.bn_module
+        index = torch.tensor(channels, dtype=torch.long, device=module.weight.device)
+        touched: list[tuple[torch.Tensor, int]] = [(module.weight, 0)]
+        if module.bias is not None:
+            touched.append((module.bias, 0))
+        if bn is not None and getattr(bn, "weight", None) is not None:
+            touched += [(bn.weight, 0), (bn.bias, 0)]
+        if consumer is not None:
+            touched.append((consumer[1].weight, 1))
+        before = [t.detach().clone() for t, _ in touched]
+        with torch.no_grad():
+            fan_in = module.weight[0].numel()
+            bound = 1.0 / math.sqrt(fan_in) if fan_in else 0.0
+            shape = (len(channels), *module.weight.shape[1:])
+            module.weight.index_copy_(0, index, self._draw(torch.Size(shape), bound, module.weight))
+            if module.bias is not None:
+                module.bias.index_fill_(0, index, 0.0)
+            if bn is not None:
+                bn_index = index.to(bn.weight.device) if bn.weight is not None else index
+                if getattr(bn, "weight", None) is not None:
+                    bn.weight.index_fill_(0, bn_index, 1.0)
+                    bn.bias.index_fill_(0, bn_index, 0.0)
+                if getattr(bn, "running_mean", None) is not None:
+                    bn.running_mean.index_fill_(0, bn_index, 0.0)
+                    bn.running_var.index_fill_(0, bn_index, 1.0)
+            if consumer is not None:
+                weight = consumer[1].weight
+                weight.index_fill_(1, index.to(weight.device), 0.0)
+        if self.dist is not None:
+            self.dist.broadcast([t for t, _ in touched])
+        slices = self._reset_state(touched, index)
+        delta = math.sqrt(
+            sum(
+                float((t.detach() - b).double().square().sum())
+                for (t, _), b in zip(touched, before, strict=True)
+            )
+        )
+        norm_before = math.sqrt(sum(float(b.double().square().sum()) for b in before))
+        norm_after = math.sqrt(sum(float(t.detach().double().square().sum()) for t, _ in touched))
+        kind = "Kaiming-uniform (+-1/sqrt(fan_in)) re-initialisation of incoming weights, bias 0"
+        if bn is not None:
+            kind += f", {producer.batchnorm} weight 1, bias 0, running stats (0, 1)"
+        if consumer is not None:
+            kind += (
+                f"; outgoing weights in {consumer[0]} zeroed, so the function is unchanged "
+                "at the repair (as ReDo)"
+            )
+        else:
+            kind += "; the consumer of the channels is unknown, so the function changes"
+        return {
+            "step": step,
+            "severity": "action",
+            "layer": producer.name,
+            "batchnorm": producer.batchnorm,
+            "channels": channels[: self.list_limit],
+            "count": len(channels),
+            "method": kind,
+            "optimizer_slices_reset": slices,
+            "modification_class": "discrete",
+            "bound": None,
+            "delta_norm": delta,
+            "weight_norm_before": norm_before,
+            "weight_norm_after": norm_after,
+            "relative_change": delta / norm_before if norm_before > 0 else None,
+            "rng": self.rng,
+        }
+
+    def _reset_state(self, touched: list[tuple[torch.Tensor, int]], index: torch.Tensor) -> int:
+        """Zero the channels' slices of every optimizer-state tensor and pending gradient."""
+        count = 0
+        with torch.no_grad():
+            for param, dim in touched:
+                idx = index.to(param.device)
+                if param.grad is not None:
+                    param.grad.index_fill_(dim, idx, 0.0)
+                if self.optimizer is None:
+                    continue
+                for value in self.optimizer.state.get(param, {}).values():
+                    if isinstance(value, torch.Tensor) and value.shape == param.shape:
+                        value.index_fill_(dim, idx.to(value.device), 0.0)
+                        count += 1
+        return count

@@ -1,0 +1,169 @@
+"""Where events go besides the diary: Python logging, a user callback, TensorBoard.
+
+Sinks run on one background thread fed by a queue, so a slow sink never slows training
+and a failing one never stops it: its exception becomes a ``sink_error`` event in the
+diary (the first failure of each sink with each exception type; every failure is counted
+in ``run_end.counts.sink_errors``).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
+
+LOGGER = logging.getLogger("trainrecord.monitor")
+_LEVELS = {
+    "critical": logging.ERROR,
+    "warning": logging.WARNING,
+    "action": logging.WARNING,
+    "proof": logging.WARNING,
+}
+
+
+class Sink(Protocol):
+    """Receives every diary line (a dict) and every metrics row."""
+
+    name: str
+
+    def event(self, line: dict[str, Any]) -> None:
+        """Called with each diary line as written."""
+
+    def metrics(self, row: dict[str, Any]) -> None:
+        """Called with each metrics.jsonl row."""
+
+
+def describe(line: dict[str, Any]) -> str:
+    """One readable line for a diary event."""
+    event = line.get("event", "?")
+    step = line.get("step")
+    where = f"step {step}: " if step is not None else ""
+    layer = line.get("layer")
+    if event == "alarm":
+        return (
+            f"{where}{layer} gradient {line['diagnosis']} (norm {line['grad_norm']:.3g}, "
+            f"baseline {line['baseline']:.3g})"
+        )
+    if event == "channels":
+        return (
+            f"{where}{layer}: {line['level']} of {line['channels']} channels stuck "
+            f"(certified {line['n_certified']}, silent {line['n_observed']}, "
+            f"flat {line['n_flat']}, decayed {line['n_decayed']})"
+        )
+    if event == "certificate":
+        return f"{where}{layer}: {line['count']} channels proven dead"
+    if event == "repair":
+        return f"{where}{layer}: repaired {line['count']} channels ({line['method']})"
+    if event in ("loss_spike", "nonfinite_loss"):
+        return f"{where}{event.replace('_', ' ')} {line['value']}"
+    if event == "nonfinite_gradient":
+        return f"{where}non-finite gradient in {', '.join(line['layers'])}"
+    if event == "no_gradients":
+        return f"{where}{line['message']}"
+    return f"{where}{event}" + (f" {layer}" if layer else "")
+
+
+class LoggingSink:
+    """One log line per warning, action, proof or critical event (logger trainrecord.monitor)."""
+
+    name = "logging"
+
+    def __init__(self, logger: logging.Logger = LOGGER) -> None:
+        self.logger = logger
+
+    def event(self, line: dict[str, Any]) -> None:
+        """Log the event when its severity says it matters."""
+        level = _LEVELS.get(str(line.get("severity")))
+        if level is not None:
+            self.logger.log(level, "trainrecord: %s", describe(line))
+
+    def metrics(self, row: dict[str, Any]) -> None:
+        """Metrics rows are not logged."""
+
+
+class CallbackSink:
+    """Calls ``fn(line)`` for every diary line."""
+
+    def __init__(self, fn: Callable[[dict[str, Any]], Any], name: str | None = None) -> None:
+        self.fn = fn
+        self.name = name or f"callback {getattr(fn, '__name__', type(fn).__name__)}"
+
+    def event(self, line: dict[str, Any]) -> None:
+        """Pass the line on."""
+        self.fn(line)
+
+    def metrics(self, row: dict[str, Any]) -> None:
+        """Metrics rows go to the diary's metrics.jsonl only."""
+
+
+class TensorBoardSink:
+    """Scalars (loss, gradient norms, stuck channels) and event text for TensorBoard."""
+
+    name = "tensorboard"
+
+    def __init__(self, log_dir: str) -> None:
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError(
+                "the TensorBoard sink needs the tensorboard package: pip install tensorboard"
+            ) from exc
+        self.writer = SummaryWriter(log_dir)
+
+    def event(self, line: dict[str, Any]) -> None:
+        """Event text, at its step."""
+        self.writer.add_text(f"trainrecord/{line['event']}", describe(line), line.get("step", 0))
+
+    def metrics(self, row: dict[str, Any]) -> None:
+        """Loss and per-layer gradient norms as scalars."""
+        step = row["step"]
+        if isinstance(row.get("loss"), float):
+            self.writer.add_scalar("trainrecord/loss", row["loss"], step)
+        for layer, norm in row["grad"].items():
+            if isinstance(norm, float):
+                self.writer.add_scalar(f"trainrecord/grad/{layer}", norm, step)
+        self.writer.flush()
+
+
+class SinkDispatcher:
+    """Runs sinks on a background thread; reports failures through ``on_error``."""
+
+    def __init__(self, sinks: list[Any], on_error: Callable[[str, str], None]) -> None:
+        self.sinks = sinks
+        self.on_error = on_error
+        self.failures = 0
+        self._seen: set[tuple[str, str]] = set()
+        self._queue: queue.Queue[tuple[str, dict[str, Any]] | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name="trainrecord-sinks", daemon=True)
+        if sinks:
+            self._thread.start()
+
+    def put(self, kind: str, payload: dict[str, Any]) -> None:
+        """Queue an event ('event') or a metrics row ('metrics') for every sink."""
+        if self.sinks:
+            self._queue.put((kind, payload))
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            kind, payload = item
+            for sink in self.sinks:
+                try:
+                    getattr(sink, kind)(payload)
+                except Exception as exc:  # a sink must never stop training
+                    self.failures += 1
+                    key = (str(getattr(sink, "name", type(sink).__name__)), type(exc).__name__)
+                    if key not in self._seen:
+                        self._seen.add(key)
+                        text = f"{type(exc).__name__}: {exc}"[:500]
+                        self.on_error(key[0], text)
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Deliver what is queued (waiting at most ``timeout`` seconds), then stop."""
+        if self.sinks and self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join(timeout)

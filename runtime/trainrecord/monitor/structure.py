@@ -1,0 +1,258 @@
+"""The model's structure, learnt from the dataflow of the first sampled step.
+
+Forward pre- and post-hooks on every leaf module, installed for the forward pass of the
+first check step only, note which autograd node each module received and produced. A
+BatchNorm whose input is a producer's (Conv/Linear) output node is paired with it; a ReLU
+whose input is a layer's output node follows that layer (``relu_after``). Walking the
+autograd graph from ``loss.grad_fn`` (or from the model's outputs when no loss tensor is
+given) counts the consumers of every node: a ReLU is the *only* consumer of a layer when
+the layer's output node has exactly one parent and that parent is the ReLU's node. From
+the ReLU's output, channel-preserving modules (pooling, dropout, a flatten of 1x1 maps)
+lead to the module that consumes the channels (its input weights are the outgoing weights
+a function-preserving repair zeroes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+PRODUCERS: tuple[type[nn.Module], ...] = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Linear)
+BATCHNORMS: tuple[type[nn.Module], ...] = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
+RELUS: tuple[type[nn.Module], ...] = (nn.ReLU,)
+CHANNEL_PRESERVING: tuple[type[nn.Module], ...] = (
+    nn.MaxPool1d,
+    nn.MaxPool2d,
+    nn.MaxPool3d,
+    nn.AvgPool1d,
+    nn.AvgPool2d,
+    nn.AvgPool3d,
+    nn.AdaptiveAvgPool1d,
+    nn.AdaptiveAvgPool2d,
+    nn.AdaptiveAvgPool3d,
+    nn.AdaptiveMaxPool1d,
+    nn.AdaptiveMaxPool2d,
+    nn.AdaptiveMaxPool3d,
+    nn.Dropout,
+    nn.Dropout1d,
+    nn.Dropout2d,
+    nn.Dropout3d,
+    nn.Identity,
+)
+
+
+def first_tensor(value: Any) -> torch.Tensor | None:
+    """The first tensor in a module's input or output (a tensor, tuple, list or dict)."""
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, (tuple, list)):
+        for item in value:
+            found = first_tensor(item)
+            if found is not None:
+                return found
+    if isinstance(value, dict):
+        for item in value.values():
+            found = first_tensor(item)
+            if found is not None:
+                return found
+    return None
+
+
+@dataclass
+class Structure:
+    """What the first sampled step showed about the model's dataflow."""
+
+    pairs: dict[str, str] = field(default_factory=dict)
+    relu_after: list[str] = field(default_factory=list)
+    relu_of: dict[str, str] = field(default_factory=dict)
+    relu_sole: dict[str, bool] = field(default_factory=dict)
+    single_consumer: dict[str, bool] = field(default_factory=dict)
+    consumer: dict[str, str] = field(default_factory=dict)
+    calls: dict[str, int] = field(default_factory=dict)
+    graph: str | None = None
+
+    def event(self, step: int) -> dict[str, Any]:
+        """The fields of the structure event."""
+        return {
+            "step": step,
+            "pairs": dict(self.pairs),
+            "relu_after": list(self.relu_after),
+            "graph": self.graph,
+        }
+
+
+@dataclass
+class _Call:
+    module: str
+    kind: nn.Module
+    input: Any
+    output: Any
+    spatial: int
+
+
+class StructureProbe:
+    """Hooks for one forward pass that record which module fed which."""
+
+    def __init__(self, modules: dict[str, nn.Module], root: nn.Module) -> None:
+        self.modules = modules
+        self.calls: list[_Call] = []
+        self._pending: dict[int, list[tuple[Any, int]]] = {}
+        self._outputs: list[torch.Tensor] = []
+        self._handles: list[Any] = []
+        for name, module in modules.items():
+            if name and not any(True for _ in module.children()):
+                self._handles.append(module.register_forward_pre_hook(self._pre(name)))
+                self._handles.append(module.register_forward_hook(self._post(name)))
+        self._handles.append(root.register_forward_hook(self._root))
+
+    def _pre(self, name: str) -> Callable[..., None]:
+        def hook(module: nn.Module, args: Any) -> None:
+            if not torch.is_grad_enabled():
+                return
+            tensor = first_tensor(args)
+            node = tensor.grad_fn if tensor is not None else None
+            spatial = 1
+            if tensor is not None and tensor.dim() > 2:
+                for size in tensor.shape[2:]:
+                    spatial *= int(size)
+            self._pending.setdefault(id(module), []).append((node, spatial))
+
+        return hook
+
+    def _post(self, name: str) -> Callable[..., None]:
+        def hook(module: nn.Module, args: Any, output: Any) -> None:
+            if not torch.is_grad_enabled():
+                return
+            stack = self._pending.get(id(module))
+            if not stack:
+                return
+            node, spatial = stack.pop()
+            tensor = first_tensor(output)
+            out_node = tensor.grad_fn if tensor is not None else None
+            self.calls.append(_Call(name, module, node, out_node, spatial))
+
+        return hook
+
+    def _root(self, module: nn.Module, args: Any, output: Any) -> None:
+        tensor = first_tensor(output)
+        if tensor is not None and tensor.grad_fn is not None:
+            self._outputs.append(tensor)
+
+    @property
+    def saw_forward(self) -> bool:
+        """Whether a forward pass with gradients ran while the probe was installed."""
+        return bool(self.calls)
+
+    def remove(self) -> None:
+        """Remove every hook."""
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+
+    def finish(self, loss: torch.Tensor | None) -> Structure:
+        """Remove the hooks and work out the structure from what was recorded."""
+        self.remove()
+        structure = Structure()
+        roots: list[Any] = []
+        if loss is not None and loss.grad_fn is not None:
+            roots, structure.graph = [loss.grad_fn], "loss"
+        elif self._outputs:
+            roots, structure.graph = [t.grad_fn for t in self._outputs], "model outputs"
+        parents = _parents(roots)
+        owner: dict[int, str] = {}
+        for call in self.calls:
+            structure.calls[call.module] = structure.calls.get(call.module, 0) + 1
+            if call.output is not None and call.output is not call.input:
+                owner[id(call.output)] = call.module
+        relu_outputs = {id(c.output) for c in self.calls if isinstance(c.kind, RELUS)}
+        for call in self.calls:
+            if call.input is None:
+                continue
+            source = owner.get(id(call.input))
+            if source is None:
+                continue
+            source_kind = self.modules[source]
+            if isinstance(call.kind, BATCHNORMS) and isinstance(source_kind, PRODUCERS):
+                structure.pairs[source] = call.module
+            if isinstance(call.kind, RELUS):
+                if source not in structure.relu_after:
+                    structure.relu_after.append(source)
+                structure.relu_of[source] = call.module
+                users = parents.get(id(call.input), []) if parents else None
+                sole = users is not None and len(users) == 1 and id(users[0]) in relu_outputs
+                structure.relu_sole[source] = structure.relu_sole.get(source, True) and sole
+        if parents:
+            for call in self.calls:
+                if isinstance(call.kind, PRODUCERS) and call.output is not None:
+                    users = parents.get(id(call.output), [])
+                    one = len(users) == 1
+                    previous = structure.single_consumer.get(call.module, True)
+                    structure.single_consumer[call.module] = previous and one
+            self._consumers(structure, parents)
+        return structure
+
+    def _consumers(self, structure: Structure, parents: dict[int, list[Any]]) -> None:
+        by_input: dict[int, list[_Call]] = {}
+        for call in self.calls:
+            if call.input is not None:
+                by_input.setdefault(id(call.input), []).append(call)
+        relu_calls = [c for c in self.calls if isinstance(c.kind, RELUS)]
+        for producer in structure.pairs.keys() | set(structure.relu_after):
+            layer = structure.pairs.get(producer, producer)
+            if not isinstance(self.modules.get(producer), PRODUCERS):
+                continue
+            found: str | None = None
+            for relu in relu_calls:
+                if relu.input is None or self._owner_name(relu.input) != layer:
+                    continue
+                found = self._follow(relu.output, by_input, parents)
+            if found is not None:
+                structure.consumer[producer] = found
+
+    def _owner_name(self, node: Any) -> str | None:
+        for call in self.calls:
+            if call.output is node and call.output is not call.input:
+                return call.module
+        return None
+
+    def _follow(
+        self, node: Any, by_input: dict[int, list[_Call]], parents: dict[int, list[Any]]
+    ) -> str | None:
+        for _ in range(16):
+            if node is None or len(parents.get(id(node), [])) != 1:
+                return None
+            users = by_input.get(id(node), [])
+            if len(users) != 1:
+                return None
+            user = users[0]
+            if isinstance(user.kind, PRODUCERS):
+                groups = getattr(user.kind, "groups", 1)
+                return user.module if groups == 1 else None
+            flatten_ok = isinstance(user.kind, nn.Flatten) and user.spatial == 1
+            if not (isinstance(user.kind, CHANNEL_PRESERVING) or flatten_ok):
+                return None
+            node = user.output
+        return None
+
+
+def _parents(roots: list[Any]) -> dict[int, list[Any]]:
+    """For every autograd node reachable from ``roots``, the nodes that consume it."""
+    parents: dict[int, list[Any]] = {}
+    seen: set[int] = set()
+    stack = [r for r in roots if r is not None]
+    for r in stack:
+        seen.add(id(r))
+    while stack:
+        node = stack.pop()
+        for child, _ in node.next_functions:
+            if child is None:
+                continue
+            parents.setdefault(id(child), []).append(node)
+            if id(child) not in seen:
+                seen.add(id(child))
+                stack.append(child)
+    return parents
