@@ -1,0 +1,424 @@
+"""Report payloads (§5 of the seed): the job state, the builders and the checks.
+
+Public API:
+
+* :class:`JobState`: the small, mutable state of one job (kind, identity, config, progress,
+  validations, history, error). The job updates it; :func:`build_report` turns a copy of it
+  into a report dict.
+* :func:`build_report` ``(state, *, event, status, seq, sent_at, now=None) -> dict``: one
+  complete report: progress with ``epochs_completed = len(history)``, ``epoch``,
+  ``fraction`` (training 95 % / validation 5 %; lesion 95 / 4 / 1) and ``eta_seconds`` as
+  §5.2 and §5.3 define them.
+* :func:`config`, :func:`validation_entry`, :func:`epoch_entry`: fill a kind's config,
+  validation result or history entry with every field (missing ones null); unknown field
+  names are refused (``report.*.fields.extra``).
+* :func:`error_info` ``(exc) -> {"type", "message"}``: the message scrubbed (§7) and at
+  most 500 characters.
+* :func:`problems` ``(payload) -> list[Problem]`` (schema, judged against the branch that
+  ``kind`` selects, so errors are about that kind only), :func:`consistency_problems`
+  (the cross-field guarantees ``report.consistency.*``), :func:`check_report` (all of
+  them plus §7, raising :class:`~trainrecord.errors.RecordRefused`), and
+  :func:`encode_report` (check and serialise to the UTF-8 body that is POSTed).
+* :func:`local_time` ``(t=None) -> str``: ISO 8601 with the machine's UTC offset, to the
+  second.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import math
+import socket
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cache
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from trainrecord.errors import Problem, RecordRefused
+from trainrecord.report.privacy import Secrets, privacy_problems, scrub_message
+
+REPORT_SCHEMA_ID = "https://trainrecord.dev/schemas/reporting/reporting.schema.json"
+SCHEMA_VERSION = 2
+KINDS = ("training", "lesion", "wordset")
+Kind = Literal["training", "lesion", "wordset"]
+EVENTS = ("started", "progress", "epoch_end", "complete", "interrupted", "failed", "snapshot")
+STATUSES = ("in progress", "complete", "interrupted", "discarded", "failed", "stopped")
+EVENT_STATUS: dict[str, tuple[str, ...]] = {
+    "started": ("in progress",),
+    "progress": ("in progress",),
+    "epoch_end": ("in progress",),
+    "complete": ("complete",),
+    "interrupted": ("interrupted", "discarded"),
+    "failed": ("failed",),
+    "snapshot": STATUSES,
+}
+"""§3 and §6: which status each event is sent with."""
+
+# Share of an epoch done at the start of each phase, and the phase's weight (§5.2, §5.4).
+TRAINING_PHASES: dict[str, tuple[float, float]] = {
+    "initial_validation": (0.0, 0.0),
+    "training": (0.0, 0.95),
+    "validation": (0.95, 0.05),
+}
+LESION_PHASES: dict[str, tuple[float, float]] = {
+    "intact_validation": (0.0, 0.0),
+    "intact_selectivity": (0.0, 0.0),
+    "initial_validation": (0.0, 0.0),
+    "initial_selectivity": (0.0, 0.0),
+    "training": (0.0, 0.95),
+    "validation": (0.95, 0.04),
+    "selectivity": (0.99, 0.01),
+}
+
+
+@cache
+def _schema() -> dict[str, Any]:
+    from trainrecord.schemas import schema_by_id
+
+    return schema_by_id(REPORT_SCHEMA_ID)
+
+
+def fields_of(definition: str) -> tuple[str, ...]:
+    """The field names of one ``$defs`` object of reporting.schema.json, in schema order."""
+    return tuple(_schema()["$defs"][definition]["properties"])
+
+
+def local_time(t: float | None = None) -> str:
+    """``t`` (default now) as ISO 8601 with the machine's UTC offset, to the second."""
+    moment = datetime.now() if t is None else datetime.fromtimestamp(t)
+    return moment.astimezone().replace(microsecond=0).isoformat()
+
+
+def _fill(definition: str, rule_prefix: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    names = fields_of(definition)
+    extra = sorted(set(values) - set(names))
+    if extra:
+        raise RecordRefused(
+            [
+                Problem(
+                    f"{rule_prefix}.fields.extra",
+                    (name,),
+                    f"{name!r} is not a field of {definition}; remove it",
+                )
+                for name in extra
+            ]
+        )
+    return {name: values.get(name) for name in names}
+
+
+def config(kind: Kind, **values: Any) -> dict[str, Any]:
+    """A kind's config with every field; missing ones are null (``lesioned_units`` empty)."""
+    out = _fill(f"{kind}_config", "report.config", values)
+    if kind == "lesion":
+        out["lesioned_units"] = list(values.get("lesioned_units") or [])
+        if out["reset_outgoing"] is None:
+            out["reset_outgoing"] = False
+        if out["silent_epochs"] is None:
+            out["silent_epochs"] = 0
+    return out
+
+
+def validation_entry(kind: Kind, **values: Any) -> dict[str, Any]:
+    """One validation result (initial_validation, or lesion intact/lesioned), every field."""
+    definition = "lesion_validation" if kind == "lesion" else "training_validation"
+    return _fill(definition, "report.initial_validation", values)
+
+
+def epoch_entry(kind: Kind, **values: Any) -> dict[str, Any]:
+    """One history entry with every field of the kind; missing ones are null."""
+    definition = "lesion_epoch" if kind == "lesion" else "training_epoch"
+    return _fill(definition, "report.history_entry", values)
+
+
+def error_info(exc: BaseException, secrets: Secrets | None = None) -> dict[str, str]:
+    """``{"type": <exception class>, "message": <scrubbed, at most 500 characters>}``."""
+    return {
+        "type": type(exc).__name__[:200] or "Exception",
+        "message": scrub_message(str(exc), secrets),
+    }
+
+
+@dataclass
+class JobState:
+    """The state of one job that reports are built from. Mutable; the reporter copies it.
+
+    ``config`` is the kind's config (see :func:`config`). Training and lesion use
+    ``epochs_first``, ``epochs_total``, ``phase``, ``batch``, ``batches``,
+    ``initial_validation`` and ``history`` (entries are never changed once appended);
+    word sets use ``words_done`` and ``words_total``. ``work_started``/``words_at_start``
+    (monotonic clock, this process) give the word set's time per word.
+    """
+
+    kind: Kind
+    run_id: str
+    name: str
+    group: str
+    config: dict[str, Any]
+    host: str = field(default_factory=socket.gethostname)
+    started_at: str | None = field(default_factory=local_time)
+    finished_at: str | None = None
+    running: bool = True
+    epochs_first: int | None = None
+    epochs_total: int | None = None
+    phase: str | None = None
+    batch: int | None = None
+    batches: int | None = None
+    initial_validation: dict[str, Any] | None = None
+    history: list[dict[str, Any]] = field(default_factory=list)
+    words_done: int | None = None
+    words_total: int | None = None
+    work_started: float = field(default_factory=time.monotonic)
+    words_at_start: int = 0
+    error: dict[str, str] | None = None
+
+    def snapshot(self) -> JobState:
+        """A copy that later updates of this state do not change (cheap: history entries are
+        shared, never mutated)."""
+        out = copy.copy(self)
+        out.history = list(self.history)
+        return out
+
+
+def _fraction(state: JobState) -> float | None:
+    if state.kind == "wordset":
+        if state.words_done is None or not state.words_total:
+            return 0.0 if state.words_total == 0 and state.words_done is not None else None
+        return round(min(1.0, state.words_done / state.words_total), 4)
+    if not state.epochs_total:
+        return None
+    done = len(state.history) + _epoch_share(state)
+    return round(min(1.0, max(0.0, done / state.epochs_total)), 4)
+
+
+def _epoch_share(state: JobState) -> float:
+    if not state.running or state.phase is None:
+        return 0.0
+    phases = LESION_PHASES if state.kind == "lesion" else TRAINING_PHASES
+    start, weight = phases.get(state.phase, (0.0, 0.0))
+    within = 0.0
+    if state.batch is not None and state.batches:
+        within = min(1.0, max(0.0, state.batch / state.batches))
+    return start + weight * within
+
+
+def _eta(state: JobState, status: str, now: float) -> int | None:
+    if status != "in progress" or not state.running:
+        return None
+    if state.kind == "wordset":
+        done = (state.words_done or 0) - state.words_at_start
+        if state.words_done is None or state.words_total is None or done <= 0:
+            return None
+        per_word = max(0.0, now - state.work_started) / done
+        return max(0, round(per_word * max(0, state.words_total - state.words_done)))
+    durations = [e.get("duration_seconds") for e in state.history]
+    durations = [d for d in durations if isinstance(d, int | float) and math.isfinite(d)]
+    if not durations or state.epochs_total is None:
+        return None
+    left = state.epochs_total - len(state.history) - _epoch_share(state)
+    return max(0, round(left * sum(durations) / len(durations)))
+
+
+def build_report(
+    state: JobState, *, event: str, status: str, seq: int, sent_at: str, now: float | None = None
+) -> dict[str, Any]:
+    """One complete report (all of §5.1 plus the kind's shapes) from a job state."""
+    now = time.monotonic() if now is None else now
+    running = state.running and status == "in progress" and event != "snapshot"
+    if state.kind == "wordset":
+        progress: dict[str, Any] = {
+            "words_done": state.words_done,
+            "words_total": state.words_total,
+            "fraction": _fraction(state),
+        }
+        initial, history = None, None
+    else:
+        completed = len(state.history)
+        epoch = (
+            state.epochs_first + completed if running and state.epochs_first is not None else None
+        )
+        progress = {
+            "epochs_first": state.epochs_first,
+            "epochs_total": state.epochs_total,
+            "epochs_completed": completed,
+            "epoch": epoch,
+            "phase": state.phase if running else None,
+            "batch": state.batch if running else None,
+            "batches": state.batches if running else None,
+            "fraction": _fraction(state),
+        }
+        initial, history = state.initial_validation, list(state.history)
+    return {
+        "schema": SCHEMA_VERSION,
+        "seq": seq,
+        "sent_at": sent_at,
+        "run_id": state.run_id,
+        "kind": state.kind,
+        "name": state.name,
+        "group": state.group,
+        "host": state.host,
+        "event": event,
+        "status": status,
+        "started_at": state.started_at,
+        "finished_at": state.finished_at if status == "complete" else None,
+        "config": state.config,
+        "progress": progress,
+        "eta_seconds": _eta(state, status, now) if running else None,
+        "initial_validation": initial,
+        "history": history,
+        "error": state.error if status == "failed" else None,
+    }
+
+
+@cache
+def _branch_validator(kind: str) -> Any:
+    from jsonschema import Draft202012Validator
+
+    from trainrecord.schemas import OracleValidator, registry
+
+    return OracleValidator(
+        {"$ref": f"{REPORT_SCHEMA_ID}#/$defs/{kind}_report"},
+        registry=registry(),
+        format_checker=Draft202012Validator.FORMAT_CHECKER,
+    )
+
+
+def problems(payload: Any) -> list[Problem]:
+    """Schema problems of a report, each with its rule id.
+
+    When ``kind`` names a known kind, the report is judged against that kind's branch only,
+    so a bad field is reported once, not once per kind.
+    """
+    from trainrecord import schemas
+
+    kind = payload.get("kind") if isinstance(payload, dict) else None
+    if kind not in KINDS:
+        return schemas.problems(payload, REPORT_SCHEMA_ID)
+    val = _branch_validator(kind)
+    found: list[Problem] = []
+    for error in sorted(val.iter_errors(payload), key=lambda e: list(map(str, e.path))):
+        for leaf in schemas._leaf_errors(error):
+            found.extend(schemas._to_problems(leaf, "report.schema"))
+    return found
+
+
+def consistency_problems(payload: Mapping[str, Any]) -> list[Problem]:
+    """The cross-field guarantees of a report the client sends (``report.consistency.*``)."""
+    out: list[Problem] = []
+    event, status = payload.get("event"), payload.get("status")
+    allowed = EVENT_STATUS.get(str(event), ())
+    if status not in allowed or (status == "stopped" and event != "snapshot"):
+        out.append(
+            Problem(
+                "report.consistency.event_status",
+                ("status",),
+                f"event {event!r} is sent with status {' or '.join(allowed)}",
+                repr(status),
+            )
+        )
+    if (payload.get("error") is not None) != (status == "failed"):
+        out.append(
+            Problem(
+                "report.consistency.error",
+                ("error",),
+                "error is an object exactly when status is failed",
+            )
+        )
+    if (payload.get("finished_at") is not None) != (status == "complete"):
+        out.append(
+            Problem(
+                "report.consistency.finished_at",
+                ("finished_at",),
+                "finished_at is set exactly when status is complete",
+            )
+        )
+    progress = payload.get("progress") or {}
+    history = payload.get("history")
+    if payload.get("kind") in ("training", "lesion"):
+        if isinstance(history, list) and progress.get("epochs_completed") != len(history):
+            out.append(
+                Problem(
+                    "report.consistency.epochs_completed",
+                    ("progress", "epochs_completed"),
+                    "epochs_completed equals the length of history",
+                )
+            )
+        if payload.get("eta_seconds") is not None and not history:
+            out.append(
+                Problem(
+                    "report.consistency.eta",
+                    ("eta_seconds",),
+                    "eta_seconds is null until the first epoch has finished",
+                )
+            )
+    if payload.get("eta_seconds") is not None and status != "in progress":
+        out.append(
+            Problem(
+                "report.consistency.eta",
+                ("eta_seconds",),
+                "eta_seconds is null unless status is in progress",
+            )
+        )
+    if payload.get("kind") == "lesion":
+        cfg = payload.get("config") or {}
+        units = cfg.get("lesioned_units") or []
+        if any(b <= a for a, b in itertools.pairwise(units)):
+            out.append(
+                Problem(
+                    "report.consistency.lesioned_units",
+                    ("config", "lesioned_units"),
+                    "units are strictly ascending",
+                )
+            )
+        channel = cfg.get("word_channel")
+        if isinstance(channel, dict) and channel.get("first", 0) > channel.get("last", 0):
+            out.append(
+                Problem(
+                    "report.consistency.lesioned_units",
+                    ("config", "word_channel"),
+                    "word_channel.first is at most word_channel.last",
+                )
+            )
+    return out
+
+
+def check_report(payload: Any, secrets: Secrets | None = None) -> None:
+    """Raise :class:`RecordRefused` unless the report is one the client may send."""
+    found = problems(payload)
+    if not found:
+        found = consistency_problems(payload) + privacy_problems(payload, secrets)
+    if found:
+        raise RecordRefused(found)
+
+
+def encode_report(payload: Mapping[str, Any], secrets: Secrets | None = None) -> bytes:
+    """Check a report and serialise it as the UTF-8 strict-JSON body that is POSTed.
+
+    The fast path validates the JSON text with the generated strict model; only a refused
+    report goes through the oracle, for rule ids.
+    """
+    import trainrecord_spec
+
+    try:
+        text = json.dumps(payload, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+    except ValueError:
+        raise RecordRefused.one(
+            "report.transport.body", (), "a number in the report is NaN or infinite; send null"
+        ) from None
+    try:
+        trainrecord_spec.adapter(REPORT_SCHEMA_ID).validate_json(text)
+    except ValidationError:
+        check_report(payload, secrets)
+        raise RecordRefused.one(
+            "report.transport.body",
+            (),  # pragma: no cover
+            "the report was refused by the schema model",
+        ) from None
+    found = consistency_problems(payload) + privacy_problems(payload, secrets)
+    if found:
+        raise RecordRefused(found)
+    return text.encode("utf-8")

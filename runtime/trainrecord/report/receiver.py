@@ -1,0 +1,258 @@
+"""The reference receiver: the server side of the Reporting API v2 (``trainrecord serve``).
+
+POST (any path: the endpoint is whatever URL the clients are given):
+
+* 401 without ``Authorization: Bearer <token>`` or with a wrong one (constant-time compare);
+* 415 when Content-Type is not application/json; 411 without Content-Length;
+* 413 when Content-Length is over 256 KB (262144 bytes), before reading the body;
+* 400 for a body that is not strict JSON in UTF-8;
+* 422 for a report that fails reporting.schema.json: ``{"ok": false, "problems": [{rule,
+  path, message, value}]}``;
+* 200 ``{"ok": true, "stored": <bool>}`` otherwise, also for an old or duplicate report
+  (stored only when its seq is newer than the stored one for its run_id).
+
+GET, with the same bearer token: ``/api/runs`` lists every run with its ``state`` (its
+status, or ``no contact`` when in progress and silent for 3 x every + 5 minutes);
+``/api/runs/<run_id>`` gives the run's latest report; ``/api/runs/<run_id>/receipts`` its
+receipts.
+
+Plain HTTP only on a loopback address; anywhere else it needs a certificate and key.
+
+Public API: :func:`make_server` ``(host, port, *, token, store, every=60.0, certfile=None,
+keyfile=None) -> ReportServer``; :class:`ReportServer` (``url``, ``serve_in_thread()``,
+``shutdown()``); ``MAX_BODY``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import re
+import socket
+import ssl
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from trainrecord.canonical import loads_strict
+from trainrecord.errors import RecordRefused
+from trainrecord.report.payload import problems
+from trainrecord.report.settings import check_token, is_loopback_host
+from trainrecord.report.store import ReportStore
+
+MAX_BODY = 256 * 1024
+"""§2: accepting up to 256 KB is safe; more is refused with 413."""
+REQUEST_TIMEOUT_S = 30.0
+log = logging.getLogger("trainrecord.report.receiver")
+_RUN_PATH = re.compile(r"^/api/runs/([0-9a-f-]{36})(/receipts)?/?$")
+
+
+class ReportServer(ThreadingHTTPServer):
+    """A threading HTTP(S) server holding the store, token and ``every``."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        *,
+        token: str,
+        store: ReportStore,
+        every: float,
+        tls: ssl.SSLContext | None,
+    ) -> None:
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
+        super().__init__(address, ReportHandler)
+        self.expected = f"Bearer {token}".encode()
+        self.store = store
+        self.every = every
+        self.tls = tls
+        if tls is not None:
+            self.socket = tls.wrap_socket(
+                self.socket, server_side=True, do_handshake_on_connect=False
+            )
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        """The base URL, e.g. ``https://127.0.0.1:8443``."""
+        host, port = self.server_address[:2]
+        host = str(host)
+        shown = f"[{host}]" if ":" in host else host
+        return f"{'https' if self.tls else 'http'}://{shown}:{port}"
+
+    def serve_in_thread(self) -> threading.Thread:
+        """Serve from a daemon thread (for tests and embedding); returns it."""
+        self._thread = threading.Thread(
+            target=self.serve_forever, name="report-receiver", daemon=True
+        )
+        self._thread.start()
+        return self._thread
+
+    def close(self) -> None:
+        """Stop serving and close the socket."""
+        self.shutdown()
+        self.server_close()
+
+
+class ReportHandler(BaseHTTPRequestHandler):
+    """One request to the receiver."""
+
+    server: ReportServer
+    protocol_version = "HTTP/1.1"
+    timeout = REQUEST_TIMEOUT_S
+    server_version = "trainrecord-receiver"
+    sys_version = ""
+
+    def setup(self) -> None:
+        super().setup()
+        if isinstance(self.connection, ssl.SSLSocket):
+            self.connection.settimeout(self.timeout)
+            self.connection.do_handshake()  # in this request's thread, not the accept loop
+
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except (ssl.SSLError, ConnectionError, TimeoutError, OSError):
+            self.close_connection = True
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.info("%s %s", self.address_string(), format % args)
+
+    def _send(
+        self,
+        status: int,
+        doc: dict[str, Any],
+        extra: dict[str, str] | None = None,
+        close: bool = False,
+    ) -> None:
+        body = json.dumps(doc, ensure_ascii=False).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for key, value in (extra or {}).items():
+            self.send_header(key, value)
+        if close:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _authorised(self) -> bool:
+        given = (self.headers.get("Authorization") or "").encode("utf-8", "replace")
+        if hmac.compare_digest(given, self.server.expected):
+            return True
+        self._send(
+            401,
+            {"ok": False, "error": "bad or missing bearer token"},
+            {"WWW-Authenticate": 'Bearer realm="trainrecord"'},
+            close=True,
+        )
+        return False
+
+    def do_POST(self) -> None:
+        if not self._authorised():
+            return
+        ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        if ctype != "application/json":
+            self._send(
+                415, {"ok": False, "error": "Content-Type must be application/json"}, close=True
+            )
+            return
+        length_text = self.headers.get("Content-Length")
+        if length_text is None:
+            self._send(411, {"ok": False, "error": "Content-Length is required"}, close=True)
+            return
+        try:
+            length = int(length_text)
+            if length < 0:
+                raise ValueError
+        except ValueError:
+            self._send(400, {"ok": False, "error": "Content-Length is not a number"}, close=True)
+            return
+        if length > MAX_BODY:
+            self._send(413, {"ok": False, "error": f"body over {MAX_BODY} bytes"}, close=True)
+            return
+        raw = self.rfile.read(length)
+        if len(raw) != length:
+            self.close_connection = True
+            return
+        try:
+            report = loads_strict(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            self._send(400, {"ok": False, "error": "the body is not strict JSON in UTF-8"})
+            return
+        found = problems(report)
+        if found:
+            self._send(422, {"ok": False, "problems": [p.to_json() for p in found[:50]]})
+            return
+        stored = self.server.store.put(report)
+        self._send(200, {"ok": True, "stored": stored})
+
+    def do_GET(self) -> None:
+        if not self._authorised():
+            return
+        path = self.path.split("?", 1)[0]
+        if path.rstrip("/") == "/api/runs":
+            self._send(
+                200, {"runs": self.server.store.runs(self.server.every), "every": self.server.every}
+            )
+            return
+        match = _RUN_PATH.match(path)
+        if match:
+            run_id = match.group(1)
+            if match.group(2):
+                self._send(200, {"run_id": run_id, "receipts": self.server.store.receipts(run_id)})
+                return
+            report = self.server.store.latest(run_id)
+            if report is not None:
+                self._send(200, report)
+                return
+        self._send(404, {"ok": False, "error": "not found"})
+
+    def _not_allowed(self) -> None:
+        self._send(
+            405,
+            {"ok": False, "error": "use POST to report, GET to read"},
+            {"Allow": "GET, POST"},
+            close=True,
+        )
+
+    do_PUT = do_DELETE = do_PATCH = _not_allowed
+
+
+def make_server(
+    host: str,
+    port: int,
+    *,
+    token: str,
+    store: ReportStore,
+    every: float = 60.0,
+    certfile: str | None = None,
+    keyfile: str | None = None,
+) -> ReportServer:
+    """A receiver bound to ``host:port`` (port 0 picks a free one). Not yet serving."""
+    check_token(token)
+    if (certfile is None) != (keyfile is None):
+        raise RecordRefused.one(
+            "report.server.plain_http_loopback",
+            ("cert",),
+            "give both --cert and --key for HTTPS, or neither",
+        )
+    tls = None
+    if certfile is not None:
+        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        tls.minimum_version = ssl.TLSVersion.TLSv1_2
+        tls.load_cert_chain(certfile, keyfile)
+    elif not is_loopback_host(host):
+        raise RecordRefused.one(
+            "report.server.plain_http_loopback",
+            ("host",),
+            "plain HTTP is served only on a loopback address; give --cert "
+            "and --key to serve HTTPS on another address",
+            host,
+        )
+    return ReportServer((host, port), token=token, store=store, every=every, tls=tls)

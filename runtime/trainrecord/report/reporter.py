@@ -1,0 +1,240 @@
+"""The job-facing client: report one run from start to end, or send one snapshot now.
+
+Typical use in a training loop::
+
+    from trainrecord.report import JobState, Reporter, config, epoch_entry, load_settings
+
+    state = JobState(kind="training", run_id=run_id, name="pre_s_49", group="pre",
+                     config=config("training", mode="pre", batch_size=100, lr=0.01),
+                     epochs_first=0, epochs_total=50)
+    with Reporter(load_settings("paths.toml"), state, seq_path=run_dir / "report_seq.json") as r:
+        for epoch in range(50):
+            for i, batch in enumerate(loader):
+                step(batch)
+                r.progress(phase="training", batch=i, batches=len(loader))  # ~1 us
+            r.epoch_end(epoch_entry("training", epoch=epoch, ...))
+    # leaving the block sends complete; Ctrl+C sends interrupted (discarded before the first
+    # epoch), an exception sends failed with its scrubbed message, then re-raises.
+
+Public API:
+
+* :class:`Reporter` ``(settings, state, *, seq=None, seq_path=None, flush_timeout=5.0)``:
+  checks the settings and a first report at once (raises before any work starts), then
+  ``started()``, ``progress(...)`` (at most once every ``settings.every`` seconds),
+  ``initial_validation(result, which=None)``, ``epoch_end(entry)``, ``complete()``,
+  ``interrupted(discarded=None)``, ``failed(exc)``, ``close()``; a context manager.
+  Every call only updates the state and hands a copy to the background
+  :class:`~trainrecord.report.sender.Sender`; none waits for the network.
+* :func:`report_status` ``(settings, state, status, *, seq=None, seq_path=None)``: one
+  synchronous ``snapshot`` report; raises
+  :class:`~trainrecord.report.transport.ReportNotDelivered` (status code and first 300
+  characters of the body) when it does not get through.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from types import TracebackType
+from typing import Any
+
+from trainrecord.errors import RecordRefused
+from trainrecord.report.payload import (
+    JobState,
+    build_report,
+    check_report,
+    encode_report,
+    error_info,
+    local_time,
+)
+from trainrecord.report.privacy import Secrets
+from trainrecord.report.sender import Sender
+from trainrecord.report.seq import SeqClock
+from trainrecord.report.settings import ReportSettings
+from trainrecord.report.transport import ReportNotDelivered, post_report
+
+FINAL_STATUSES = ("complete", "interrupted", "discarded", "failed")
+
+
+def _seq_clock(seq: SeqClock | None, seq_path: str | os.PathLike[str] | None) -> SeqClock:
+    return seq if seq is not None else SeqClock(seq_path)
+
+
+class Reporter:
+    """Reports one job (training, lesion or word set) from start to end, in the background."""
+
+    def __init__(
+        self,
+        settings: ReportSettings,
+        state: JobState,
+        *,
+        seq: SeqClock | None = None,
+        seq_path: str | os.PathLike[str] | None = None,
+        flush_timeout: float = 5.0,
+    ) -> None:
+        if not isinstance(settings, ReportSettings):
+            raise TypeError("settings must be a ReportSettings (see load_settings)")
+        self.settings = settings
+        self.state = state
+        self.seq = _seq_clock(seq, seq_path)
+        self.secrets = Secrets(token=settings.token)
+        self._lock = threading.Lock()
+        self._last_queued = float("-inf")
+        self._final = False
+        # Refuse a job whose reports could never be sent, before any work starts.
+        check_report(
+            build_report(
+                state.snapshot(),
+                event="started",
+                status="in progress",
+                seq=max(1, self.seq.last + 1),
+                sent_at=local_time(),
+            ),
+            self.secrets,
+        )
+        self.sender = Sender(settings, flush_timeout=flush_timeout)
+
+    # -- the queue -------------------------------------------------------------------
+    def _queue(self, event: str, status: str) -> None:
+        snap = self.state.snapshot()
+        self._last_queued = time.monotonic()
+
+        def build() -> bytes:
+            seq = self.seq.next()
+            report = build_report(
+                snap, event=event, status=status, seq=seq, sent_at=local_time(seq / 1000)
+            )
+            return encode_report(report, self.secrets)
+
+        self.sender.submit(build)
+
+    # -- events ----------------------------------------------------------------------
+    def started(self) -> None:
+        """The job starts (or resumes with the same run_id)."""
+        self.state.running = True
+        self._queue("started", "in progress")
+
+    def progress(
+        self,
+        *,
+        phase: str | None = None,
+        batch: int | None = None,
+        batches: int | None = None,
+        words_done: int | None = None,
+        force: bool = False,
+    ) -> bool:
+        """Record where the job is; queue a progress report at most every ``every`` seconds.
+
+        Costs about a microsecond when no report is due. Returns whether one was queued.
+        """
+        state = self.state
+        if phase is not None:
+            state.phase = phase
+        state.batch = batch
+        if batches is not None:
+            state.batches = batches
+        if words_done is not None:
+            state.words_done = words_done
+        if not force and time.monotonic() - self._last_queued < self.settings.every:
+            return False
+        self._queue("progress", "in progress")
+        return True
+
+    def initial_validation(self, result: dict[str, Any], which: str | None = None) -> None:
+        """Store the initial validation (lesion: ``which`` is ``intact`` or ``lesioned``).
+
+        No report is sent for it (§3): the next progress report carries it.
+        """
+        if self.state.kind == "lesion":
+            if which not in ("intact", "lesioned"):
+                raise ValueError("a lesion run's initial validation is 'intact' or 'lesioned'")
+            current = dict(self.state.initial_validation or {"intact": None, "lesioned": None})
+            current[which] = dict(result)
+            self.state.initial_validation = current
+        else:
+            self.state.initial_validation = dict(result)
+
+    def epoch_end(self, entry: dict[str, Any]) -> None:
+        """An epoch finished training and validation and its checkpoint is saved."""
+        self.state.history.append(dict(entry))
+        self.state.phase = None
+        self.state.batch = None
+        self._queue("epoch_end", "in progress")
+
+    def _finish(self, event: str, status: str) -> None:
+        with self._lock:
+            if self._final:
+                return
+            self._final = True
+        self.state.running = False
+        self._queue(event, status)
+
+    def complete(self) -> None:
+        """The job finished."""
+        self.state.finished_at = local_time()
+        self._finish("complete", "complete")
+
+    def interrupted(self, discarded: bool | None = None) -> None:
+        """Ctrl+C. ``discarded`` defaults to: a training or lesion run before its first epoch."""
+        if discarded is None:
+            discarded = self.state.kind != "wordset" and not self.state.history
+        self._finish("interrupted", "discarded" if discarded else "interrupted")
+
+    def failed(self, exc: BaseException) -> None:
+        """An exception ended the job; its class and scrubbed message go in error."""
+        self.state.error = error_info(exc, self.secrets)
+        self._finish("failed", "failed")
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Give the last report a bounded time to go out; returns whether it did."""
+        return self.sender.close(timeout)
+
+    def __enter__(self) -> Reporter:
+        self.started()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc is None:
+            self.complete()
+        elif isinstance(exc, KeyboardInterrupt):
+            self.interrupted()
+        elif isinstance(exc, Exception):
+            self.failed(exc)
+        self.close()
+
+
+def report_status(
+    settings: ReportSettings,
+    state: JobState,
+    status: str,
+    *,
+    seq: SeqClock | None = None,
+    seq_path: str | os.PathLike[str] | None = None,
+) -> int:
+    """Send one ``snapshot`` report now; return its seq or raise :class:`ReportNotDelivered`.
+
+    ``status`` is any status of §6 (``stopped``: recorded as running but its process is
+    gone). A snapshot is made outside the training process, so phase, batch and epoch are
+    null.
+    """
+    clock = _seq_clock(seq, seq_path)
+    snap = state.snapshot()
+    snap.running = False
+    number = clock.next()
+    report = build_report(
+        snap, event="snapshot", status=status, seq=number, sent_at=local_time(number / 1000)
+    )
+    try:
+        body = encode_report(report, Secrets(token=settings.token))
+    except RecordRefused:
+        raise
+    outcome = post_report(settings, body)
+    if not outcome.ok:
+        raise ReportNotDelivered(outcome)
+    return number

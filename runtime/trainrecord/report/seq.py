@@ -1,0 +1,90 @@
+"""seq: the ordering number of reports about one run (§4 of the seed).
+
+seq is the send time in milliseconds, but strictly increasing for one run_id across resumes
+and processes: ``max(now_ms, last_seq + 1)``. The last value is kept in memory and, when a
+file is given, persisted there under an exclusive lock, so a resumed run (a new process)
+or a ``report_status()`` snapshot from another process never repeats or goes back.
+
+Public API: :class:`SeqClock` ``(path=None, last_seq=0)`` with ``next() -> int`` and
+``last``; :func:`now_ms`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: in-process lock only
+    fcntl = None  # type: ignore[assignment]
+
+SEQ_FILE = "report_seq.json"
+"""The conventional name of the seq file, beside the run's metadata.json."""
+
+
+def now_ms() -> int:
+    """Milliseconds since the Unix epoch."""
+    return time.time_ns() // 1_000_000
+
+
+class SeqClock:
+    """Hands out strictly increasing seq numbers for one run.
+
+    ``path``: a small JSON file ``{"last_seq": N}`` beside the run's metadata, shared by
+    every process that reports about the run; ``last_seq``: a known floor (e.g. read from
+    metadata.json) when there is no file.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, last_seq: int = 0) -> None:
+        self.path = Path(path) if path is not None else None
+        self._last = int(last_seq)
+        self._lock = threading.Lock()
+
+    @property
+    def last(self) -> int:
+        """The last seq handed out (or the floor given)."""
+        return self._last
+
+    @contextlib.contextmanager
+    def _file_lock(self) -> Iterator[None]:
+        if self.path is None or fcntl is None:
+            yield
+            return
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        with open(lock_path, "a+b") as handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+    def _read(self) -> int:
+        if self.path is None:
+            return 0
+        try:
+            value = json.loads(self.path.read_text(encoding="utf-8")).get("last_seq", 0)
+        except (FileNotFoundError, ValueError, AttributeError):
+            return 0
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    def _write(self, value: int) -> None:
+        if self.path is None:
+            return
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{threading.get_ident()}")
+        tmp.write_text(json.dumps({"last_seq": value}), encoding="utf-8")
+        os.replace(tmp, self.path)
+
+    def next(self) -> int:
+        """The next seq: ``max(now_ms, last + 1)`` over this process and the shared file."""
+        with self._lock, self._file_lock():
+            last = max(self._last, self._read())
+            value = max(now_ms(), last + 1)
+            self._write(value)
+            self._last = value
+            return value

@@ -1,0 +1,210 @@
+"""Reporting settings: where reports go, how often, and with which token (§1 of the seed).
+
+Public API:
+
+* :class:`ReportSettings` ``(url, every, token, ca_bundle=None, timeout=10.0)``: checked on
+  construction; a missing or unsafe setting raises :class:`~trainrecord.errors.RecordRefused`
+  at once, before any work starts. The token never appears in ``repr`` or in any message.
+* :func:`load_settings` ``(paths_toml, env=os.environ)``: reads ``[report] url`` and
+  ``every`` (and the optional ``ca_bundle``) from ``paths.toml`` and the token from the
+  environment variable ``CORREAD_REPORT_TOKEN``, never from a file.
+* :func:`check_url` and :func:`is_loopback_host`: the URL rules on their own.
+
+Rules (``spec/rules/reporting.json``): ``report.settings.url_missing``,
+``report.settings.token``, ``report.settings.url_scheme``, ``report.settings.url_credentials``,
+``report.settings.every``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from trainrecord.errors import RecordRefused
+
+TOKEN_ENV = "CORREAD_REPORT_TOKEN"
+"""The one place the token comes from."""
+CLIENT_TIMEOUT_S = 10.0
+"""§2: the client waits at most this long for an answer."""
+
+
+def is_loopback_host(host: str | None) -> bool:
+    """True for ``localhost`` and loopback IPs (127.0.0.0/8, ::1); False for anything else."""
+    if not host:
+        return False
+    name = host.strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def check_url(url: object) -> str:
+    """Return ``url`` when it is a safe report URL; raise :class:`RecordRefused` otherwise.
+
+    https:// anywhere; http:// only for localhost or a loopback IP; no user name or password
+    in the URL (the token goes only in the Authorization header).
+    """
+    if not isinstance(url, str) or not url.strip():
+        raise RecordRefused.one(
+            "report.settings.url_missing",
+            ("report", "url"),
+            "set [report] url in paths.toml to your endpoint (https://...)",
+        )
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+        has_credentials = parts.username is not None or parts.password is not None
+        parts.port  # noqa: B018  (raises ValueError on a bad port)
+    except ValueError:
+        raise RecordRefused.one(
+            "report.settings.url_scheme",
+            ("report", "url"),
+            "the URL cannot be parsed; write it as https://host/path",
+            show_value=False,
+        ) from None
+    if has_credentials:
+        raise RecordRefused.one(
+            "report.settings.url_credentials",
+            ("report", "url"),
+            "remove the user name and password from the URL; the token "
+            f"comes from {TOKEN_ENV} only",
+            show_value=False,
+        )
+    scheme = parts.scheme.lower()
+    if scheme not in ("https", "http") or not host:
+        raise RecordRefused.one(
+            "report.settings.url_scheme",
+            ("report", "url"),
+            "the URL must be https://host/... (http:// only for localhost)",
+            url,
+        )
+    if scheme == "http" and not is_loopback_host(host):
+        raise RecordRefused.one(
+            "report.settings.url_scheme",
+            ("report", "url"),
+            "plain http:// is refused unless the host is localhost or a loopback IP; use https://",
+            url,
+        )
+    return url
+
+
+def check_token(token: object) -> str:
+    """Return the token when it is usable in a Bearer header; never shows its value."""
+    if not isinstance(token, str) or not token:
+        raise RecordRefused.one(
+            "report.settings.token",
+            (TOKEN_ENV,),
+            f"export {TOKEN_ENV}=<token> before turning reporting on "
+            "(the token is never read from a file)",
+        )
+    if any(not (0x21 <= ord(c) <= 0x7E) for c in token):
+        raise RecordRefused.one(
+            "report.settings.token",
+            (TOKEN_ENV,),
+            f"{TOKEN_ENV} must be printable ASCII without spaces or line breaks",
+            show_value=False,
+        )
+    return token
+
+
+def check_every(every: object) -> float:
+    """Return ``every`` as seconds when it is a finite number greater than 0."""
+    ok = (
+        isinstance(every, int | float)
+        and not isinstance(every, bool)
+        and math.isfinite(every)
+        and every > 0
+    )
+    if not ok:
+        raise RecordRefused.one(
+            "report.settings.every",
+            ("report", "every"),
+            "every is the number of seconds between progress reports; "
+            "set it to a number greater than 0",
+            every,
+        )
+    return float(every)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    """Checked reporting settings. Construction raises on anything missing or unsafe."""
+
+    url: str
+    every: float
+    token: str = field(repr=False)
+    ca_bundle: str | None = None
+    """A PEM file of CA certificates to trust instead of the system's (optional)."""
+    timeout: float = CLIENT_TIMEOUT_S
+
+    def __post_init__(self) -> None:
+        check_url(self.url)
+        object.__setattr__(self, "every", check_every(self.every))
+        check_token(self.token)
+        if self.ca_bundle is not None and not Path(self.ca_bundle).is_file():
+            raise RecordRefused.one(
+                "report.settings.ca_bundle",
+                ("report", "ca_bundle"),
+                "ca_bundle must name an existing PEM file of CA certificates",
+                Path(self.ca_bundle).name,
+            )
+
+    @property
+    def verify(self) -> str | bool:
+        """What ``requests`` gets as ``verify``: the CA bundle, else the system's trust.
+
+        ``REQUESTS_CA_BUNDLE`` is honoured when no ``ca_bundle`` is set (the client runs
+        ``requests`` with ``trust_env`` off, so that .netrc can never replace the token).
+        """
+        if self.ca_bundle:
+            return self.ca_bundle
+        env = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+        return env or True
+
+
+def load_settings(
+    paths_toml: str | os.PathLike[str], env: Mapping[str, str] | None = None
+) -> ReportSettings:
+    """Read ``[report]`` from ``paths.toml`` and the token from ``CORREAD_REPORT_TOKEN``."""
+    env = os.environ if env is None else env
+    path = Path(paths_toml)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise RecordRefused.one(
+            "report.settings.url_missing",
+            (path.name,),
+            f"paths.toml is not valid TOML ({exc}); fix it",
+        ) from None
+    section = data.get("report")
+    if not isinstance(section, dict):
+        raise RecordRefused.one(
+            "report.settings.url_missing",
+            ("report",),
+            "add a [report] section with url and every to paths.toml",
+        )
+    if "token" in section:
+        raise RecordRefused.one(
+            "report.settings.token",
+            ("report", "token"),
+            f"remove the token from paths.toml; export {TOKEN_ENV} instead",
+            show_value=False,
+        )
+    ca = section.get("ca_bundle")
+    if ca is not None:
+        ca = str((path.parent / str(ca)).resolve())
+    return ReportSettings(
+        url=section.get("url"),
+        every=section.get("every", 60),  # type: ignore[arg-type]
+        token=env.get(TOKEN_ENV, ""),
+        ca_bundle=ca,
+    )

@@ -1,0 +1,142 @@
+"""Small real servers for the reporting tests: a recording server with a chosen answer,
+a hanging one, one that answers garbage, one that closes the connection, over HTTP or TLS.
+
+Every server runs in a daemon thread on 127.0.0.1 with a free port and records what it
+received (method, path, headers, body), so a test can assert what reached it, e.g. that
+the token never reached a redirect target.
+"""
+
+from __future__ import annotations
+
+import socket
+import socketserver
+import ssl
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Received:
+    """One request as the server saw it."""
+
+    method: str
+    path: str
+    headers: list[tuple[str, str]]
+    body: bytes
+
+    def header(self, name: str) -> str | None:
+        """The value of one header (case-insensitive), or None."""
+        for key, value in self.headers:
+            if key.lower() == name.lower():
+                return value
+        return None
+
+
+@dataclass
+class Behaviour:
+    """What the server answers: a status, a body, headers; or hang, garbage, close."""
+
+    status: int = 200
+    body: bytes = b'{"ok": true}'
+    headers: dict[str, str] = field(default_factory=dict)
+    mode: str = "answer"  # answer | hang | garbage | close
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: TestServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _record(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        got = Received(self.command, self.path, list(self.headers.items()), body)
+        with self.server.lock:
+            self.server.requests.append(got)
+        self.server.arrived.set()
+
+    def _answer(self) -> None:
+        self._record()
+        b = self.server.behaviour
+        if b.mode == "hang":
+            self.server.release.wait(60)
+            self.close_connection = True
+            return
+        if b.mode == "close":
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if b.mode == "garbage":
+            self.wfile.write(b"\x00\xffthis is not HTTP at all\r\n\r\n\xfe")
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        self.send_response(b.status)
+        for key, value in b.headers.items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(b.body)))
+        self.end_headers()
+        self.wfile.write(b.body)
+
+    do_POST = do_GET = _answer
+
+
+class TestServer(ThreadingHTTPServer):
+    """A recording server with a switchable :class:`Behaviour`."""
+
+    daemon_threads = True
+    __test__ = False
+
+    def __init__(self, behaviour: Behaviour, tls: ssl.SSLContext | None = None) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.behaviour = behaviour
+        self.requests: list[Received] = []
+        self.lock = threading.Lock()
+        self.arrived = threading.Event()
+        self.release = threading.Event()
+        self.tls = tls
+        if tls is not None:
+            self.socket = tls.wrap_socket(self.socket, server_side=True)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # TLS handshakes refused by the client land here; nothing to report
+
+    @property
+    def url(self) -> str:
+        """Base URL of the server."""
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.server_address[1]}"
+
+    def stop(self) -> None:
+        """Release hanging requests and stop."""
+        self.release.set()
+        self.shutdown()
+        self.server_close()
+
+
+class RawServer(socketserver.ThreadingTCPServer):
+    """A TCP server that accepts and records raw bytes (for TLS refusal checks)."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+        super().__init__(("127.0.0.1", 0), _RawHandler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+
+class _RawHandler(socketserver.BaseRequestHandler):
+    server: RawServer
+
+    def handle(self) -> None:
+        self.request.settimeout(5)
+        try:
+            data = self.request.recv(65536)
+        except OSError:
+            data = b""
+        self.server.chunks.append(data)

@@ -1,0 +1,134 @@
+"""§1: turning reporting on with a missing or unsafe setting raises at once, naming the rule,
+and never shows the token."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.report.conftest import TOKEN
+from trainrecord.errors import RecordRefused
+from trainrecord.report import ReportSettings, load_settings
+from trainrecord.report.settings import is_loopback_host
+
+
+def refused(rule: str, **kw: object) -> RecordRefused:
+    args = {"url": "https://example.org/api/runs", "every": 60, "token": TOKEN, **kw}
+    with pytest.raises(RecordRefused) as info:
+        ReportSettings(**args)  # type: ignore[arg-type]
+    assert info.value.rule == rule, str(info.value)
+    assert TOKEN not in str(info.value)
+    return info.value
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://example.org/api/runs",
+        "https://example.org:8443/x?y=1",
+        "http://localhost:8000/r",
+        "http://127.0.0.1/r",
+        "http://127.9.8.7:1/r",
+        "http://[::1]:8080/r",
+        "http://LOCALHOST/r",
+    ],
+)
+def test_safe_urls_are_accepted(url: str) -> None:
+    assert ReportSettings(url=url, every=60, token=TOKEN).url == url
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://example.org/api/runs",
+        "http://10.0.0.1/r",
+        "http://128.0.0.1/r",
+        "http://localhost.example.org/r",
+        "ftp://example.org/r",
+        "example.org/api/runs",
+        "https:///nohost",
+        "http://[::2]/r",
+    ],
+)
+def test_unsafe_urls_are_refused(url: str) -> None:
+    refused("report.settings.url_scheme", url=url)
+
+
+@pytest.mark.parametrize("url", ["https://alice:pw@example.org/r", "https://alice@example.org/r"])
+def test_urls_with_credentials_are_refused_without_showing_them(url: str) -> None:
+    exc = refused("report.settings.url_credentials", url=url)
+    assert "pw" not in str(exc) and "alice" not in str(exc)
+
+
+@pytest.mark.parametrize("url", [None, "", "   "])
+def test_a_missing_url_is_refused(url: object) -> None:
+    refused("report.settings.url_missing", url=url)
+
+
+@pytest.mark.parametrize("every", [0, -1, float("nan"), float("inf"), True, "60", None])
+def test_every_must_be_a_positive_number(every: object) -> None:
+    refused("report.settings.every", every=every)
+
+
+@pytest.mark.parametrize("token", ["", None, "has space", "line\nbreak", "tab\there"])
+def test_a_missing_or_unusable_token_is_refused(token: object) -> None:
+    exc = refused("report.settings.token", token=token)
+    if isinstance(token, str) and token:
+        assert token not in str(exc)
+
+
+def test_the_token_is_not_in_the_repr() -> None:
+    settings = ReportSettings(url="https://example.org/r", every=60, token=TOKEN)
+    assert TOKEN not in repr(settings)
+
+
+def test_a_missing_ca_bundle_is_refused() -> None:
+    refused("report.settings.ca_bundle", ca_bundle="/nonexistent/ca.pem")
+
+
+def test_load_settings_reads_paths_toml_and_the_environment(tmp_path: Path) -> None:
+    (tmp_path / "ca.pem").write_text("x")
+    toml = tmp_path / "paths.toml"
+    toml.write_text(
+        '[report]\nurl = "https://example.org/api/runs"\nevery = 30\nca_bundle = "ca.pem"\n'
+    )
+    settings = load_settings(toml, env={"CORREAD_REPORT_TOKEN": TOKEN})
+    assert (settings.url, settings.every, settings.token) == (
+        "https://example.org/api/runs",
+        30.0,
+        TOKEN,
+    )
+    assert settings.ca_bundle == str(tmp_path / "ca.pem")
+    assert settings.timeout == 10.0
+
+
+def test_load_settings_without_the_token_variable_raises(tmp_path: Path) -> None:
+    toml = tmp_path / "paths.toml"
+    toml.write_text('[report]\nurl = "https://example.org/api/runs"\nevery = 60\n')
+    with pytest.raises(RecordRefused) as info:
+        load_settings(toml, env={})
+    assert info.value.rule == "report.settings.token"
+
+
+def test_a_token_in_paths_toml_is_refused_and_not_shown(tmp_path: Path) -> None:
+    toml = tmp_path / "paths.toml"
+    toml.write_text(f'[report]\nurl = "https://example.org/r"\nevery = 60\ntoken = "{TOKEN}"\n')
+    with pytest.raises(RecordRefused) as info:
+        load_settings(toml, env={"CORREAD_REPORT_TOKEN": TOKEN})
+    assert info.value.rule == "report.settings.token"
+    assert TOKEN not in str(info.value)
+
+
+@pytest.mark.parametrize("text", ["", "[paths]\nmodels = 'x'\n", "[report\nurl="])
+def test_paths_toml_without_a_report_section_is_refused(tmp_path: Path, text: str) -> None:
+    toml = tmp_path / "paths.toml"
+    toml.write_text(text)
+    with pytest.raises(RecordRefused) as info:
+        load_settings(toml, env={"CORREAD_REPORT_TOKEN": TOKEN})
+    assert info.value.rule == "report.settings.url_missing"
+
+
+def test_loopback_hosts() -> None:
+    assert all(map(is_loopback_host, ["localhost", "127.0.0.1", "127.255.0.1", "::1", "[::1]"]))
+    assert not any(map(is_loopback_host, ["", None, "example.org", "10.0.0.1", "::2", "0.0.0.0"]))
