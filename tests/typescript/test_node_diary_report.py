@@ -1,0 +1,315 @@
+"""The Node implementation's diary verifier and report client, through the harness.
+
+Diaries are built here with the Python runtime's canonical line hash, then broken one rule
+at a time (the chain is rebuilt after each change so that only that rule breaks); the Node
+verifier must name exactly that rule. Reports go to real loopback servers (plain HTTP and
+TLS with a trustme CA) that record what arrives.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import json
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trustme
+
+from tests.conftest import SPEC
+from tests.typescript.node_harness import Harness
+from trainrecord import schemas
+from trainrecord.canonical import GENESIS, line_hash
+
+pytestmark = pytest.mark.xdist_group("node")
+
+REPORT_SCHEMA = "https://trainrecord.dev/schemas/reporting/reporting.schema.json"
+
+
+@pytest.fixture(scope="module")
+def harness() -> Iterator[Harness]:
+    h = Harness()
+    yield h
+    h.close()
+
+
+def _valid_events() -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    for group in json.loads((SPEC / "vectors" / "diary" / "events.json").read_text("utf-8")):
+        for test in group["tests"]:
+            data = test["data"]
+            if test["valid"] and isinstance(data, dict) and isinstance(data.get("event"), str):
+                found.setdefault(data["event"], data)
+    return found
+
+
+EVENTS = _valid_events()
+METRICS = b'{"step":0,"loss":2.305945873260498,"grad":{"fc":0.5},"stuck":{"fc":[0,0,0,0]}}\n'
+
+
+def bodies() -> list[dict[str, Any]]:
+    """run_start, alarm, run_end bodies (no prev/hash), seq set, run_end hashing METRICS."""
+    out = []
+    for i, event in enumerate(["run_start", "alarm", "run_end"]):
+        body = {k: v for k, v in EVENTS[event].items() if k not in ("prev", "hash")}
+        body["seq"] = i
+        out.append(body)
+    out[0]["time"] = 1764456439.0  # an integral float: hashed as 1764456439.0, not 1764456439
+    out[0]["config"] = {"big": 2**70, "lr": 1e-07, "name": "café 🔥"}
+    out[2]["metrics_sha256"] = hashlib.sha256(METRICS).hexdigest()
+    return out
+
+
+def write_diary(
+    folder: Path,
+    items: list[dict[str, Any]],
+    prevs: dict[int, str] | None = None,
+    metrics: bytes | None = METRICS,
+) -> Path:
+    """Chain the bodies (prev of line i overridable) and write diary.jsonl + metrics.jsonl."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines, prev = [], GENESIS
+    for i, body in enumerate(items):
+        prev = (prevs or {}).get(i, prev)
+        digest = line_hash(prev, body)
+        lines.append(json.dumps({**body, "prev": prev, "hash": digest}))
+        prev = digest
+    (folder / "diary.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    if metrics is not None:
+        (folder / "metrics.jsonl").write_bytes(metrics)
+    return folder
+
+
+def verify(harness: Harness, folder: Path) -> set[str]:
+    result = harness.run("verify_diary", dir=str(folder))
+    assert result["ok"] == (result["rules"] == [])
+    return set(result["rules"])
+
+
+def test_valid_diary_verifies(harness: Harness, tmp_path: Path) -> None:
+    assert verify(harness, write_diary(tmp_path, bodies())) == set()
+
+
+def _seq_gap(b: list[dict[str, Any]]) -> None:
+    b[1]["seq"] = 5
+
+
+def _second_start(b: list[dict[str, Any]]) -> None:
+    b.insert(1, {**b[0], "seq": 1})
+    for i, body in enumerate(b):
+        body["seq"] = i
+
+
+def _end_not_last(b: list[dict[str, Any]]) -> None:
+    b[1], b[2] = b[2], b[1]
+    b[1]["seq"], b[2]["seq"] = 1, 2
+
+
+def _alarm_missing_field(b: list[dict[str, Any]]) -> None:
+    del b[1]["grad_norm"]
+
+
+BODY_BREAKS: dict[str, tuple[Callable[[list[dict[str, Any]]], None], str]] = {
+    "seq gap": (_seq_gap, "diary.chain.seq"),
+    "second run_start": (_second_start, "diary.order.run_start"),
+    "run_end not last": (_end_not_last, "diary.order.run_end"),
+    "alarm without grad_norm": (_alarm_missing_field, "diary.alarm.fields.missing"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BODY_BREAKS))
+def test_each_broken_rule_is_named(harness: Harness, tmp_path: Path, name: str) -> None:
+    change, rule = BODY_BREAKS[name]
+    items = bodies()
+    change(items)
+    assert verify(harness, write_diary(tmp_path, items)) == {rule}
+
+
+def test_wrong_prev(harness: Harness, tmp_path: Path) -> None:
+    folder = write_diary(tmp_path, bodies(), prevs={2: "a" * 64})
+    assert verify(harness, folder) == {"diary.chain.prev"}
+
+
+def test_tampered_value_breaks_the_hash(harness: Harness, tmp_path: Path) -> None:
+    folder = write_diary(tmp_path, bodies())
+    text = (folder / "diary.jsonl").read_text("utf-8")
+    (folder / "diary.jsonl").write_text(text.replace("1764456439.0", "1764456439.5"), "utf-8")
+    assert verify(harness, folder) == {"diary.chain.hash"}
+
+
+def test_integral_float_written_as_int_breaks_the_hash(harness: Harness, tmp_path: Path) -> None:
+    """1764456439.0 and 1764456439 hash differently: the verifier keeps the distinction."""
+    folder = write_diary(tmp_path, bodies())
+    text = (folder / "diary.jsonl").read_text("utf-8")
+    (folder / "diary.jsonl").write_text(text.replace("1764456439.0", "1764456439"), "utf-8")
+    assert verify(harness, folder) == {"diary.chain.hash"}
+
+
+def test_torn_tail_is_not_tampering(harness: Harness, tmp_path: Path) -> None:
+    folder = write_diary(tmp_path, bodies()[:2], metrics=None)
+    with (folder / "diary.jsonl").open("a", encoding="utf-8") as handle:
+        handle.write('{"seq": 2, "time": 1.5, "ev')
+    assert verify(harness, folder) == {"diary.file.torn"}
+
+
+def test_line_that_is_not_json(harness: Harness, tmp_path: Path) -> None:
+    folder = write_diary(tmp_path, bodies())
+    lines = (folder / "diary.jsonl").read_text("utf-8").splitlines()
+    lines[1] = lines[1].replace('"seq": 1', '"seq": NaN')
+    (folder / "diary.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
+    assert "diary.file.json" in verify(harness, folder)
+
+
+def test_metrics_hash_and_rows(harness: Harness, tmp_path: Path) -> None:
+    folder = write_diary(tmp_path / "a", bodies(), metrics=METRICS + METRICS)
+    assert verify(harness, folder) == {"diary.metrics.sha256"}
+    bad = b'{"step":-1,"loss":1.0,"grad":{},"stuck":{}}\n'
+    items = bodies()
+    items[2]["metrics_sha256"] = hashlib.sha256(bad).hexdigest()
+    assert verify(harness, write_diary(tmp_path / "b", items, metrics=bad)) == {
+        "diary.metrics.json"
+    }
+
+
+def test_empty_or_missing_diary(harness: Harness, tmp_path: Path) -> None:
+    assert verify(harness, tmp_path) == {"diary.file.empty"}
+    (tmp_path / "diary.jsonl").write_bytes(b"")
+    assert verify(harness, tmp_path) == {"diary.file.empty"}
+
+
+# --- reports ------------------------------------------------------------------------------
+
+
+def _valid_report() -> dict[str, Any]:
+    for group in json.loads((SPEC / "vectors" / "reporting" / "examples.json").read_text("utf-8")):
+        for test in group["tests"]:
+            if test["valid"]:
+                return test["data"]
+    raise AssertionError("no valid report vector")
+
+
+class Recorder(http.server.BaseHTTPRequestHandler):
+    """Records every request; answers with the server's configured status."""
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length", "0"))
+        body = self.rfile.read(length)
+        self.server.seen.append((self.command, self.path, dict(self.headers), body))  # type: ignore[attr-defined]
+        status = self.server.status  # type: ignore[attr-defined]
+        self.send_response(status)
+        if 300 <= status < 400:
+            self.send_header("Location", self.server.location)  # type: ignore[attr-defined]
+        payload = b'{"ok": true}' if status < 300 else b"no: " + b"x" * 400
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def server() -> Iterator[Callable[..., Any]]:
+    started: list[http.server.HTTPServer] = []
+
+    def start(status: int = 200, location: str = "", tls: trustme.CA | None = None) -> Any:
+        srv = http.server.HTTPServer(("127.0.0.1", 0), Recorder)
+        srv.seen, srv.status, srv.location = [], status, location  # type: ignore[attr-defined]
+        if tls is not None:
+            import ssl
+
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            tls.issue_cert("127.0.0.1").configure_cert(ctx)
+            srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        started.append(srv)
+        return srv
+
+    yield start
+    for srv in started:
+        srv.shutdown()
+        srv.server_close()
+
+
+def _url(srv: Any, scheme: str = "http", tail: str = "/api/runs?x=1") -> str:
+    return f"{scheme}://127.0.0.1:{srv.server_address[1]}{tail}"
+
+
+def test_report_arrives_with_headers_and_valid_body(harness: Harness, server: Any) -> None:
+    srv = server()
+    report = _valid_report()
+    got = harness.run("send_report", url=_url(srv), token="s3cret", report=report)
+    assert got["status"] == 200 and got["outcome"] == "accepted"
+    [(method, path, headers, body)] = srv.seen
+    assert (method, path) == ("POST", "/api/runs?x=1")
+    assert headers["Content-Type"] == "application/json"
+    assert headers["Authorization"] == "Bearer s3cret"
+    assert headers["User-Agent"] == "CORread-reporter/2"
+    sent = json.loads(body.decode("utf-8"))
+    assert sent == report
+    assert schemas.problems(sent, REPORT_SCHEMA) == []
+
+
+@pytest.mark.parametrize(
+    ("status", "outcome"),
+    [(401, "unauthorized"), (403, "unauthorized"), (422, "invalid"), (500, "failed")],
+)
+def test_report_status_codes(harness: Harness, server: Any, status: int, outcome: str) -> None:
+    srv = server(status)
+    got = harness.run("send_report", url=_url(srv), token="t", report=_valid_report())
+    assert (got["status"], got["outcome"]) == (status, outcome)
+    assert len(got["body"]) <= 300
+    assert len(srv.seen) == 1  # no retry
+
+
+def test_redirect_is_not_followed(harness: Harness, server: Any) -> None:
+    elsewhere = server()
+    srv = server(302, location=_url(elsewhere))
+    got = harness.run("send_report", url=_url(srv), token="t", report=_valid_report())
+    assert got["outcome"] == "redirect_not_followed"
+    assert len(srv.seen) == 1 and elsewhere.seen == []
+
+
+def test_tls_verified(harness: Harness, server: Any) -> None:
+    ca = trustme.CA()
+    srv = server(tls=ca)
+    url = _url(srv, "https")
+    trusted = harness.run(
+        "send_report",
+        url=url,
+        token="t",
+        report=_valid_report(),
+        ca=ca.cert_pem.bytes().decode("ascii"),
+    )
+    assert trusted["outcome"] == "accepted"
+    untrusted = harness.run("send_report", url=url, token="t", report=_valid_report())
+    assert untrusted["outcome"] == "failed" and untrusted["status"] is None
+    assert len(srv.seen) == 1
+
+
+@pytest.mark.parametrize(
+    ("url", "token", "rule"),
+    [
+        ("http://example.org/api", "t", "report.settings.url_scheme"),
+        ("ftp://127.0.0.1/api", "t", "report.settings.url_scheme"),
+        ("https://user:pw@example.org/api", "t", "report.settings.url_credentials"),
+        (None, "t", "report.settings.url_missing"),
+        ("https://example.org/api", None, "report.settings.token"),
+    ],
+)
+def test_report_settings_refused(harness: Harness, url: Any, token: Any, rule: str) -> None:
+    got = harness.run("send_report", url=url, token=token, report=_valid_report())
+    assert got["refused"] and got["rules"] == [rule]
+
+
+def test_invalid_report_is_not_sent(harness: Harness, server: Any) -> None:
+    srv = server()
+    report = {**_valid_report(), "seq": 1.5}
+    got = harness.run("send_report", url=_url(srv), token="t", report=report)
+    oracle = {p.rule for p in schemas.problems(report, REPORT_SCHEMA)}
+    assert "report.seq.type" in oracle
+    assert got["refused"] and set(got["rules"]) == oracle
+    assert srv.seen == []
