@@ -1,0 +1,442 @@
+"""Every diary event type, each produced by a training scenario that causes it.
+
+Each test trains a tiny real model with the issue's loop, then reads the run: every line
+is checked against its event schema and the whole record is verified (chain, metrics
+digest, seal). Assertions are on what the scenario must (and must not) produce.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from tests.monitor.conftest import (
+    TinyCNN,
+    TinyMLP,
+    batches,
+    events,
+    metrics,
+    read_run,
+    train,
+)
+from trainrecord.diary import EVENT_TYPES
+from trainrecord.monitor import Monitor
+
+BASE = {"run_start", "structure", "manifest", "run_end"}
+
+
+def sgd(model: torch.nn.Module, lr: float = 0.05, momentum: float = 0.9) -> torch.optim.SGD:
+    return torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+
+
+def zero_block2(model: TinyCNN, optimizer: torch.optim.Optimizer) -> None:
+    """Zero conv2 and bn2 and their optimizer state (as a bad checkpoint restore would)."""
+    with torch.no_grad():
+        for p in [model.conv2.weight, model.bn2.weight, model.bn2.bias]:
+            p.zero_()
+            for value in optimizer.state.get(p, {}).values():
+                if isinstance(value, torch.Tensor) and value.shape == p.shape:
+                    value.zero_()
+
+
+def test_healthy_run_writes_only_the_frame_events(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = sgd(model)
+    with Monitor(
+        model, optimizer, run_dir, name="healthy", config={"lr": 0.05}, check_every=2
+    ) as monitor:
+        losses = train(model, optimizer, monitor, 80)
+    lines = read_run(run_dir)
+    assert {line["event"] for line in lines} == BASE
+    assert losses[-1] < losses[0]
+    start, structure, manifest, end = lines
+    assert start["record_version"] == 1 and start["config"] == {"lr": 0.05}
+    assert start["parameters"] == sum(p.numel() for p in model.parameters())
+    assert start["layers"] == ["block1.0", "block1.1", "conv2", "bn2", "head"]
+    assert structure["pairs"] == {"block1.0": "block1.1", "conv2": "bn2"}
+    assert structure["relu_after"] == ["block1.1", "bn2"] and structure["graph"] == "loss"
+    certifiable = {p["layer"]: p["certifiable"] for p in manifest["producers"]}
+    assert certifiable == {"block1.0": True, "conv2": True, "head": False}
+    assert end["steps"] == 80 and end["checks"] == 40
+    rows = metrics(run_dir)
+    assert [r["step"] for r in rows] == list(range(0, 80, 2))
+    assert set(rows[0]["grad"]) == set(start["layers"])
+    assert rows[0]["stuck"] == {
+        "block1.0": [0, 0, 0, 0],
+        "conv2": [0, 0, 0, 0],
+        "head": [0, 0, 0, 0],
+    }
+    assert math.isclose(rows[0]["loss"], losses[0], rel_tol=1e-6)
+
+
+def test_zeroed_layer_alarms_certificate_channels_then_repair_and_recovery(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = sgd(model)
+
+    with Monitor(
+        model, optimizer, run_dir, check_every=2, repair=True, repair_seed=3, warmup=3
+    ) as monitor:
+        train(model, optimizer, monitor, 20)
+        zero_block2(model, optimizer)
+        after = train(model, optimizer, monitor, 40, seed=1)
+    lines = read_run(run_dir)
+    alarms = events(lines, "alarm")
+    assert {a["layer"] for a in alarms if a["diagnosis"] == "no_gradient"} >= {
+        "block1.0",
+        "block1.1",
+        "conv2",
+        "bn2",
+    }
+    assert all(a["step"] == 20 for a in alarms if a["diagnosis"] == "no_gradient")
+    cert = events(lines, "certificate")[0]
+    assert cert["layer"] == "conv2" and cert["count"] == 8 and cert["step"] == 20
+    assert any("training mode" in a for a in cert["assumes"])
+    assert any("only consumer" in a for a in cert["assumes"])
+    assert any("optimizer" in a for a in cert["assumes"])
+    channels = events(lines, "channels")[0]
+    assert channels["layer"] == "conv2" and channels["level"] == "all"
+    assert channels["n_certified"] == 8 and channels["certified"] == list(range(8))
+    repair = events(lines, "repair")[0]
+    assert repair["layer"] == "conv2" and repair["count"] == 8
+    assert repair["optimizer_slices_reset"] == 4  # conv2, bn2 weight and bias, head: momentum
+    assert repair["rng"] == "torch.Generator seeded with 3"
+    assert "head zeroed" in repair["method"]
+    assert repair["weight_norm_before"] > 0 and repair["delta_norm"] > 0
+    assert math.isclose(
+        repair["relative_change"], repair["delta_norm"] / repair["weight_norm_before"]
+    )
+    cleared = events(lines, "channels_cleared")
+    assert [c["step"] for c in cleared if c["layer"] == "conv2"] == [22]
+    assert {c["layer"] for c in events(lines, "alarm_cleared")} >= {"block1.0", "conv2", "bn2"}
+    # the repaired network trains on: conv2 gets gradient and the loss falls again
+    rows = metrics(run_dir)
+    assert all(r["grad"]["conv2"] > 0 for r in rows if r["step"] >= 24)
+    assert sum(after[-10:]) / 10 < sum(after[:4]) / 4
+
+
+def test_zeroed_layer_without_repair_stays_dead(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = sgd(model)
+    with Monitor(model, optimizer, run_dir, check_every=2, warmup=3) as monitor:
+        train(model, optimizer, monitor, 10)
+        zero_block2(model, optimizer)
+        train(model, optimizer, monitor, 20, seed=1)
+    lines = read_run(run_dir)
+    assert not events(lines, "repair") and not events(lines, "channels_cleared")
+    assert len(events(lines, "certificate")) == 1  # once, not at every check
+    rows = metrics(run_dir)
+    assert [r["stuck"]["conv2"] for r in rows if r["step"] >= 10] == [[8, 0, 0, 0]] * 10
+    assert all(r["grad"]["conv2"] == 0.0 for r in rows if r["step"] >= 10)
+
+
+def test_momentum_left_in_the_optimizer_refuses_the_certificate(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = sgd(model)
+    with Monitor(model, optimizer, run_dir, check_every=1, warmup=3) as monitor:
+        train(model, optimizer, monitor, 6)
+        with torch.no_grad():  # zero the weights but leave the momentum buffers
+            for p in (model.conv2.weight, model.bn2.weight, model.bn2.bias):
+                p.zero_()
+        train(model, optimizer, monitor, 1, seed=1)
+    refused = events(read_run(run_dir), "certificate_refused")
+    assert [r["layer"] for r in refused] == ["conv2"]
+    assert "momentum_buffer" in refused[0]["reason"] and refused[0]["count"] == 8
+
+
+def test_relu_with_a_second_consumer_refuses_the_certificate(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyCNN(second_consumer=True)
+    optimizer = sgd(model)
+    with Monitor(model, optimizer, run_dir, check_every=2, warmup=3) as monitor:
+        train(model, optimizer, monitor, 6)
+        zero_block2(model, optimizer)
+        train(model, optimizer, monitor, 10, seed=1)
+    lines = read_run(run_dir)
+    manifest = events(lines, "manifest")[0]
+    conv2 = next(p for p in manifest["producers"] if p["layer"] == "conv2")
+    assert conv2["certifiable"] is False and "not the only consumer" in conv2["reason"]
+    refused = events(lines, "certificate_refused")
+    assert len(refused) == 1  # once per layer and reason, although every check sees it
+    assert refused[0]["layer"] == "conv2" and refused[0]["batchnorm"] == "bn2"
+    assert "not the only consumer" in refused[0]["reason"] and refused[0]["count"] == 8
+    assert not events(lines, "certificate")
+
+
+def test_detached_branch_is_no_gradient_then_cleared(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyCNN(detach_second=True)
+    optimizer = sgd(model)
+    with Monitor(model, optimizer, run_dir, check_every=2, warmup=3) as monitor:
+        train(model, optimizer, monitor, 12)
+        model.detach_second = False
+        train(model, optimizer, monitor, 6, seed=1)
+    lines = read_run(run_dir)
+    alarms = events(lines, "alarm")
+    assert {a["layer"] for a in alarms} == {"block1.0", "block1.1"}
+    assert all(a["diagnosis"] == "no_gradient" and a["grad_norm"] == 0.0 for a in alarms)
+    assert alarms[0]["step"] == 6 and alarms[0]["kind"] == "Conv2d"  # after the warm-up
+    cleared = events(lines, "alarm_cleared")
+    assert {c["layer"] for c in cleared} == {"block1.0", "block1.1"}
+    assert all(c["step"] == 12 and c["grad_norm"] > 0 for c in cleared)
+    assert metrics(run_dir)[0]["grad"]["block1.0"] is None  # no gradient at all: null
+
+
+def test_exploding_learning_rate(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyMLP()
+    optimizer = sgd(model, lr=0.02, momentum=0.0)
+    with Monitor(model, optimizer, run_dir, check_every=1, warmup=5) as monitor:
+        train(model, optimizer, monitor, 15)
+        for group in optimizer.param_groups:
+            group["lr"] = 50.0
+        train(model, optimizer, monitor, 3, seed=1)
+    lines = read_run(run_dir)
+    exploding = [a for a in events(lines, "alarm") if a["diagnosis"] == "exploding"]
+    assert exploding and exploding[0]["step"] >= 16
+    assert exploding[0]["grad_norm"] > 10 * exploding[0]["baseline"]
+    assert exploding[0]["sigma"] > 4
+    spikes = events(lines, "loss_spike")
+    assert spikes and spikes[0]["step"] >= 16 and spikes[0]["value"] > spikes[0]["baseline"]
+
+
+def test_loss_spike_and_recovery_from_corrupted_labels(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = sgd(model)
+    x_all, y_all = batches(1)[0]
+
+    def wrong(step: int, loss: torch.Tensor) -> torch.Tensor:
+        return loss
+
+    with Monitor(model, optimizer, run_dir, check_every=1, warmup=5) as monitor:
+        train(model, optimizer, monitor, 60)
+        for x, y in batches(3, seed=7):  # three steps on shifted (wrong) labels
+            loss = F.cross_entropy(model(x), (y + 1) % 4)
+            loss.backward()
+            monitor.step(loss)
+            optimizer.zero_grad()  # not applied: the model is unchanged, the loss returns
+        train(model, optimizer, monitor, 5, seed=2)
+    del x_all, y_all, wrong
+    lines = read_run(run_dir)
+    spike = events(lines, "loss_spike")
+    recovered = events(lines, "loss_recovered")
+    assert [s["step"] for s in spike] == [60]
+    assert [r["step"] for r in recovered] == [63]
+    assert spike[0]["value"] > 2 * spike[0]["baseline"]
+    assert recovered[0]["value"] < spike[0]["value"]
+
+
+def test_nan_in_the_loss(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = sgd(model)
+
+    def poison(step: int, loss: torch.Tensor) -> torch.Tensor:
+        return loss * float("nan") if step == 4 else loss
+
+    with Monitor(model, optimizer, run_dir, check_every=2) as monitor:
+        for step, (x, y) in enumerate(batches(6)):
+            loss = poison(step, F.cross_entropy(model(x), y))
+            loss.backward()
+            monitor.step(loss)
+            optimizer.zero_grad()  # keep the weights finite; only the record matters here
+    lines = read_run(run_dir)
+    bad = events(lines, "nonfinite_loss")
+    assert [(b["step"], b["value"], b["severity"]) for b in bad] == [(4, "NaN", "critical")]
+    gradient = events(lines, "nonfinite_gradient")
+    assert gradient and gradient[0]["step"] == 4
+    assert metrics(run_dir)[2]["loss"] == "NaN"
+
+
+def test_inf_in_a_gradient_without_a_scaler(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = sgd(model)
+
+    def inject(step: int) -> None:
+        if step == 4:
+            model.conv2.weight.grad[0, 0, 0, 0] = float("inf")
+
+    with Monitor(model, optimizer, run_dir, check_every=2) as monitor:
+        train_no_step(model, optimizer, monitor, 6, inject)
+    lines = read_run(run_dir)
+    bad = events(lines, "nonfinite_gradient")
+    assert [(b["step"], b["layers"]) for b in bad] == [(4, ["conv2"])]
+    assert not events(lines, "skipped_step")
+    assert metrics(run_dir)[2]["grad"]["conv2"] == "Infinity"
+
+
+def train_no_step(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    monitor: Monitor,
+    steps: int,
+    inject: Any,
+) -> None:
+    for step, (x, y) in enumerate(batches(steps)):
+        F.cross_entropy(model(x), y).backward()
+        inject(step)
+        monitor.step(F.cross_entropy(model(x), y).detach())
+        optimizer.zero_grad()
+
+
+def test_inf_in_a_gradient_with_a_grad_scaler_is_a_skipped_step(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = sgd(model)
+    scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
+    before = None
+    with Monitor(model, optimizer, run_dir, check_every=2, scaler=scaler) as monitor:
+        for step, (x, y) in enumerate(batches(8)):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = F.cross_entropy(model(x), y)
+            scaler.scale(loss).backward()
+            if step == 4:
+                model.conv2.weight.grad[0, 0, 0, 0] = float("inf")
+                before = model.conv2.weight.detach().clone()
+            monitor.step(loss)
+            scaler.step(optimizer)
+            if step == 4:  # the scaler really skipped the step
+                assert torch.equal(before, model.conv2.weight.detach())
+            scaler.update()
+            optimizer.zero_grad()
+    lines = read_run(run_dir)
+    skipped = events(lines, "skipped_step")
+    assert [(s["step"], s["scale"], s["layers"]) for s in skipped] == [(4, 1024.0, ["conv2"])]
+    assert not events(lines, "nonfinite_gradient")
+    manifest = events(lines, "manifest")[0]
+    assert "GradScaler" in manifest["precision"]
+    rows = metrics(run_dir)
+    # norms are unscaled: comparable with an fp32 run, not 1024 times larger
+    assert rows[0]["grad"]["head"] < 10
+
+
+def test_scaled_norms_match_unscaled_norms(tmp_path: Path) -> None:
+    grads = {}
+    for scaled in (False, True):
+        torch.manual_seed(0)
+        model = TinyCNN()
+        optimizer = sgd(model)
+        scaler = torch.amp.GradScaler("cpu", init_scale=4096.0) if scaled else None
+        run = tmp_path / str(scaled)
+        with Monitor(model, optimizer, run, check_every=1, scaler=scaler) as monitor:
+            x, y = batches(1)[0]
+            loss = F.cross_entropy(model(x), y)
+            (scaler.scale(loss) if scaler else loss).backward()
+            monitor.step(loss)
+        grads[scaled] = metrics(run)[0]["grad"]
+    for layer, value in grads[False].items():
+        assert math.isclose(grads[True][layer], value, rel_tol=1e-5)
+
+
+def test_step_before_backward_is_no_gradients_once_and_counted(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = sgd(model)
+    with Monitor(model, optimizer, run_dir, check_every=2) as monitor:
+        for x, y in batches(8):
+            loss = F.cross_entropy(model(x), y)
+            monitor.step(loss)  # misuse: before backward, so no gradient exists yet
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+    lines = read_run(run_dir)
+    told = events(lines, "no_gradients")
+    assert len(told) == 1 and told[0]["step"] == 0
+    assert "after loss.backward()" in told[0]["message"]
+    assert lines[-1]["counts"]["checks_without_gradients"] == 4
+    assert not events(lines, "alarm")  # no per-layer alarm from a misplaced call
+    assert all(all(v is None for v in r["grad"].values()) for r in metrics(run_dir))
+
+
+def test_loss_with_several_elements_is_reduced_and_said_once(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = sgd(model)
+    with Monitor(model, optimizer, run_dir, check_every=2) as monitor:
+        for step, (x, y) in enumerate(batches(6)):
+            losses = F.cross_entropy(model(x), y, reduction="none")
+            losses.mean().backward()
+            monitor.step(losses)
+            optimizer.step()
+            optimizer.zero_grad()
+            if step == 4:
+                expected = float(losses.detach().mean())
+    lines = read_run(run_dir)
+    reduced = events(lines, "loss_reduced")
+    assert [(r["step"], r["elements"], r["severity"]) for r in reduced] == [(0, 32, "info")]
+    assert math.isclose(metrics(run_dir)[-1]["loss"], expected, rel_tol=1e-6)
+
+
+def test_failing_sink_is_recorded_and_training_continues(
+    run_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = sgd(model)
+    seen: list[str] = []
+
+    def broken(line: dict[str, Any]) -> None:
+        seen.append(line["event"])
+        raise ConnectionError("dashboard unreachable")
+
+    with (
+        caplog.at_level(logging.WARNING, logger="trainrecord.monitor"),
+        Monitor(model, optimizer, run_dir, check_every=2, warmup=3, callback=broken) as monitor,
+    ):
+        train(model, optimizer, monitor, 10)
+        zero_block2(model, optimizer)
+        train(model, optimizer, monitor, 4, seed=1)
+    lines = read_run(run_dir)
+    errors = events(lines, "sink_error")
+    assert len(errors) == 1  # the first failure of this sink with this error type
+    assert errors[0]["sink"] == "callback broken"
+    assert errors[0]["error"] == "ConnectionError: dashboard unreachable"
+    assert lines[-1]["counts"]["sink_errors"] == len(seen) > 1
+    assert lines[-1]["steps"] == 14  # training went on
+    assert "alarm" in seen and "certificate" in seen
+    assert any("proven dead" in r.getMessage() for r in caplog.records)
+
+
+def test_close_after_an_exception_still_writes_run_end(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = sgd(model)
+    with (
+        pytest.raises(KeyboardInterrupt),
+        Monitor(model, optimizer, run_dir, check_every=2) as monitor,
+    ):
+        train(model, optimizer, monitor, 3)
+        raise KeyboardInterrupt
+    lines = read_run(run_dir)
+    assert lines[-1]["event"] == "run_end" and lines[-1]["steps"] == 3
+
+
+def test_misuse_gets_a_clear_error(run_dir: Path) -> None:
+    model = TinyCNN()
+    with pytest.raises(TypeError, match=r"torch\.nn\.Module"):
+        Monitor("model", None, run_dir)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="check_every"):
+        Monitor(model, None, run_dir, check_every=0)
+    monitor = Monitor(model, None, run_dir, check_every=1)
+    with pytest.raises(TypeError, match="loss must be a tensor"):
+        monitor.step("0.5")  # type: ignore[arg-type]
+    monitor.close()
+    with pytest.raises(RuntimeError, match="after close"):
+        monitor.step(0.5)
+
+
+def test_every_event_type_is_covered_by_this_file() -> None:
+    source = Path(__file__).read_text()
+    produced = {name for name in EVENT_TYPES if f'"{name}"' in source}
+    assert produced | BASE == set(EVENT_TYPES)
