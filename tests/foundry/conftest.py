@@ -33,8 +33,14 @@ def good_env(**extra: str) -> dict[str, str]:
 
 def good_row(**changes: Any) -> dict[str, Any]:
     """A valid metrics row with ``changes`` applied."""
-    return {"benchmark": "ETTh1", "metric": "mse", "horizon": 96, "seed": 0, "value": 0.3861,
-            **changes}
+    return {
+        "benchmark": "ETTh1",
+        "metric": "mse",
+        "horizon": 96,
+        "seed": 0,
+        "value": 0.3861,
+        **changes,
+    }
 
 
 @pytest.fixture

@@ -29,17 +29,28 @@ REFUSALS: list[tuple[str, Any, str, str]] = [
     ("row is a number", [good_row(), 3], "metrics.row.type", "[1]"),
     ("row is a list", [["ETTh1", "mse", 96, 0, 0.3]], "metrics.row.type", "[0]"),
     ("row is None", [None], "metrics.row.type", "[0]"),
-    ("missing value", [{k: v for k, v in good_row().items() if k != "value"}],
-     "metrics.row.missing", "[0].value"),
-    ("missing benchmark", [{k: v for k, v in good_row().items() if k != "benchmark"}],
-     "metrics.row.missing", "[0].benchmark"),
+    (
+        "missing value",
+        [{k: v for k, v in good_row().items() if k != "value"}],
+        "metrics.row.missing",
+        "[0].value",
+    ),
+    (
+        "missing benchmark",
+        [{k: v for k, v in good_row().items() if k != "benchmark"}],
+        "metrics.row.missing",
+        "[0].benchmark",
+    ),
     ("extra field", [good_row(split="test")], "metrics.row.extra", "[0].split"),
     ("benchmark blank", [good_row(benchmark="")], "metrics.benchmark.blank", "[0].benchmark"),
-    ("benchmark spaces", [good_row(benchmark=" \t\n")], "metrics.benchmark.blank",
-     "[0].benchmark"),
+    ("benchmark spaces", [good_row(benchmark=" \t\n")], "metrics.benchmark.blank", "[0].benchmark"),
     ("benchmark not text", [good_row(benchmark=7)], "metrics.benchmark.type", "[0].benchmark"),
-    ("benchmark lone surrogate", [good_row(benchmark="a\udc80")], "metrics.benchmark.type",
-     "[0].benchmark"),
+    (
+        "benchmark lone surrogate",
+        [good_row(benchmark="a\udc80")],
+        "metrics.benchmark.type",
+        "[0].benchmark",
+    ),
     ("metric blank", [good_row(metric="  ")], "metrics.metric.blank", "[0].metric"),
     ("metric not text", [good_row(metric=b"mse")], "metrics.metric.type", "[0].metric"),
     ("horizon bool", [good_row(horizon=True)], "metrics.horizon.type", "[0].horizon"),
@@ -55,13 +66,11 @@ REFUSALS: list[tuple[str, Any, str, str]] = [
     ("value NaN", [good_row(value=math.nan)], "metrics.value.type", "[0].value"),
     ("value inf", [good_row(value=math.inf)], "metrics.value.type", "[0].value"),
     ("value -inf", [good_row(value=-math.inf)], "metrics.value.type", "[0].value"),
-    ("second row bad", [good_row(), good_row(value=math.nan)], "metrics.value.type",
-     "[1].value"),
+    ("second row bad", [good_row(), good_row(value=math.nan)], "metrics.value.type", "[1].value"),
 ]
 
 
-@pytest.mark.parametrize(("case", "rows", "rule", "field"), REFUSALS,
-                         ids=[r[0] for r in REFUSALS])
+@pytest.mark.parametrize(("case", "rows", "rule", "field"), REFUSALS, ids=[r[0] for r in REFUSALS])
 def test_refusal(results: Path, case: str, rows: Any, rule: str, field: str) -> None:
     before = snapshot(results.parent.parent)
     with pytest.raises(RecordRefused) as info:
@@ -82,8 +91,12 @@ def test_a_refused_call_keeps_the_previous_file(results: Path) -> None:
 
 
 def test_written_file_matches_the_oracle_and_reads_back(results: Path) -> None:
-    rows = [good_row(), good_row(benchmark="Wetter – München", horizon=0, seed=2**40,
-                                 value=-0.0), good_row(value=3), good_row(value=1e-300)]
+    rows = [
+        good_row(),
+        good_row(benchmark="Wetter – München", horizon=0, seed=2**40, value=-0.0),
+        good_row(value=3),
+        good_row(value=1e-300),
+    ]
     path = write_metrics(results, rows)
     assert path == results / "metrics.json"
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -110,23 +123,33 @@ def test_metrics_are_replaced(results: Path) -> None:
 
 def test_numpy_numbers_are_taken_as_the_number_they_hold(results: Path) -> None:
     np = pytest.importorskip("numpy")
-    rows = [good_row(horizon=np.int64(96), seed=np.uint8(3), value=np.float32(0.5)),
-            good_row(value=np.float64(0.25)), good_row(value=np.int32(-2))]
+    rows = [
+        good_row(horizon=np.int64(96), seed=np.uint8(3), value=np.float32(0.5)),
+        good_row(value=np.float64(0.25)),
+        good_row(value=np.int32(-2)),
+    ]
     data = json.loads(write_metrics(results, rows).read_text(encoding="utf-8"))
     assert [(r["horizon"], r["seed"], r["value"]) for r in data] == [
-        (96, 3, 0.5), (96, 0, 0.25), (96, 0, -2)]
+        (96, 3, 0.5),
+        (96, 0, 0.25),
+        (96, 0, -2),
+    ]
 
 
-@pytest.mark.parametrize(("field", "make", "rule"), [
-    ("value", lambda np: np.float32("nan"), "metrics.value.type"),
-    ("value", lambda np: np.float64("inf"), "metrics.value.type"),
-    ("value", lambda np: np.bool_(True), "metrics.value.type"),
-    ("horizon", lambda np: np.float64(1.0), "metrics.horizon.type"),
-    ("seed", lambda np: np.int64(-1), "metrics.seed.negative"),
-    ("value", lambda np: np.array([0.5]), "metrics.value.type"),
-])
-def test_numpy_values_that_are_not_valid_are_refused(results: Path, field: str, make: Any,
-                                                     rule: str) -> None:
+@pytest.mark.parametrize(
+    ("field", "make", "rule"),
+    [
+        ("value", lambda np: np.float32("nan"), "metrics.value.type"),
+        ("value", lambda np: np.float64("inf"), "metrics.value.type"),
+        ("value", lambda np: np.bool_(True), "metrics.value.type"),
+        ("horizon", lambda np: np.float64(1.0), "metrics.horizon.type"),
+        ("seed", lambda np: np.int64(-1), "metrics.seed.negative"),
+        ("value", lambda np: np.array([0.5]), "metrics.value.type"),
+    ],
+)
+def test_numpy_values_that_are_not_valid_are_refused(
+    results: Path, field: str, make: Any, rule: str
+) -> None:
     np = pytest.importorskip("numpy")
     with pytest.raises(RecordRefused) as info:
         write_metrics(results, [good_row(**{field: make(np)})])
@@ -147,8 +170,7 @@ def test_torch_tensors_are_refused_with_a_hint(results: Path) -> None:
 # Reading -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("raw", [b'[{"value": NaN}]', b'[{"value": Infinity}]', b"[",
-                                 b"\xff", b""])
+@pytest.mark.parametrize("raw", [b'[{"value": NaN}]', b'[{"value": Infinity}]', b"[", b"\xff", b""])
 def test_reader_refuses_non_json(tmp_path: Path, raw: bytes) -> None:
     path = tmp_path / "metrics.json"
     path.write_bytes(raw)
@@ -169,7 +191,8 @@ def test_reader_refuses_invalid_rows(tmp_path: Path) -> None:
 def test_reader_refuses_metrics_beside_another_version(results: Path, version: Any) -> None:
     path = write_metrics(results, [good_row()])
     (results / "observed.attempt1.json").write_text(
-        json.dumps({"run_record_format": version}), encoding="utf-8")
+        json.dumps({"run_record_format": version}), encoding="utf-8"
+    )
     with pytest.raises(RecordRefused) as info:
         read_metrics(path)
     assert info.value.rules == ["metrics.read.sibling_version"]
@@ -200,8 +223,9 @@ while True:
 
 
 def _rewriter(folder: Path) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, "-c", REWRITER, str(folder)], cwd=ROOT,
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", REWRITER, str(folder)], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
     return proc
 

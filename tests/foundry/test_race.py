@@ -22,8 +22,9 @@ def _writer(folder: str, index: int, barrier: Any, out: Any) -> None:
     barrier.wait()
     env = {"FOUNDRY_RUN_ID": str(1000 + index), "SLURM_RESTART_COUNT": "4"}
     try:
-        path = write_witness(folder, config={"writer": index}, device="cpu",
-                             wall_seconds=index, env=env)
+        path = write_witness(
+            folder, config={"writer": index}, device="cpu", wall_seconds=index, env=env
+        )
         out.put(("won", index, str(path)))
     except RecordRefused as exc:
         out.put(("refused", index, exc.rules))
@@ -57,8 +58,9 @@ def test_sixteen_processes_one_witness(tmp_path: Path, round_: int) -> None:
     folder = tmp_path / "not-yet" / "results"
     barrier = ctx.Barrier(WRITERS + 1)
     out = ctx.Queue()
-    procs = [ctx.Process(target=_writer, args=(str(folder), i, barrier, out))
-             for i in range(WRITERS)]
+    procs = [
+        ctx.Process(target=_writer, args=(str(folder), i, barrier, out)) for i in range(WRITERS)
+    ]
     procs.append(ctx.Process(target=_reader, args=(str(folder), barrier, out)))
     for proc in procs:
         proc.start()

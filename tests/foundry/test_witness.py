@@ -37,55 +37,147 @@ def write(results: Path, env: dict[str, Any] | None = None, **kwargs: Any) -> Pa
 REFUSALS: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
     # (case, env, kwargs, rule, field)
     ("FOUNDRY_RUN_ID unset", {}, {}, "witness.env.foundry_run_id.unset", "FOUNDRY_RUN_ID"),
-    ("FOUNDRY_RUN_ID empty", {"FOUNDRY_RUN_ID": ""}, {}, "witness.env.foundry_run_id.blank",
-     "FOUNDRY_RUN_ID"),
-    ("FOUNDRY_RUN_ID spaces", {"FOUNDRY_RUN_ID": " \t "}, {},
-     "witness.env.foundry_run_id.blank", "FOUNDRY_RUN_ID"),
-    ("FOUNDRY_RUN_ID hex", {"FOUNDRY_RUN_ID": "0x10"}, {},
-     "witness.env.foundry_run_id.integer", "FOUNDRY_RUN_ID"),
-    ("FOUNDRY_RUN_ID arabic digits", {"FOUNDRY_RUN_ID": "١٢"}, {},
-     "witness.env.foundry_run_id.integer", "FOUNDRY_RUN_ID"),
+    (
+        "FOUNDRY_RUN_ID empty",
+        {"FOUNDRY_RUN_ID": ""},
+        {},
+        "witness.env.foundry_run_id.blank",
+        "FOUNDRY_RUN_ID",
+    ),
+    (
+        "FOUNDRY_RUN_ID spaces",
+        {"FOUNDRY_RUN_ID": " \t "},
+        {},
+        "witness.env.foundry_run_id.blank",
+        "FOUNDRY_RUN_ID",
+    ),
+    (
+        "FOUNDRY_RUN_ID hex",
+        {"FOUNDRY_RUN_ID": "0x10"},
+        {},
+        "witness.env.foundry_run_id.integer",
+        "FOUNDRY_RUN_ID",
+    ),
+    (
+        "FOUNDRY_RUN_ID arabic digits",
+        {"FOUNDRY_RUN_ID": "١٢"},
+        {},
+        "witness.env.foundry_run_id.integer",
+        "FOUNDRY_RUN_ID",
+    ),
     ("RANK not an integer", good_env(RANK="zero"), {}, "witness.env.rank.integer", "RANK"),
     ("RANK blank", good_env(RANK=""), {}, "witness.env.rank.integer", "RANK"),
     ("RANK negative", good_env(RANK="-1"), {}, "witness.env.rank.negative", "RANK"),
-    ("SLURM_PROCID not an integer", good_env(SLURM_PROCID="1.0"), {},
-     "witness.env.slurm_procid.integer", "SLURM_PROCID"),
-    ("SLURM_PROCID negative", good_env(SLURM_PROCID="-2"), {},
-     "witness.env.slurm_procid.negative", "SLURM_PROCID"),
-    ("SLURM_RESTART_COUNT not an integer", good_env(SLURM_RESTART_COUNT="1_0"), {},
-     "witness.env.slurm_restart_count.integer", "SLURM_RESTART_COUNT"),
-    ("SLURM_RESTART_COUNT negative", good_env(SLURM_RESTART_COUNT="-1"), {},
-     "witness.env.slurm_restart_count.negative", "SLURM_RESTART_COUNT"),
-    ("OMP_NUM_THREADS a list", good_env(OMP_NUM_THREADS="8,4"), {},
-     "witness.env.omp_num_threads.integer", "OMP_NUM_THREADS"),
-    ("OMP_NUM_THREADS zero", good_env(OMP_NUM_THREADS="0"), {},
-     "witness.env.omp_num_threads.range", "OMP_NUM_THREADS"),
+    (
+        "SLURM_PROCID not an integer",
+        good_env(SLURM_PROCID="1.0"),
+        {},
+        "witness.env.slurm_procid.integer",
+        "SLURM_PROCID",
+    ),
+    (
+        "SLURM_PROCID negative",
+        good_env(SLURM_PROCID="-2"),
+        {},
+        "witness.env.slurm_procid.negative",
+        "SLURM_PROCID",
+    ),
+    (
+        "SLURM_RESTART_COUNT not an integer",
+        good_env(SLURM_RESTART_COUNT="1_0"),
+        {},
+        "witness.env.slurm_restart_count.integer",
+        "SLURM_RESTART_COUNT",
+    ),
+    (
+        "SLURM_RESTART_COUNT negative",
+        good_env(SLURM_RESTART_COUNT="-1"),
+        {},
+        "witness.env.slurm_restart_count.negative",
+        "SLURM_RESTART_COUNT",
+    ),
+    (
+        "OMP_NUM_THREADS a list",
+        good_env(OMP_NUM_THREADS="8,4"),
+        {},
+        "witness.env.omp_num_threads.integer",
+        "OMP_NUM_THREADS",
+    ),
+    (
+        "OMP_NUM_THREADS zero",
+        good_env(OMP_NUM_THREADS="0"),
+        {},
+        "witness.env.omp_num_threads.range",
+        "OMP_NUM_THREADS",
+    ),
     ("env value not text", {"FOUNDRY_RUN_ID": 17}, {}, "witness.env.type", "FOUNDRY_RUN_ID"),
-    ("config with NaN", None, {"config": {"lr": float("nan")}}, "witness.config.serializable",
-     "config"),
-    ("config with a set", None, {"config": {"layers": {1, 2}}}, "witness.config.serializable",
-     "config"),
+    (
+        "config with NaN",
+        None,
+        {"config": {"lr": float("nan")}},
+        "witness.config.serializable",
+        "config",
+    ),
+    (
+        "config with a set",
+        None,
+        {"config": {"layers": {1, 2}}},
+        "witness.config.serializable",
+        "config",
+    ),
     ("device not text", None, {"device": 0}, "witness.device.type", "device"),
     ("device None", None, {"device": None}, "witness.device.type", "device"),
     ("device blank", None, {"device": "  "}, "witness.device.blank", "device"),
     ("device lone surrogate", None, {"device": "cuda\ud800"}, "witness.device.type", "device"),
-    ("wall_seconds float", None, {"wall_seconds": 93.7}, "witness.wall_seconds.type",
-     "wall_seconds"),
-    ("wall_seconds 93.0", None, {"wall_seconds": 93.0}, "witness.wall_seconds.type",
-     "wall_seconds"),
-    ("wall_seconds bool", None, {"wall_seconds": True}, "witness.wall_seconds.type",
-     "wall_seconds"),
-    ("wall_seconds text", None, {"wall_seconds": "93"}, "witness.wall_seconds.type",
-     "wall_seconds"),
-    ("wall_seconds negative", None, {"wall_seconds": -1}, "witness.wall_seconds.negative",
-     "wall_seconds"),
+    (
+        "wall_seconds float",
+        None,
+        {"wall_seconds": 93.7},
+        "witness.wall_seconds.type",
+        "wall_seconds",
+    ),
+    (
+        "wall_seconds 93.0",
+        None,
+        {"wall_seconds": 93.0},
+        "witness.wall_seconds.type",
+        "wall_seconds",
+    ),
+    (
+        "wall_seconds bool",
+        None,
+        {"wall_seconds": True},
+        "witness.wall_seconds.type",
+        "wall_seconds",
+    ),
+    (
+        "wall_seconds text",
+        None,
+        {"wall_seconds": "93"},
+        "witness.wall_seconds.type",
+        "wall_seconds",
+    ),
+    (
+        "wall_seconds negative",
+        None,
+        {"wall_seconds": -1},
+        "witness.wall_seconds.negative",
+        "wall_seconds",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("case", "env", "kwargs", "rule", "field"), REFUSALS,
-                         ids=[r[0] for r in REFUSALS])
-def test_refusal(results: Path, case: str, env: dict[str, Any] | None,
-                 kwargs: dict[str, Any], rule: str, field: str) -> None:
+@pytest.mark.parametrize(
+    ("case", "env", "kwargs", "rule", "field"), REFUSALS, ids=[r[0] for r in REFUSALS]
+)
+def test_refusal(
+    results: Path,
+    case: str,
+    env: dict[str, Any] | None,
+    kwargs: dict[str, Any],
+    rule: str,
+    field: str,
+) -> None:
     before = snapshot(results.parent.parent)
     with pytest.raises(RecordRefused) as info:
         write(results, env, **kwargs)
@@ -102,8 +194,11 @@ def test_refusal_is_a_value_error_and_names_every_problem(results: Path) -> None
         write(results, env, device="", wall_seconds=-3)
     assert isinstance(info.value, RecordRefused)
     assert set(info.value.rules) == {
-        "witness.env.foundry_run_id.integer", "witness.env.omp_num_threads.range",
-        "witness.device.blank", "witness.wall_seconds.negative"}
+        "witness.env.foundry_run_id.integer",
+        "witness.env.omp_num_threads.range",
+        "witness.device.blank",
+        "witness.wall_seconds.negative",
+    }
     assert not results.parent.exists()
 
 
@@ -134,7 +229,7 @@ def test_existing_witness_is_refused_and_kept(results: Path) -> None:
 def test_existing_symlink_counts_as_existing(results: Path, tmp_path: Path) -> None:
     results.mkdir(parents=True)
     (results / "observed.attempt0.json").symlink_to(tmp_path / "nowhere")
-    with pytest.raises(RecordRefused, match="witness.path.exists"):
+    with pytest.raises(RecordRefused, match=r"witness\.path\.exists"):
         write(results)
 
 
@@ -144,9 +239,20 @@ def test_witness_fields_and_oracle(results: Path) -> None:
     assert path == results / "observed.attempt3.json"
     data = json.loads(path.read_text(encoding="utf-8"))
     assert schemas.problems(data, WITNESS_SCHEMA) == []
-    assert sorted(data) == sorted([
-        "attempt", "captured_at", "config_sha", "cpu_threads", "device", "device_name",
-        "experiment_id", "peak_vram_mb", "run_record_format", "wall_seconds"])
+    assert sorted(data) == sorted(
+        [
+            "attempt",
+            "captured_at",
+            "config_sha",
+            "cpu_threads",
+            "device",
+            "device_name",
+            "experiment_id",
+            "peak_vram_mb",
+            "run_record_format",
+            "wall_seconds",
+        ]
+    )
     assert data["attempt"] == 3 and data["experiment_id"] == -17 and data["cpu_threads"] == 6
     assert data["config_sha"] == "da1dca8eecbe78ba" == config_sha(CONFIG)
     assert data["run_record_format"] == 1 and data["wall_seconds"] == 0
@@ -187,8 +293,15 @@ def test_unavailable_accelerator_gives_nulls(results: Path) -> None:
     assert data["device_name"] is None and data["peak_vram_mb"] is None
 
 
-@pytest.mark.parametrize("env", [good_env(RANK="1"), good_env(SLURM_PROCID="3"),
-                                 {"RANK": "2"}, {"RANK": "5", "FOUNDRY_RUN_ID": "junk"}])
+@pytest.mark.parametrize(
+    "env",
+    [
+        good_env(RANK="1"),
+        good_env(SLURM_PROCID="3"),
+        {"RANK": "2"},
+        {"RANK": "5", "FOUNDRY_RUN_ID": "junk"},
+    ],
+)
 def test_nonzero_rank_writes_nothing(results: Path, env: dict[str, str]) -> None:
     assert write(results, env) is None
     assert not results.parent.exists()
@@ -203,7 +316,7 @@ def test_default_env_is_os_environ(results: Path, monkeypatch: pytest.MonkeyPatc
     assert path is not None and path.name == "observed.attempt2.json"
     assert json.loads(path.read_text(encoding="utf-8"))["experiment_id"] == 99
     monkeypatch.delenv("FOUNDRY_RUN_ID")
-    with pytest.raises(RecordRefused, match="witness.env.foundry_run_id.unset"):
+    with pytest.raises(RecordRefused, match=r"witness\.env\.foundry_run_id\.unset"):
         write_witness(results, config={}, device="cpu", wall_seconds=1)
 
 
@@ -226,10 +339,18 @@ def test_written_file_has_the_usual_permissions(results: Path) -> None:
 
 
 def _witness_doc(**changes: Any) -> dict[str, Any]:
-    doc = {"attempt": 0, "captured_at": "2026-11-29T23:05:41.123456+00:00",
-           "config_sha": "da1dca8eecbe78ba", "cpu_threads": 8, "device": "cpu",
-           "device_name": None, "experiment_id": 4217, "peak_vram_mb": None,
-           "run_record_format": 1, "wall_seconds": 93}
+    doc = {
+        "attempt": 0,
+        "captured_at": "2026-11-29T23:05:41.123456+00:00",
+        "config_sha": "da1dca8eecbe78ba",
+        "cpu_threads": 8,
+        "device": "cpu",
+        "device_name": None,
+        "experiment_id": 4217,
+        "peak_vram_mb": None,
+        "run_record_format": 1,
+        "wall_seconds": 93,
+    }
     doc.update(changes)
     return doc
 
@@ -272,8 +393,9 @@ def test_reader_checks_attempt_against_file_name(tmp_path: Path) -> None:
     assert read_witness(other).attempt == 1
 
 
-@pytest.mark.parametrize("raw", [b'{"attempt": NaN}', b"{", b"\xff\xfe{}", b"",
-                                 b'\xef\xbb\xbf{"a": 1}', b"[1, 2] x"])
+@pytest.mark.parametrize(
+    "raw", [b'{"attempt": NaN}', b"{", b"\xff\xfe{}", b"", b'\xef\xbb\xbf{"a": 1}', b"[1, 2] x"]
+)
 def test_reader_refuses_non_json(tmp_path: Path, raw: bytes) -> None:
     path = tmp_path / "observed.attempt0.json"
     path.write_bytes(raw)
@@ -301,8 +423,13 @@ print(json.dumps([json.load(open(a)), json.load(open(b)), "torch" in sys.modules
 
 
 def test_writer_works_without_torch(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-c", NO_TORCH, str(tmp_path / "r")],
-                          capture_output=True, text=True, check=False, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", NO_TORCH, str(tmp_path / "r")],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stderr
     cpu, cuda, torch_loaded = json.loads(proc.stdout)
     assert not torch_loaded
@@ -311,11 +438,18 @@ def test_writer_works_without_torch(tmp_path: Path) -> None:
 
 
 def test_cpu_witness_never_imports_torch(tmp_path: Path) -> None:
-    code = ("import sys; from trainrecord.foundry import write_witness; "
-            "write_witness(sys.argv[1], config={}, device='cpu', wall_seconds=0, "
-            "env={'FOUNDRY_RUN_ID': '1'}); print('torch' in sys.modules)")
-    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
-                          text=True, check=False, cwd=ROOT)
+    code = (
+        "import sys; from trainrecord.foundry import write_witness; "
+        "write_witness(sys.argv[1], config={}, device='cpu', wall_seconds=0, "
+        "env={'FOUNDRY_RUN_ID': '1'}); print('torch' in sys.modules)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"
 
@@ -338,11 +472,20 @@ TRAIN = textwrap.dedent("""
 
 
 def test_failing_training_still_leaves_its_witness(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("RANK", "SLURM_PROCID", "SLURM_RESTART_COUNT", "OMP_NUM_THREADS")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("RANK", "SLURM_PROCID", "SLURM_RESTART_COUNT", "OMP_NUM_THREADS")
+    }
     env["FOUNDRY_RUN_ID"] = "31"
-    proc = subprocess.run([sys.executable, "-c", TRAIN, str(tmp_path / "res")], env=env,
-                          capture_output=True, text=True, check=False, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", TRAIN, str(tmp_path / "res")],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
     assert proc.returncode == 1
     assert "loss diverged" in proc.stderr
     witness = read_witness(tmp_path / "res" / "observed.attempt0.json")

@@ -1,0 +1,144 @@
+"""``trainrecord validate`` flags every invalid vector of the spec (every format present)
+with the vector's rule id, accepts every valid one, and tells formats apart by name and
+content."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT, SPEC
+from tests.foundry.conftest import good_env, good_row
+from trainrecord import formats
+from trainrecord.cli import main
+from trainrecord.foundry import write_metrics, write_witness
+
+VECTOR_FILES = sorted(p for p in (SPEC / "vectors").rglob("*.json") if p.parent.name != "canonical")
+
+
+def _groups() -> list[tuple[str, str, list[dict[str, Any]]]]:
+    out = []
+    for path in VECTOR_FILES:
+        for number, group in enumerate(json.loads(path.read_text(encoding="utf-8"))):
+            out.append(
+                (
+                    f"{path.relative_to(SPEC / 'vectors').as_posix()}#{number}",
+                    group["schema"],
+                    group["tests"],
+                )
+            )
+    return out
+
+
+GROUPS = _groups()
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, Any]:
+    status = main(argv)
+    out = capsys.readouterr().out
+    return status, json.loads(out) if "--json" in argv else out
+
+
+@pytest.mark.parametrize(("where", "schema_id", "tests"), GROUPS, ids=[g[0] for g in GROUPS])
+def test_validate_flags_every_vector(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    where: str,
+    schema_id: str,
+    tests: list[dict],
+) -> None:
+    fmt = formats.by_schema(schema_id)
+    flag = ["--format", fmt.name] if fmt else ["--schema", schema_id]
+    suffix = ".jsonl" if fmt and fmt.layout == "jsonl" else ".json"
+    paths = []
+    for number, case in enumerate(tests):
+        path = tmp_path / f"case-{number}{suffix}"
+        path.write_text(
+            json.dumps(case["data"]) + ("\n" if suffix == ".jsonl" else ""), encoding="utf-8"
+        )
+        paths.append(str(path))
+    status, doc = _run(["validate", "--json", *flag, *paths], capsys)
+    by_path = {entry["path"]: entry for entry in doc["files"]}
+    for path, case in zip(paths, tests, strict=True):
+        entry = by_path[path]
+        assert entry["error"] is None
+        rules = [p["rule"] for p in entry["problems"]]
+        if case["valid"]:
+            assert entry["valid"], f"{case['description']}: {rules}"
+        else:
+            assert case["rule"] in rules, (
+                f"{case['description']}: expected {case['rule']}, got {rules}"
+            )
+    assert status == (0 if all(c["valid"] for c in tests) else 1)
+
+
+def test_every_format_of_the_table_is_checked_by_the_vectors() -> None:
+    covered = {schema_id for _, schema_id, _ in GROUPS}
+    assert {f.schema_id for f in formats.available()} <= covered
+    assert {"foundry-witness", "foundry-metrics"} <= {f.name for f in formats.available()}
+
+
+def test_console_script_detects_foundry_files_by_name(tmp_path: Path) -> None:
+    results = tmp_path / "run"
+    write_witness(results, config={}, device="cpu", wall_seconds=1, env=good_env())
+    write_metrics(results, [good_row()])
+    exe = Path(sys.executable).with_name("trainrecord")
+    command = [str(exe)] if exe.exists() else [sys.executable, "-m", "trainrecord.cli"]
+    ok = subprocess.run(
+        [*command, "validate", str(results)], capture_output=True, text=True, check=False, cwd=ROOT
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert "valid foundry-witness" in ok.stdout and "valid foundry-metrics" in ok.stdout
+    (results / "metrics.json").write_text(json.dumps([good_row(seed=-1)]), encoding="utf-8")
+    bad = subprocess.run(
+        [*command, "validate", str(results / "metrics.json")],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert bad.returncode == 1
+    assert "[metrics.seed.negative] [0].seed" in bad.stdout
+
+
+def test_detection_by_content_and_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    witness = write_witness(tmp_path / "r", config={}, device="cpu", wall_seconds=1, env=good_env())
+    renamed = tmp_path / "w.json"
+    renamed.write_bytes(witness.read_bytes())
+    rows = tmp_path / "rows.json"
+    rows.write_text(json.dumps([good_row()]), encoding="utf-8")
+    status, doc = _run(["validate", "--json", str(renamed), str(rows)], capsys)
+    assert status == 0
+    assert [f["format"] for f in doc["files"]] == ["foundry-witness", "foundry-metrics"]
+    unknown = tmp_path / "other.json"
+    unknown.write_text("{}", encoding="utf-8")
+    status, _ = _run(["validate", str(unknown)], capsys)
+    assert status == 2
+    status, _ = _run(["validate", str(tmp_path / "missing.json")], capsys)
+    assert status == 2
+    status, _ = _run(["validate", "--format", "nonsense", str(rows)], capsys)
+    assert status == 2
+
+
+def test_text_output_names_rule_field_and_value(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "observed.attempt0.json"
+    path.write_text(json.dumps({"run_record_format": 2}), encoding="utf-8")
+    status, out = _run(["validate", str(path)], capsys)
+    assert status == 1
+    assert out.strip() == (
+        f"{path}: [witness.run_record_format.unsupported] run_record_format: "
+        "run_record_format 2 is not supported: this reader understands "
+        "version 1 only; read the file with a reader for that version (got 2)"
+    )
+    path.write_text('{"attempt": NaN}', encoding="utf-8")
+    status, out = _run(["validate", str(path)], capsys)
+    assert status == 1 and "[witness.file.json]" in out
