@@ -23,6 +23,9 @@ from tests.conftest import SPEC
 from tests.typescript.node_harness import Harness
 from trainrecord import schemas
 from trainrecord.canonical import GENESIS, line_hash
+from trainrecord.diary.keys import generate_keypair
+from trainrecord.diary.seal import write_seal
+from trainrecord.diary.verify import verify as python_verify
 
 pytestmark = pytest.mark.xdist_group("node")
 
@@ -83,9 +86,22 @@ def write_diary(
     return folder
 
 
-def verify(harness: Harness, folder: Path) -> set[str]:
-    result = harness.run("verify_diary", dir=str(folder))
-    assert result["ok"] == (result["rules"] == [])
+def verify(harness: Harness, folder: Path, key: Path | None = None) -> set[str]:
+    """The Node verdict's rule (empty when none), checked against the Python verifier's."""
+    pem = key.read_text("ascii") if key is not None else None
+    result = harness.run("verify_diary", dir=str(folder), public_key=pem)
+    expected = python_verify(folder, workers=1, public_key=key)
+    assert (result["sealed"], result["signed"]) == (expected.sealed, expected.signed)
+    assert result["status"] == expected.status
+    assert result["ok"] == expected.ok
+    assert (result["rules"] == []) == (expected.failure is None)
+    if expected.failure is not None:
+        assert result["failure"]["rule"] == expected.failure.rule
+        assert result["failure"]["line"] == expected.failure.line
+        assert result["failure"]["file"] == expected.failure.file
+    else:
+        assert result["failure"] is None
+        assert (result["head_seq"], result["head_hash"]) == (expected.head_seq, expected.head_hash)
     return set(result["rules"])
 
 
@@ -97,15 +113,21 @@ def _seq_gap(b: list[dict[str, Any]]) -> None:
     b[1]["seq"] = 5
 
 
-def _second_start(b: list[dict[str, Any]]) -> None:
-    b.insert(1, {**b[0], "seq": 1})
-    for i, body in enumerate(b):
-        body["seq"] = i
+def _start_first(b: list[dict[str, Any]]) -> None:
+    b[0], b[1] = b[1], b[0]
+    b[0]["seq"], b[1]["seq"] = 0, 1
 
 
 def _end_not_last(b: list[dict[str, Any]]) -> None:
     b[1], b[2] = b[2], b[1]
     b[1]["seq"], b[2]["seq"] = 1, 2
+    b[1]["metrics_sha256"] = hashlib.sha256(b"").hexdigest()
+
+
+def _resumed(b: list[dict[str, Any]]) -> None:
+    """run_start after run_end (a resumed run) is allowed."""
+    b.append({**b[0], "seq": 3})
+    b.append({**b[2], "seq": 4})
 
 
 def _alarm_missing_field(b: list[dict[str, Any]]) -> None:
@@ -114,10 +136,16 @@ def _alarm_missing_field(b: list[dict[str, Any]]) -> None:
 
 BODY_BREAKS: dict[str, tuple[Callable[[list[dict[str, Any]]], None], str]] = {
     "seq gap": (_seq_gap, "diary.chain.seq"),
-    "second run_start": (_second_start, "diary.order.run_start"),
+    "alarm before run_start": (_start_first, "diary.order.run_start"),
     "run_end not last": (_end_not_last, "diary.order.run_end"),
     "alarm without grad_norm": (_alarm_missing_field, "diary.alarm.fields.missing"),
 }
+
+
+def test_resumed_run_verifies(harness: Harness, tmp_path: Path) -> None:
+    items = bodies()
+    _resumed(items)
+    assert verify(harness, write_diary(tmp_path, items)) == set()
 
 
 @pytest.mark.parametrize("name", sorted(BODY_BREAKS))
@@ -152,7 +180,11 @@ def test_torn_tail_is_not_tampering(harness: Harness, tmp_path: Path) -> None:
     folder = write_diary(tmp_path, bodies()[:2], metrics=None)
     with (folder / "diary.jsonl").open("a", encoding="utf-8") as handle:
         handle.write('{"seq": 2, "time": 1.5, "ev')
-    assert verify(harness, folder) == {"diary.file.torn"}
+    assert verify(harness, folder) == set()  # status "torn": not a failure
+    only_torn = tmp_path / "only"
+    only_torn.mkdir()
+    (only_torn / "diary.jsonl").write_text('{"seq": 0', "utf-8")
+    assert verify(harness, only_torn) == {"diary.file.torn"}
 
 
 def test_line_that_is_not_json(harness: Harness, tmp_path: Path) -> None:
@@ -170,6 +202,11 @@ def test_metrics_hash_and_rows(harness: Harness, tmp_path: Path) -> None:
     items = bodies()
     items[2]["metrics_sha256"] = hashlib.sha256(bad).hexdigest()
     assert verify(harness, write_diary(tmp_path / "b", items, metrics=bad)) == {
+        "diary_metrics.step.negative"
+    }
+    nan = b'{"step":1,"loss":NaN,"grad":{},"stuck":{}}\n'
+    items[2]["metrics_sha256"] = hashlib.sha256(nan).hexdigest()
+    assert verify(harness, write_diary(tmp_path / "c", items, metrics=nan)) == {
         "diary.metrics.json"
     }
 
@@ -178,6 +215,37 @@ def test_empty_or_missing_diary(harness: Harness, tmp_path: Path) -> None:
     assert verify(harness, tmp_path) == {"diary.file.empty"}
     (tmp_path / "diary.jsonl").write_bytes(b"")
     assert verify(harness, tmp_path) == {"diary.file.empty"}
+
+
+def test_seal_and_signature(harness: Harness, tmp_path: Path) -> None:
+    folder = write_diary(tmp_path / "run", bodies())
+    _, pub, _ = generate_keypair(tmp_path / "k" / "signer")
+    _, other, _ = generate_keypair(tmp_path / "k" / "other")
+    write_seal(folder, signing_key=tmp_path / "k" / "signer")
+    assert verify(harness, folder, key=pub) == set()
+    assert verify(harness, folder) == set()  # signature format checked, not the key
+    assert verify(harness, folder, key=other) == {"seal.signature.key"}
+    seal = (folder / "record.json").read_bytes()
+    (folder / "record.json").write_bytes(seal.replace(b'"sealed_at": ', b'"sealed_at": 1'))
+    assert verify(harness, folder, key=pub) == {"seal.signature.invalid"}
+    (folder / "record.json").write_bytes(seal)
+    (folder / "record.sig").write_bytes(b"not base64!\n")
+    assert verify(harness, folder, key=pub) == {"seal.signature.format"}
+
+
+def test_seal_pins_the_tail(harness: Harness, tmp_path: Path) -> None:
+    items = bodies()
+    folder = write_diary(tmp_path / "cut", items[:2])
+    write_seal(folder)
+    assert verify(harness, folder) == set()
+    write_diary(folder, items)  # the same first lines, one more appended
+    assert verify(harness, folder) == {"seal.diary.lines"}
+    (folder / "record.sig").write_bytes(b"")
+    write_diary(folder, items[:2])
+    assert verify(harness, folder) == {"seal.signature.unexpected"}
+    (folder / "record.sig").unlink()
+    (folder / "metrics.jsonl").write_bytes(METRICS + METRICS)
+    assert verify(harness, folder) == {"seal.metrics.sha256"}
 
 
 # --- reports ------------------------------------------------------------------------------

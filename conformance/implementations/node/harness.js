@@ -47,8 +47,8 @@ const OPERATIONS = {
   },
   write_metrics: (input) => ({ written: writeMetrics({ dir: String(input.dir), rows: input.rows ?? null }) }),
   verify_diary: (input) => {
-    const result = verifyDiary(String(input.dir));
-    return { ok: result.problems.length === 0, rules: [...new Set(result.problems.map((p) => p.rule))], problems: result.problems, lines: result.lines, torn: result.torn };
+    const result = verifyDiary(String(input.dir), { publicKey: typeof input.public_key === "string" ? input.public_key : null });
+    return { ok: result.status === "ok", ...result, rules: result.failure ? [result.failure.rule] : [] };
   },
   send_report: async (input) => sendReport({ url: input.url ?? null, token: input.token ?? null, report: input.report ?? null, ca: typeof input.ca === "string" ? input.ca : null }),
 };

@@ -1,9 +1,15 @@
 // @ts-check
 /**
- * Verify a training diary folder (diary.jsonl, metrics.jsonl) in Node, with the rule ids of
- * spec/rules/diary.json: strict JSON lines, the schema of each line, seq from 0 without gaps,
- * the prev/hash chain over Python's canonical JSON, run_start first and only first, run_end
- * last, and run_end.metrics_sha256 against metrics.jsonl.
+ * Verify a training record folder (diary.jsonl, metrics.jsonl, record.json, record.sig) in
+ * Node, with the rule ids of spec/rules/diary.json and the verdict of the Python verifier
+ * (runtime/trainrecord/diary/verify.py): the first failing line and the one rule it breaks.
+ *
+ * Per line, in this order: strict JSON object, the event's schema, seq (contiguous from 0),
+ * prev (64 zeros first, then the hash of the line before), only a run_start may follow a
+ * run_end (a resumed run), the canonical body can be written, and the hash. The first line
+ * is run_start. A last line without a newline is a torn tail (a crash), not a failure.
+ * Then metrics.jsonl (strict JSON rows, the row schema; the last run_end of a complete
+ * record hashes the whole file, earlier ones a prefix of it), then the seal, when present.
  */
 "use strict";
 
@@ -14,11 +20,13 @@ const { parse, canonicalLine } = require("./pyjson");
 const { problems } = require("./validate");
 
 /** @typedef {import("./pyjson").PyValue} PyValue */
-/** @typedef {{rule: string, path: (string|number)[], message: string, line?: number}} LineProblem */
+/** @typedef {{file: string, line: number, seq: bigint | null, rule: string, message: string}} Failure */
 
 const GENESIS = "0".repeat(64);
-const LINE_SCHEMA = "https://trainrecord.dev/schemas/diary/line.schema.json";
-const METRICS_ROW_SCHEMA = "https://trainrecord.dev/schemas/diary/metrics-row.schema.json";
+const BASE = "https://trainrecord.dev/schemas/diary/";
+const LINE_SCHEMA = `${BASE}line.schema.json`;
+const METRICS_ROW_SCHEMA = `${BASE}metrics-row.schema.json`;
+const SEAL_SCHEMA = `${BASE}record.schema.json`;
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /**
@@ -30,155 +38,281 @@ function lineHash(prev, body) {
   return crypto.createHash("sha256").update(prev + canonicalLine(body), "utf8").digest("hex");
 }
 
+/** @param {Buffer} data */
+const sha256 = (data) => crypto.createHash("sha256").update(data).digest("hex");
+
 /**
- * The lines of a JSONL file: [text of each complete line, the unterminated tail or null].
  * @param {Buffer} raw
- * @returns {[Buffer[], Buffer | null]}
+ * @returns {PyValue}
  */
-function splitLines(raw) {
-  /** @type {Buffer[]} */
-  const lines = [];
-  let start = 0;
-  for (let i = 0; i < raw.length; i++) {
-    if (raw[i] === 0x0a) {
-      lines.push(raw.subarray(start, i));
-      start = i + 1;
-    }
-  }
-  return [lines, start < raw.length ? raw.subarray(start) : null];
-}
-
-/**
- * Parse one line as a strict JSON object, or return why it is not one.
- * @param {Buffer} bytes
- * @returns {[Record<string, PyValue> | null, string | null]}
- */
-function parseLine(bytes) {
+function parseStrict(raw) {
+  let text;
   try {
-    const value = parse(utf8.decode(bytes));
-    if (value === null || typeof value !== "object" || Array.isArray(value)) return [null, "not a JSON object"];
-    return [value, null];
-  } catch (e) {
-    return [null, /** @type {Error} */ (e).message];
+    text = utf8.decode(raw);
+  } catch {
+    throw new Error("the line is not UTF-8");
   }
+  return parse(text);
 }
 
+/** @param {PyValue} v @returns {v is Record<string, PyValue>} */
+const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+
 /**
- * Verify the diary in `folder`. Returns every problem found; an empty list means it verifies.
- * @param {string} folder
- * @returns {{problems: LineProblem[], lines: number, torn: boolean}}
+ * @param {string} file
+ * @param {number} line
+ * @param {bigint | null} seq
+ * @param {string} rule
+ * @param {string} message
+ * @returns {Failure}
  */
-function verifyDiary(folder) {
-  /** @type {LineProblem[]} */
-  const found = [];
+const fail = (file, line, seq, rule, message) => ({ file, line, seq, rule, message });
+
+/**
+ * Verify the record in `folder`.
+ * @param {string} folder
+ * @param {{publicKey?: string | null}} [options]
+ */
+function verifyDiary(folder, options = {}) {
   const file = path.join(folder, "diary.jsonl");
+  /** @type {{status: string, lines: number, head_seq: bigint | null, head_hash: string | null, failure: Failure | null, torn_bytes: number, complete: boolean, sealed: boolean, signed: boolean, warnings: string[]}} */
+  const result = { status: "ok", lines: 0, head_seq: null, head_hash: null, failure: null, torn_bytes: 0, complete: false, sealed: false, signed: false, warnings: [] };
+  const done = (/** @type {Failure | null} */ failure) => {
+    if (failure !== null) {
+      result.status = "failed";
+      result.failure = failure;
+    }
+    return result;
+  };
   let raw;
   try {
+    if (!fs.statSync(file).isFile()) return done(fail("diary.jsonl", 0, null, "diary.file.empty", "diary.jsonl is not a file"));
     raw = fs.readFileSync(file);
   } catch {
-    return { problems: [{ rule: "diary.file.empty", path: [], message: "diary.jsonl is missing: not a record" }], lines: 0, torn: false };
+    return done(fail("diary.jsonl", 0, null, "diary.file.empty", "diary.jsonl does not exist"));
   }
-  if (raw.length === 0) {
-    return { problems: [{ rule: "diary.file.empty", path: [], message: "diary.jsonl is empty: not a record" }], lines: 0, torn: false };
-  }
-  const [chunks, tail] = splitLines(raw);
-  let torn = false;
-  if (tail !== null) {
-    const [value] = parseLine(tail);
-    if (value === null) {
-      torn = true;
-      found.push({ rule: "diary.file.torn", path: [], line: chunks.length,
-        message: `the last line (${chunks.length}) is incomplete: a torn tail from a crash, not tampering; the lines before it verify` });
-    } else chunks.push(tail);
-  }
+  if (raw.length === 0) return done(fail("diary.jsonl", 0, null, "diary.file.empty", "diary.jsonl is empty"));
+  const completeEnd = raw.lastIndexOf(0x0a) + 1;
+  const torn = raw.length - completeEnd;
   let prevHash = GENESIS;
-  /** @type {Record<string, PyValue> | null} */
-  let runEnd = null;
-  chunks.forEach((bytes, i) => {
-    const [line, why] = parseLine(bytes);
-    if (line === null) {
-      found.push({ rule: "diary.file.json", path: [], line: i, message: `line ${i} is not one strict JSON object: ${why}` });
-      prevHash = "";
-      return;
+  /** @type {string | null} */
+  let prevEvent = null;
+  /** @type {[number, string][]} */
+  const runEnds = [];
+  let lineNo = 0;
+  let pos = 0;
+  while (pos < completeEnd) {
+    const nl = raw.indexOf(0x0a, pos);
+    const bytes = raw.subarray(pos, nl);
+    pos = nl + 1;
+    lineNo += 1;
+    let value;
+    try {
+      value = parseStrict(bytes);
+    } catch (e) {
+      return done(fail("diary.jsonl", lineNo, null, "diary.file.json", /** @type {Error} */ (e).message));
     }
-    for (const p of problems(line, LINE_SCHEMA)) found.push({ ...p, line: i, message: `line ${i}: ${p.message}` });
-    if (line.seq !== BigInt(i)) {
-      found.push({ rule: "diary.chain.seq", path: ["seq"], line: i, message: `line ${i} has seq ${String(line.seq)}; seq runs from 0 with no gap or repeat` });
+    if (!isObject(value)) return done(fail("diary.jsonl", lineNo, null, "diary.file.json", "the line is not a JSON object"));
+    const seq = typeof value.seq === "bigint" ? value.seq : null;
+    const found = problems(value, LINE_SCHEMA);
+    if (found.length > 0) {
+      const p = /** @type {import("./refused").Problem} */ (found[0]);
+      return done(fail("diary.jsonl", lineNo, seq, p.rule, `${p.path.join(".")}: ${p.message}`));
     }
-    if (i === 0 && line.prev !== GENESIS) {
-      found.push({ rule: "diary.chain.prev", path: ["prev"], line: i, message: "the first line's prev is not 64 zeros" });
-    } else if (i > 0 && prevHash !== "" && line.prev !== prevHash) {
-      found.push({ rule: "diary.chain.prev", path: ["prev"], line: i, message: `line ${i}'s prev is not the hash of line ${i - 1}` });
+    const expected = BigInt(lineNo - 1);
+    if (seq !== expected) return done(fail("diary.jsonl", lineNo, seq, "diary.chain.seq", `seq is ${seq}, expected ${expected}`));
+    if (value.prev !== prevHash) {
+      return done(fail("diary.jsonl", lineNo, seq, "diary.chain.prev", lineNo === 1 ? "the first line's prev is not 64 zeros"
+        : "prev is not the hash of the line before (a line was removed, inserted, reordered or changed)"));
+    }
+    const event = /** @type {string} */ (value.event);
+    if (lineNo === 1 && event !== "run_start") {
+      return done(fail("diary.jsonl", 1, seq, "diary.order.run_start", `the first line is ${event}, not run_start`));
+    }
+    if (prevEvent === "run_end" && event !== "run_start") {
+      return done(fail("diary.jsonl", lineNo, seq, "diary.order.run_end", `a ${event} line follows run_end; only a run_start (a resumed run) may`));
     }
     /** @type {Record<string, PyValue>} */
     const body = {};
-    for (const [k, v] of Object.entries(line)) {
+    for (const [k, v] of Object.entries(value)) {
       if (k !== "prev" && k !== "hash") Object.defineProperty(body, k, { value: v, enumerable: true, writable: true, configurable: true });
     }
-    let expected = "";
+    let digest;
     try {
-      expected = lineHash(typeof line.prev === "string" ? line.prev : "", body);
-    } catch (e) {
-      found.push({ rule: "diary.file.json", path: [], line: i, message: `line ${i} cannot be written as canonical JSON: ${/** @type {Error} */ (e).message}` });
+      digest = lineHash(/** @type {string} */ (value.prev), body);
+    } catch {
+      return done(fail("diary.jsonl", lineNo, seq, "diary.file.json", "the line holds a value canonical JSON cannot write"));
     }
-    if (line.hash !== expected) {
-      found.push({ rule: "diary.chain.hash", path: ["hash"], line: i, message: `line ${i}'s hash does not match sha256(prev + canonical JSON of the line)` });
+    if (digest !== value.hash) {
+      return done(fail("diary.jsonl", lineNo, seq, "diary.chain.hash", "hash does not match the line's content: the line was changed after it was written"));
     }
-    prevHash = typeof line.hash === "string" ? line.hash : "";
-    if (line.event === "run_start" && i !== 0) {
-      found.push({ rule: "diary.order.run_start", path: ["event"], line: i, message: `line ${i} is a second run_start` });
-    }
-    if (i === 0 && line.event !== "run_start") {
-      found.push({ rule: "diary.order.run_start", path: ["event"], line: 0, message: "the first line is not run_start" });
-    }
-    if (line.event === "run_end") {
-      if (i !== chunks.length - 1) found.push({ rule: "diary.order.run_end", path: ["event"], line: i, message: `run_end on line ${i} is not the last line` });
-      runEnd = line;
-    }
-  });
-  found.push(...verifyMetrics(folder, runEnd));
-  return { problems: found, lines: chunks.length, torn };
+    if (event === "run_end") runEnds.push([lineNo, /** @type {string} */ (value.metrics_sha256)]);
+    prevHash = digest;
+    prevEvent = event;
+    result.lines = lineNo;
+    result.head_seq = seq;
+    result.head_hash = digest;
+  }
+  result.complete = prevEvent === "run_end";
+  if (result.lines === 0) {
+    return done(fail("diary.jsonl", 1, null, torn ? "diary.file.torn" : "diary.file.empty", "the diary has no complete line"));
+  }
+  const metricsFailure = checkMetrics(folder, runEnds, result.complete);
+  if (metricsFailure !== null) return done(metricsFailure);
+  const sealFailure = checkSeal(folder, result, torn, options.publicKey ?? null);
+  if (sealFailure !== null) return done(sealFailure);
+  if (torn) {
+    result.status = "torn";
+    result.torn_bytes = torn;
+  }
+  return result;
 }
 
 /**
- * metrics.jsonl: strict JSON rows valid against the row schema, and the run_end hash.
  * @param {string} folder
- * @param {Record<string, PyValue> | null} runEnd
- * @returns {LineProblem[]}
+ * @param {[number, string][]} runEnds
+ * @param {boolean} complete
+ * @returns {Failure | null}
  */
-function verifyMetrics(folder, runEnd) {
-  /** @type {LineProblem[]} */
-  const found = [];
+function checkMetrics(folder, runEnds, complete) {
   const file = path.join(folder, "metrics.jsonl");
-  /** @type {Buffer | null} */
-  let raw = null;
-  try {
-    raw = fs.readFileSync(file);
-  } catch {
-    raw = null;
+  if (!fs.existsSync(file)) {
+    if (runEnds.length > 0) return fail("diary.jsonl", /** @type {[number, string]} */ (runEnds[0])[0], null, "diary.metrics.sha256", "run_end names metrics_sha256 but metrics.jsonl is missing");
+    return null;
   }
-  if (raw !== null) {
-    const [rows, tail] = splitLines(raw);
-    if (tail !== null) rows.push(tail);
-    rows.forEach((bytes, i) => {
-      const [row, why] = parseLine(bytes);
-      if (row === null) {
-        found.push({ rule: "diary.metrics.json", path: [i], message: `metrics.jsonl row ${i} is not one strict JSON object: ${why}` });
-        return;
-      }
-      for (const p of problems(row, METRICS_ROW_SCHEMA)) {
-        found.push({ rule: "diary.metrics.json", path: [i, ...p.path], message: `metrics.jsonl row ${i}: ${p.message} (${p.rule})` });
-      }
-    });
+  const data = fs.readFileSync(file);
+  const prefixes = new Set([sha256(Buffer.alloc(0))]);
+  const digest = crypto.createHash("sha256");
+  let pos = 0;
+  let row = 0;
+  while (pos < data.length) {
+    const nl = data.indexOf(0x0a, pos);
+    if (nl < 0) break; // a torn last row: a warning in the Python verifier
+    row += 1;
+    let value;
+    try {
+      value = parseStrict(data.subarray(pos, nl));
+    } catch (e) {
+      return fail("metrics.jsonl", row, null, "diary.metrics.json", /** @type {Error} */ (e).message);
+    }
+    const found = problems(value, METRICS_ROW_SCHEMA);
+    if (found.length > 0) {
+      const p = /** @type {import("./refused").Problem} */ (found[0]);
+      return fail("metrics.jsonl", row, null, p.rule, p.message);
+    }
+    digest.update(data.subarray(pos, nl + 1));
+    prefixes.add(digest.copy().digest("hex"));
+    pos = nl + 1;
   }
-  if (runEnd !== null && typeof runEnd.metrics_sha256 === "string") {
-    const actual = raw === null ? null : crypto.createHash("sha256").update(raw).digest("hex");
-    if (actual !== runEnd.metrics_sha256) {
-      found.push({ rule: "diary.metrics.sha256", path: ["metrics_sha256"],
-        message: raw === null ? "run_end names a metrics_sha256 but metrics.jsonl is missing" : "run_end.metrics_sha256 is not the SHA-256 of metrics.jsonl" });
+  const whole = sha256(data);
+  for (let i = 0; i < runEnds.length; i++) {
+    const [line, sha] = /** @type {[number, string]} */ (runEnds[i]);
+    const last = complete && i === runEnds.length - 1;
+    if ((last && sha !== whole) || (!last && !prefixes.has(sha))) {
+      return fail("diary.jsonl", line, null, "diary.metrics.sha256", `run_end.metrics_sha256 does not match metrics.jsonl ${last ? "(the whole file)" : "(any prefix of it)"}`);
     }
   }
-  return found;
+  return null;
+}
+
+/**
+ * (sha256, bytes, lines) of a file.
+ * @param {string} file
+ * @returns {[string, number, number]}
+ */
+function fileFacts(file) {
+  const data = fs.readFileSync(file);
+  let lines = 0;
+  for (const b of data) if (b === 0x0a) lines++;
+  return [sha256(data), data.length, lines];
+}
+
+/**
+ * The fingerprint of an Ed25519 public key: SHA-256 (hex) of its 32 raw bytes.
+ * @param {crypto.KeyObject} key
+ */
+function fingerprint(key) {
+  const jwk = key.export({ format: "jwk" });
+  return sha256(Buffer.from(/** @type {string} */ (jwk.x), "base64url"));
+}
+
+/**
+ * record.json and record.sig against the files (runtime/trainrecord/diary/seal.py).
+ * @param {string} folder
+ * @param {any} result
+ * @param {number} torn
+ * @param {string | null} publicKey PEM text
+ * @returns {Failure | null}
+ */
+function checkSeal(folder, result, torn, publicKey) {
+  const sealPath = path.join(folder, "record.json");
+  const sigPath = path.join(folder, "record.sig");
+  const sealFail = (/** @type {string} */ rule, /** @type {string} */ message, f = "record.json") => fail(f, 0, null, rule, message);
+  if (!fs.existsSync(sealPath)) {
+    if (fs.existsSync(sigPath)) return sealFail("seal.missing", "record.sig is present but record.json is missing");
+    if (publicKey !== null) return sealFail("seal.missing", "a public key was given but the record is not sealed (no record.json)");
+    result.warnings.push("not sealed: no record.json (a cut tail cannot be detected)");
+    return null;
+  }
+  const data = fs.readFileSync(sealPath);
+  let seal;
+  try {
+    seal = parseStrict(data);
+  } catch (e) {
+    return sealFail("seal.file.json", `record.json is not strict JSON: ${/** @type {Error} */ (e).message}`);
+  }
+  const found = problems(seal, SEAL_SCHEMA);
+  if (found.length > 0) return sealFail(/** @type {any} */ (found[0]).rule, /** @type {any} */ (found[0]).message);
+  const s = /** @type {any} */ (seal);
+  const [sha, size, lines] = fileFacts(path.join(folder, "diary.jsonl"));
+  if (BigInt(lines) !== s.diary.lines || torn) {
+    return sealFail("seal.diary.lines", `the seal pins ${s.diary.lines} lines but diary.jsonl has ${lines}${torn ? " and a torn tail" : ""}`);
+  }
+  if (s.diary.head_seq !== result.head_seq || s.diary.head_hash !== result.head_hash) {
+    return sealFail("seal.diary.head", "the seal's head (last seq and hash) is not the diary's");
+  }
+  if (sha !== s.diary.sha256 || BigInt(size) !== s.diary.bytes) return sealFail("seal.diary.sha256", "diary.jsonl's SHA-256 differs from the sealed one");
+  const mpath = path.join(folder, "metrics.jsonl");
+  if (s.metrics === null) {
+    if (fs.existsSync(mpath)) return sealFail("seal.metrics.sha256", "metrics.jsonl exists but the seal has none");
+  } else {
+    if (!fs.existsSync(mpath)) return sealFail("seal.metrics.sha256", "the seal names metrics.jsonl but it is missing");
+    const [msha, msize, mrows] = fileFacts(mpath);
+    if (msha !== s.metrics.sha256 || BigInt(msize) !== s.metrics.bytes || BigInt(mrows) !== s.metrics.rows) {
+      return sealFail("seal.metrics.sha256", "metrics.jsonl differs from the sealed one");
+    }
+  }
+  result.sealed = true;
+  if (s.signature === null) {
+    if (fs.existsSync(sigPath)) return sealFail("seal.signature.unexpected", "record.sig is present but record.json names no signature", "record.sig");
+    if (publicKey !== null) return sealFail("seal.signature.missing", "a public key was given but the record is not signed");
+    return null;
+  }
+  if (!fs.existsSync(sigPath)) return sealFail("seal.signature.missing", "record.json names a signature but record.sig is missing", "record.sig");
+  const sigRaw = fs.readFileSync(sigPath);
+  const text = sigRaw.toString("latin1");
+  let signature = null;
+  if (/^[\x00-\x7f]*$/.test(text) && text.endsWith("\n") && text.split("\n").length === 2) {
+    const b64 = text.trim();
+    if (/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(b64)) {
+      const bytes = Buffer.from(b64, "base64");
+      if (bytes.length === 64) signature = bytes;
+    }
+  }
+  if (signature === null) return sealFail("seal.signature.format", "record.sig is not one line of base64 holding a 64-byte Ed25519 signature", "record.sig");
+  if (publicKey === null) {
+    result.warnings.push("signature not checked: pass the signer's public key");
+    return null;
+  }
+  const key = crypto.createPublicKey(publicKey);
+  if (fingerprint(key) !== s.signature.public_key_sha256) {
+    return sealFail("seal.signature.key", "the record was signed with another key (the fingerprint in record.json is not the given key's)");
+  }
+  if (!crypto.verify(null, data, key, signature)) {
+    return sealFail("seal.signature.invalid", "record.sig is not a valid signature of record.json by the given key", "record.sig");
+  }
+  result.signed = true;
+  return null;
 }
 
 module.exports = { verifyDiary, lineHash, GENESIS };
