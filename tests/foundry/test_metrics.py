@@ -72,6 +72,7 @@ REFUSALS: list[tuple[str, Any, str, str]] = [
 
 @pytest.mark.parametrize(("case", "rows", "rule", "field"), REFUSALS, ids=[r[0] for r in REFUSALS])
 def test_refusal(results: Path, case: str, rows: Any, rule: str, field: str) -> None:
+    """metrics.write.nothing_on_refusal: refused with the rule, field named, nothing created."""
     before = snapshot(results.parent.parent)
     with pytest.raises(RecordRefused) as info:
         write_metrics(results, rows)
@@ -239,6 +240,7 @@ def _consistent(path: Path) -> int:
 
 
 def test_readers_never_see_a_mix_while_metrics_are_replaced(results: Path) -> None:
+    """metrics.write.atomic_replace: a reader sees the old rows or the new ones."""
     proc = _rewriter(results)
     try:
         seen = set()
@@ -252,6 +254,7 @@ def test_readers_never_see_a_mix_while_metrics_are_replaced(results: Path) -> No
 
 
 def test_a_killed_writer_leaves_a_complete_file(results: Path) -> None:
+    """metrics.write.atomic_replace: SIGKILL at any moment leaves a complete file."""
     for delay in (0.05, 0.2, 0.4):
         proc = _rewriter(results)
         time.sleep(delay)

@@ -54,6 +54,7 @@ def _reader(folder: str, barrier: Any, out: Any) -> None:
 
 @pytest.mark.parametrize("round_", range(3))
 def test_sixteen_processes_one_witness(tmp_path: Path, round_: int) -> None:
+    """witness.write.atomic_no_overwrite, with the results folder created in the race."""
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     folder = tmp_path / "not-yet" / "results"
     barrier = ctx.Barrier(WRITERS + 1)

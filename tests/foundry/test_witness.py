@@ -178,6 +178,7 @@ def test_refusal(
     rule: str,
     field: str,
 ) -> None:
+    """witness.write.nothing_on_refusal: refused with the rule, field named, nothing created."""
     before = snapshot(results.parent.parent)
     with pytest.raises(RecordRefused) as info:
         write(results, env, **kwargs)
@@ -263,6 +264,7 @@ def test_witness_fields_and_oracle(results: Path) -> None:
 
 
 def test_cpu_device_gives_null_name_and_peak(results: Path) -> None:
+    """witness.device.cpu_nulls."""
     for device in ("cpu", "cpu:0", "CPU"):
         path = write(results / device.replace(":", "_"), device=device)
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -303,6 +305,7 @@ def test_unavailable_accelerator_gives_nulls(results: Path) -> None:
     ],
 )
 def test_nonzero_rank_writes_nothing(results: Path, env: dict[str, str]) -> None:
+    """witness.rank.nonzero: None, no file, no folder, even without FOUNDRY_RUN_ID."""
     assert write(results, env) is None
     assert not results.parent.exists()
 
@@ -364,6 +367,7 @@ def test_read_witness_returns_the_model(results: Path) -> None:
 
 @pytest.mark.parametrize("version", [2, 0, "1", 1.0, True, None, "two"])
 def test_reader_refuses_unknown_version_first(tmp_path: Path, version: Any) -> None:
+    """witness.read.version_first and witness.run_record_format.unsupported."""
     # Everything else is wrong too; the reader reports only the version, naming it.
     doc = {"run_record_format": version, "attempt": "x", "new_v2_field": 1}
     path = tmp_path / "observed.attempt0.json"
