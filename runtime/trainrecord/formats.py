@@ -125,6 +125,14 @@ FORMATS: tuple[Format, ...] = (
         _has("grad"),
     ),
     Format(
+        "diary-record",
+        "https://trainrecord.dev/schemas/diary/record.schema.json",
+        "json",
+        ("record.json",),
+        "seal.file.json",
+        _has("sealed_by"),
+    ),
+    Format(
         "report",
         "https://trainrecord.dev/schemas/reporting/reporting.schema.json",
         "json",

@@ -17,7 +17,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trainrecord import formats, schemas
+from trainrecord import formats
+
+DESCRIPTION = """\
+Check record files against the trainrecord spec and print every problem with its rule id.
+
+The format of each file is told from its name (observed.attempt<N>.json, metrics.json,
+diary.jsonl, metrics.jsonl, record.json, report.json) or else from its content; a folder
+stands for the record files in it (by name, recursively).
+
+exit status: 0 every file is valid, 1 a file has a problem, 2 a file cannot be read or
+its format cannot be told (pass --format or --schema)."""
 
 
 def register(subparsers: Any) -> None:
@@ -26,7 +36,8 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "validate",
         help="check record files against the spec; print each problem with its rule id",
-        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "paths",
@@ -133,6 +144,3 @@ def run(args: argparse.Namespace) -> int:
     if errors or not results:
         return 2
     return 1 if invalid else 0
-
-
-__all__ = ["register", "run", "schemas"]
