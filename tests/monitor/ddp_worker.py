@@ -1,0 +1,55 @@
+"""One rank of the DDP test: a real gloo process group on CPU, training with the monitor.
+
+Run by ``test_distributed.py`` with ``torch.multiprocessing.spawn``. Each rank trains the
+tiny CNN wrapped in DistributedDataParallel on its own batches, zeroes block 2 part-way
+(identically on both ranks) and lets the monitor repair it with the *global* RNG, which
+is seeded differently on each rank so only the broadcast from rank 0 can keep them equal.
+Each rank saves its parameters and optimizer state for the test to compare.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch.nn import functional as F
+from torch.nn.parallel import DistributedDataParallel
+
+
+def main(rank: int, world: int, init_file: str, run_dir: str, out_dir: str) -> None:
+    """Train on one rank; save this rank's state to ``out_dir/rank<N>.pt``."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tests.monitor.conftest import TinyCNN, batches
+    from tests.monitor.test_events import zero_block2
+    from trainrecord.monitor import Monitor
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    try:
+        torch.manual_seed(0)
+        model = TinyCNN()
+        ddp = DistributedDataParallel(model)
+        optimizer = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
+        torch.manual_seed(100 + rank)  # the ranks' global RNGs now differ
+        with Monitor(ddp, optimizer, run_dir, check_every=2, repair=True, warmup=3) as monitor:
+            for step, (x, y) in enumerate(batches(16, seed=rank)):
+                if step == 8:
+                    zero_block2(model, optimizer)
+                loss = F.cross_entropy(ddp(x), y)
+                loss.backward()
+                monitor.step(loss)
+                optimizer.step()
+                optimizer.zero_grad()
+        state = {
+            "params": {n: p.detach().clone() for n, p in model.named_parameters()},
+            "buffers": {n: b.detach().clone() for n, b in model.named_buffers()},
+            "momentum": {
+                n: optimizer.state[p]["momentum_buffer"].clone()
+                for n, p in model.named_parameters()
+            },
+        }
+        torch.save(state, Path(out_dir) / f"rank{rank}.pt")
+    finally:
+        dist.destroy_process_group()

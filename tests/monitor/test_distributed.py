@@ -1,0 +1,41 @@
+"""DistributedDataParallel with two real gloo processes on CPU."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+import torch.multiprocessing as mp
+
+from tests.monitor import ddp_worker
+from tests.monitor.conftest import events, read_run
+
+
+def test_ddp_two_ranks_one_writer_identical_repair(tmp_path: Path) -> None:
+    run_dir, out_dir = tmp_path / "run", tmp_path / "out"
+    out_dir.mkdir()
+    mp.spawn(
+        ddp_worker.main,
+        args=(2, str(tmp_path / "init"), str(run_dir), str(out_dir)),
+        nprocs=2,
+        join=True,
+    )
+    lines = read_run(run_dir)
+    assert len(events(lines, "run_start")) == 1 and len(events(lines, "run_end")) == 1
+    assert lines[0]["layers"] == ["block1.0", "block1.1", "conv2", "bn2", "head"]
+    manifest = events(lines, "manifest")[0]
+    assert manifest["distributed"]["world_size"] == 2
+    assert manifest["distributed"]["backend"] == "gloo"
+    assert manifest["distributed"]["wrapper"] == "DistributedDataParallel"
+    repair = events(lines, "repair")
+    assert [(r["step"], r["layer"]) for r in repair] == [(8, "conv2")]
+    assert repair[0]["rng"] == "global torch RNG"
+    assert lines[-1]["steps"] == 16
+    rank0 = torch.load(out_dir / "rank0.pt")
+    rank1 = torch.load(out_dir / "rank1.pt")
+    # BatchNorm running statistics are local between forwards (DDP broadcasts rank 0's at
+    # the start of each forward), so parameters and optimizer state are what must agree.
+    for kind in ("params", "momentum"):
+        assert rank0[kind].keys() == rank1[kind].keys()
+        for name, value in rank0[kind].items():
+            assert torch.equal(value, rank1[kind][name]), (kind, name)

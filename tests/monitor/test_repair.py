@@ -1,0 +1,106 @@
+"""Repair: function-preserving at the moment it happens, optimizer state reset, trains on;
+certificates that hold: certified channels stay dead however long training goes on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch.nn import functional as F
+
+from tests.monitor.conftest import TinyCNN, TinyMLP, batches, events, metrics, read_run, train
+from tests.monitor.test_events import sgd, zero_block2
+from trainrecord.monitor import Monitor
+
+
+def test_repair_of_certified_channels_leaves_outputs_unchanged(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = sgd(model)
+    probe = batches(1, batch=16, seed=9)[0][0]
+    with Monitor(model, optimizer, run_dir, check_every=2, repair=True) as monitor:
+        train(model, optimizer, monitor, 4)
+        zero_block2(model, optimizer)
+        x, y = batches(1, seed=5)[0]
+        F.cross_entropy(model(x), y).backward()
+        with torch.no_grad():
+            before_train = model(probe)
+            model.eval()
+            before_eval = model(probe)
+            model.train()
+        conv2_before = model.conv2.weight.detach().clone()
+        monitor.step()  # step 4 is a check: certify and repair
+        assert not torch.equal(conv2_before, model.conv2.weight)  # the repair happened
+        with torch.no_grad():
+            after_train = model(probe)
+            model.eval()
+            after_eval = model(probe)
+            model.train()
+        optimizer.step()
+        optimizer.zero_grad()
+    torch.testing.assert_close(after_train, before_train, rtol=0, atol=1e-6)
+    torch.testing.assert_close(after_eval, before_eval, rtol=0, atol=1e-6)
+    repair = events(read_run(run_dir), "repair")
+    assert [(r["step"], r["layer"], r["count"]) for r in repair] == [(4, "conv2", 8)]
+
+
+def test_silent_channels_without_batchnorm_are_repaired_after_patience_with_adam(
+    run_dir: Path,
+) -> None:
+    torch.manual_seed(0)
+    model = TinyMLP()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with torch.no_grad():
+        model.fc1.bias[:4] = -100.0  # four hidden units never fire: silent, not certifiable
+    probe = batches(1, batch=16, seed=9)[0][0]
+    outputs = []
+    with Monitor(
+        model, optimizer, run_dir, check_every=2, repair=True, repair_patience=2
+    ) as monitor:
+        for step, (x, y) in enumerate(batches(12)):
+            F.cross_entropy(model(x), y).backward()
+            if step == 2:
+                with torch.no_grad():
+                    outputs.append(model(probe))
+            monitor.step(F.cross_entropy(model(x), y).detach())
+            if step == 2:
+                with torch.no_grad():
+                    outputs.append(model(probe))
+            optimizer.step()
+            optimizer.zero_grad()
+    lines = read_run(run_dir)
+    channels = events(lines, "channels")[0]
+    assert channels["layer"] == "fc1" and channels["observed"] == [0, 1, 2, 3]
+    assert channels["n_certified"] == 0 and channels["level"] == "some"
+    repair = events(lines, "repair")
+    assert [(r["step"], r["channels"]) for r in repair] == [(2, [0, 1, 2, 3])]
+    torch.testing.assert_close(outputs[1], outputs[0], rtol=0, atol=1e-6)  # ReDo-style
+    # Adam's exp_avg and exp_avg_sq of fc1.weight, fc1.bias and fc2.weight
+    assert repair[0]["optimizer_slices_reset"] == 6
+    assert "fc2 zeroed" in repair[0]["method"]
+    assert repair[0]["rng"] == "global torch RNG"
+    rows = metrics(run_dir)
+    assert rows[1]["stuck"]["fc1"] == [0, 0, 4, 0]
+    assert rows[-1]["stuck"]["fc1"] == [0, 0, 0, 0]  # the units fire again
+    assert [c["layer"] for c in events(lines, "channels_cleared")] == ["fc1"]
+
+
+def test_certified_channels_stay_dead_through_training(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.01)
+    with torch.no_grad():  # gamma 0 and beta <= 0 on three channels of bn2, fresh optimizer
+        model.bn2.weight[:3] = 0.0
+        model.bn2.bias[:3] = torch.tensor([-0.5, -0.01, 0.0])
+    seen: list[torch.Tensor] = []
+    handle = model.relu2.register_forward_hook(lambda m, a, out: seen.append(out.detach()))
+    with Monitor(model, optimizer, run_dir, check_every=5) as monitor:
+        train(model, optimizer, monitor, 60)
+    handle.remove()
+    lines = read_run(run_dir)
+    certificate = events(lines, "certificate")
+    assert len(certificate) == 1 and certificate[0]["channels"] == [0, 1, 2]
+    assert any("weight decay" in a for a in certificate[0]["assumes"])
+    for out in seen:  # what the certificate claims: zero for every input, at every step
+        assert torch.count_nonzero(out[:, :3]) == 0
+    assert torch.count_nonzero(seen[-1][:, 3:]) > 0

@@ -1,0 +1,113 @@
+"""Structure learnt from the dataflow: pairs, relu_after, sole consumers, consumers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from tests.monitor.conftest import events, read_run
+from trainrecord.monitor import Monitor
+
+
+class Block(nn.Module):
+    """A ResNet basic block: one ReLU module used twice, in place, the second after an add."""
+
+    def __init__(self, c: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(c)
+        self.relu = nn.ReLU(inplace=True)
+        self.conv2 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(c)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """relu(bn2(conv2(relu(bn1(conv1(x))))) + x)."""
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return self.relu(out + x)
+
+
+class MiniResNet(nn.Module):
+    """Stem, two basic blocks, pooling and a head."""
+
+    def __init__(self, c: int = 4) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU(inplace=True)
+        )
+        self.layer = nn.Sequential(Block(c), Block(c))
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(c, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Class scores."""
+        return self.fc(torch.flatten(self.pool(self.layer(self.stem(x))), 1))
+
+
+def one_step(model: nn.Module, run_dir: Path, **kwargs: object) -> list[dict]:
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with Monitor(model, optimizer, run_dir, check_every=1, **kwargs) as monitor:
+        x = torch.randn(8, 3, 8, 8)
+        loss = F.cross_entropy(model(x), torch.randint(0, 2, (8,)))
+        loss.backward()
+        monitor.step(loss)
+        optimizer.step()
+    return read_run(run_dir)
+
+
+def test_resnet_block_pairs_inplace_relu_and_residual_add(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    lines = one_step(MiniResNet(), run_dir)
+    structure = events(lines, "structure")[0]
+    assert structure["pairs"] == {
+        "stem.0": "stem.1",
+        "layer.0.conv1": "layer.0.bn1",
+        "layer.0.conv2": "layer.0.bn2",
+        "layer.1.conv1": "layer.1.bn1",
+        "layer.1.conv2": "layer.1.bn2",
+    }
+    # the ReLU after the residual add receives the add's output, not bn2's
+    assert structure["relu_after"] == ["stem.1", "layer.0.bn1", "layer.1.bn1"]
+    producers = {p["layer"]: p for p in events(lines, "manifest")[0]["producers"]}
+    assert producers["stem.0"]["certifiable"] is True
+    assert producers["stem.0"]["consumer"] is None  # its ReLU output also feeds the residual
+    assert producers["layer.0.conv1"]["certifiable"] is True
+    assert producers["layer.0.conv1"]["consumer"] == "layer.0.conv2"
+    assert producers["layer.0.conv2"]["certifiable"] is False
+    assert "no ReLU" in producers["layer.0.conv2"]["reason"]
+    assert producers["fc"]["certifiable"] is False
+
+
+def test_model_outputs_are_the_graph_when_no_loss_tensor_is_given(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = MiniResNet()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with Monitor(model, optimizer, run_dir, check_every=1) as monitor:
+        loss = F.cross_entropy(model(torch.randn(8, 3, 8, 8)), torch.randint(0, 2, (8,)))
+        loss.backward()
+        monitor.step(float(loss.detach()))
+    structure = events(read_run(run_dir), "structure")[0]
+    assert structure["graph"] == "model outputs"
+    assert structure["pairs"]["layer.0.conv1"] == "layer.0.bn1"
+
+
+def test_ddp_prefix_is_not_in_layer_names_and_fsdp_is_refused(run_dir: Path) -> None:
+    from trainrecord.monitor.distributed import UnsupportedModel, unwrap
+
+    model = MiniResNet()
+    wrapped = nn.DataParallel(model)
+    inner, kind = unwrap(wrapped)
+    assert inner is model and kind == "DataParallel"
+    lines = one_step(wrapped, run_dir)
+    assert all(not name.startswith("module.") for name in lines[0]["layers"])
+
+    class FullyShardedDataParallel(nn.Module):  # what the monitor sees of an FSDP wrapper
+        pass
+
+    with pytest.raises(UnsupportedModel, match="FSDP"):
+        Monitor(FullyShardedDataParallel(), None, run_dir / "fsdp")
+    assert not (run_dir / "fsdp").exists()
