@@ -495,3 +495,16 @@ def test_failing_training_still_leaves_its_witness(tmp_path: Path) -> None:
     witness = read_witness(tmp_path / "res" / "observed.attempt0.json")
     assert witness.experiment_id == 31 and witness.config_sha == "da1dca8eecbe78ba"
     assert re.fullmatch(r"\d+", str(witness.wall_seconds))
+
+
+def test_cuda_witness_reports_name_and_peak(results: Path) -> None:
+    """On a machine with CUDA: the name PyTorch reports and the peak in whole MiB."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device here")
+    block = torch.empty(64 * 1024 * 1024, dtype=torch.uint8, device="cuda:0")  # 64 MiB
+    data = json.loads(write(results, device="cuda:0").read_text(encoding="utf-8"))
+    del block
+    assert data["device_name"] == torch.cuda.get_device_name(0)
+    assert data["peak_vram_mb"] == torch.cuda.max_memory_allocated(0) // (1024 * 1024) >= 64
+    assert schemas.problems(data, WITNESS_SCHEMA) == []
