@@ -101,7 +101,7 @@ class TestServer(ThreadingHTTPServer):
         self.tls = tls
         if tls is not None:
             self.socket = tls.wrap_socket(self.socket, server_side=True)
-        threading.Thread(target=self.serve_forever, daemon=True).start()
+        threading.Thread(target=self.serve_forever, args=(0.05,), daemon=True).start()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # TLS handshakes refused by the client land here; nothing to report
@@ -127,7 +127,7 @@ class RawServer(socketserver.ThreadingTCPServer):
     def __init__(self) -> None:
         self.chunks: list[bytes] = []
         super().__init__(("127.0.0.1", 0), _RawHandler)
-        threading.Thread(target=self.serve_forever, daemon=True).start()
+        threading.Thread(target=self.serve_forever, args=(0.05,), daemon=True).start()
 
 
 class _RawHandler(socketserver.BaseRequestHandler):

@@ -87,7 +87,7 @@ class ReportServer(ThreadingHTTPServer):
     def serve_in_thread(self) -> threading.Thread:
         """Serve from a daemon thread (for tests and embedding); returns it."""
         self._thread = threading.Thread(
-            target=self.serve_forever, name="report-receiver", daemon=True
+            target=self.serve_forever, args=(0.05,), name="report-receiver", daemon=True
         )
         self._thread.start()
         return self._thread
@@ -107,16 +107,14 @@ class ReportHandler(BaseHTTPRequestHandler):
     server_version = "trainrecord-receiver"
     sys_version = ""
 
-    def setup(self) -> None:
-        super().setup()
-        if isinstance(self.connection, ssl.SSLSocket):
-            self.connection.settimeout(self.timeout)
-            self.connection.do_handshake()  # in this request's thread, not the accept loop
-
     def handle(self) -> None:
         try:
+            if isinstance(self.connection, ssl.SSLSocket):
+                self.connection.settimeout(self.timeout)
+                self.connection.do_handshake()  # in this request's thread, not the accept loop
             super().handle()
-        except (ssl.SSLError, ConnectionError, TimeoutError, OSError):
+        except (ssl.SSLError, ConnectionError, TimeoutError, OSError) as exc:
+            log.info("connection from %s dropped: %s", self.address_string(), type(exc).__name__)
             self.close_connection = True
 
     def log_message(self, format: str, *args: Any) -> None:

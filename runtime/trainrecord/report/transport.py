@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import requests
+from urllib3.util import SKIP_HEADER
 
 from trainrecord.report.settings import ReportSettings, is_loopback_host
 
@@ -66,11 +67,15 @@ def new_session() -> requests.Session:
 
 
 def headers(settings: ReportSettings) -> dict[str, str]:
-    """The three headers of §2, exactly."""
+    """The three headers of §2, exactly (plus Host and Content-Length, which HTTP needs).
+
+    urllib3's ``SKIP_HEADER`` keeps http.client from adding ``Accept-Encoding: identity``.
+    """
     return {
         "Content-Type": "application/json",
         "Authorization": f"Bearer {settings.token}",
         "User-Agent": USER_AGENT,
+        "Accept-Encoding": SKIP_HEADER,
     }
 
 

@@ -1,0 +1,294 @@
+"""The reference receiver: 401/415/411/413/400/422/200 as the contract says, newest seq wins
+per run_id whatever the order or concurrency, a JSON read API with "no contact", and plain
+HTTP only on loopback."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.report.conftest import TOKEN, TLSFiles, training_state
+from trainrecord.errors import RecordRefused
+from trainrecord.report import (
+    MAX_BODY,
+    ReportServer,
+    ReportStore,
+    build_report,
+    local_time,
+    make_server,
+)
+from trainrecord.report.store import NO_CONTACT_GRACE_S
+
+AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+
+
+def report(run_id: str | None = None, seq: int = 1, **over: Any) -> dict[str, Any]:
+    state = training_state()
+    if run_id:
+        state.run_id = run_id
+    out = build_report(state, event="progress", status="in progress", seq=seq, sent_at=local_time())
+    out.update(over)
+    return out
+
+
+def post(
+    server: ReportServer, body: bytes | dict, headers: dict[str, str] | None = None, **kw: Any
+) -> requests.Response:
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return requests.post(
+        server.url + "/api/runs",
+        data=data,
+        headers=AUTH if headers is None else headers,
+        timeout=10,
+        **kw,
+    )
+
+
+def test_a_valid_report_is_stored(receiver: ReportServer) -> None:
+    doc = report()
+    resp = post(receiver, doc)
+    assert resp.status_code == 200 and resp.json() == {"ok": True, "stored": True}
+    assert receiver.store.latest(doc["run_id"]) == doc
+
+
+@pytest.mark.parametrize(
+    "auth",
+    [
+        None,
+        "",
+        "Bearer",
+        "Bearer wrong",
+        f"Basic {TOKEN}",
+        f"Bearer {TOKEN}x",
+        f"bearer {TOKEN}",
+        f"Bearer  {TOKEN}",
+    ],
+)
+def test_a_missing_or_bad_token_is_401(receiver: ReportServer, auth: str | None) -> None:
+    headers = {"Content-Type": "application/json"}
+    if auth is not None:
+        headers["Authorization"] = auth
+    resp = post(receiver, report(), headers)
+    assert resp.status_code == 401
+    assert resp.headers["WWW-Authenticate"].startswith("Bearer")
+    assert receiver.store.runs() == []
+
+
+def test_reads_need_the_token_too(receiver: ReportServer) -> None:
+    assert requests.get(receiver.url + "/api/runs", timeout=10).status_code == 401
+
+
+@pytest.mark.parametrize("ctype", ["text/plain", "application/x-www-form-urlencoded", ""])
+def test_a_wrong_content_type_is_415(receiver: ReportServer, ctype: str) -> None:
+    resp = post(receiver, report(), {"Authorization": AUTH["Authorization"], "Content-Type": ctype})
+    assert resp.status_code == 415
+
+
+def test_a_body_over_256_kb_is_413_before_it_is_read(receiver: ReportServer) -> None:
+    with socket.create_connection(receiver.server_address[:2], timeout=10) as sock:
+        sock.sendall(
+            (
+                f"POST /api/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+                "Content-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n"
+            ).encode()
+        )
+        answer = sock.recv(4096).decode()  # answered without the server waiting for the body
+    assert answer.startswith("HTTP/1.1 413")
+
+
+def test_exactly_256_kb_is_not_413(receiver: ReportServer) -> None:
+    doc = report()
+    text = json.dumps(doc)
+    padded = (text[:-1] + " " * (MAX_BODY - len(text)) + "}").encode()
+    assert len(padded) == MAX_BODY
+    assert post(receiver, padded).status_code == 200
+    assert post(receiver, padded + b" ").status_code == 413
+
+
+def test_a_missing_content_length_is_411(receiver: ReportServer) -> None:
+    conn = http.client.HTTPConnection(*receiver.server_address[:2], timeout=10)
+    conn.putrequest("POST", "/api/runs")
+    conn.putheader("Authorization", AUTH["Authorization"])
+    conn.putheader("Content-Type", "application/json")
+    conn.endheaders()
+    assert conn.getresponse().status == 411
+    conn.close()
+
+
+@pytest.mark.parametrize("body", [b"not json", b'{"a": NaN}', b"\xff\xfe{}", b"", b'{"a": 1'])
+def test_a_body_that_is_not_strict_json_is_400(receiver: ReportServer, body: bytes) -> None:
+    assert post(receiver, body).status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("over", "rule"),
+    [
+        ({"seq": -1}, "report.seq.range"),
+        ({"schema": 1}, "report.schema.unsupported"),
+        ({"kind": "nope"}, "report.kind.unknown"),
+        ({"pid": 1}, "report.fields.extra"),
+        ({"sent_at": "2026-10-05T21:48:05Z"}, "report.sent_at.format"),
+    ],
+)
+def test_a_report_that_fails_the_schema_is_422_with_the_problems(
+    receiver: ReportServer, over: dict, rule: str
+) -> None:
+    resp = post(receiver, report(**over))
+    assert resp.status_code == 422
+    found = resp.json()["problems"]
+    assert rule in {p["rule"] for p in found}
+    assert all({"rule", "path", "message", "value"} <= set(p) for p in found)
+    assert receiver.store.runs() == []
+
+
+def test_a_json_array_is_422(receiver: ReportServer) -> None:
+    assert post(receiver, b"[1, 2]").status_code == 422
+
+
+def test_old_and_duplicate_reports_are_200_and_not_stored(receiver: ReportServer) -> None:
+    run_id = str(uuid.uuid4())
+    newer = report(run_id, seq=20, event="epoch_end")
+    assert post(receiver, newer).json() == {"ok": True, "stored": True}
+    assert post(receiver, report(run_id, seq=10)).json() == {"ok": True, "stored": False}
+    assert post(receiver, report(run_id, seq=20)).json() == {"ok": True, "stored": False}
+    assert receiver.store.latest(run_id) == newer
+    assert [r["stored"] for r in receiver.store.receipts(run_id)] == [True, False, False]
+
+
+def test_other_methods_are_405(receiver: ReportServer) -> None:
+    resp = requests.put(receiver.url + "/api/runs", headers=AUTH, data=b"{}", timeout=10)
+    assert resp.status_code == 405
+
+
+def test_the_read_api_lists_runs_and_serves_the_latest_report(receiver: ReportServer) -> None:
+    a, b = str(uuid.uuid4()), str(uuid.uuid4())
+    post(receiver, report(a, seq=5))
+    post(receiver, report(b, seq=7, event="complete", status="complete", finished_at=local_time()))
+    runs = requests.get(receiver.url + "/api/runs", headers=AUTH, timeout=10).json()["runs"]
+    assert {(r["run_id"], r["state"]) for r in runs} == {(a, "in progress"), (b, "complete")}
+    got = requests.get(f"{receiver.url}/api/runs/{a}", headers=AUTH, timeout=10)
+    assert got.status_code == 200 and got.json()["seq"] == 5
+    receipts = requests.get(f"{receiver.url}/api/runs/{a}/receipts", headers=AUTH, timeout=10)
+    assert [r["seq"] for r in receipts.json()["receipts"]] == [5]
+    missing = requests.get(f"{receiver.url}/api/runs/{uuid.uuid4()}", headers=AUTH, timeout=10)
+    assert missing.status_code == 404
+
+
+def test_a_silent_run_in_progress_shows_no_contact(tmp_path: Path) -> None:
+    store = ReportStore(tmp_path / "r.sqlite")
+    running, done = (
+        report(seq=1),
+        report(seq=1, event="complete", status="complete", finished_at=local_time()),
+    )
+    store.put(running, received_at=1000.0)
+    store.put(done, received_at=1000.0)
+    limit = 1000.0 + 3 * 60 + NO_CONTACT_GRACE_S
+    states = {r["run_id"]: r["state"] for r in store.runs(every=60, now=limit)}
+    assert states == {running["run_id"]: "in progress", done["run_id"]: "complete"}
+    states = {r["run_id"]: r["state"] for r in store.runs(every=60, now=limit + 1)}
+    assert states == {running["run_id"]: "no contact", done["run_id"]: "complete"}
+    assert store.latest(running["run_id"])["status"] == "in progress"  # stored status unchanged
+    store.put(report(running["run_id"], seq=0), received_at=limit)  # an old report is contact
+    states = {r["run_id"]: r["state"] for r in store.runs(every=60, now=limit + 1)}
+    assert states[running["run_id"]] == "in progress"
+
+
+@given(st.lists(st.integers(min_value=0, max_value=2**53 - 1), min_size=1, max_size=12))
+def test_out_of_order_and_duplicate_delivery_ends_at_the_max_seq(seqs: list[int]) -> None:
+    server = _SHARED["server"]
+    run_id = str(uuid.uuid4())
+    for seq in seqs:
+        resp = post(server, report(run_id, seq=seq, host=f"h{seq}"))
+        assert resp.status_code == 200
+    latest = server.store.latest(run_id)
+    assert latest["seq"] == max(seqs) and latest["host"] == f"h{max(seqs)}"
+    stored = [r["seq"] for r in server.store.receipts(run_id) if r["stored"]]
+    assert stored == sorted(set(stored)) and stored[-1] == max(seqs)
+
+
+_SHARED: dict[str, ReportServer] = {}
+
+
+@pytest.fixture(autouse=True)
+def _share(receiver: ReportServer) -> None:
+    _SHARED["server"] = receiver
+
+
+def test_concurrent_posts_never_let_an_older_report_win(receiver: ReportServer) -> None:
+    run_ids = [str(uuid.uuid4()) for _ in range(3)]
+    import random
+
+    plan = [(run_id, seq) for run_id in run_ids for seq in range(1, 41)]
+    random.Random(7).shuffle(plan)
+    chunks = [plan[i::8] for i in range(8)]
+    errors: list[int] = []
+
+    def worker(items: list[tuple[str, int]]) -> None:
+        with requests.Session() as session:
+            for run_id, seq in items:
+                resp = session.post(
+                    receiver.url + "/api/runs",
+                    headers=AUTH,
+                    timeout=30,
+                    data=json.dumps(report(run_id, seq=seq)).encode(),
+                )
+                if resp.status_code != 200:
+                    errors.append(resp.status_code)
+
+    threads = [threading.Thread(target=worker, args=(c,)) for c in chunks]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    for run_id in run_ids:
+        assert receiver.store.latest(run_id)["seq"] == 40
+        assert len(receiver.store.receipts(run_id)) == 40
+
+
+def test_https_receiver_serves_a_trusting_client(
+    https_receiver: ReportServer, tls: TLSFiles
+) -> None:
+    assert https_receiver.url.startswith("https://")
+    resp = requests.post(
+        https_receiver.url + "/api/runs",
+        headers=AUTH,
+        timeout=10,
+        data=json.dumps(report()).encode(),
+        verify=tls.ca,
+    )
+    assert resp.status_code == 200
+    with pytest.raises(requests.exceptions.SSLError):
+        requests.post(
+            https_receiver.url + "/api/runs", headers=AUTH, timeout=10, data=b"{}", verify=True
+        )
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.1", "example.org"])
+def test_plain_http_is_refused_off_loopback(tmp_path: Path, host: str) -> None:
+    with pytest.raises(RecordRefused) as info:
+        make_server(host, 0, token=TOKEN, store=ReportStore(tmp_path / "r.sqlite"))
+    assert info.value.rule == "report.server.plain_http_loopback"
+
+
+def test_plain_http_on_ipv6_loopback(tmp_path: Path) -> None:
+    try:
+        server = make_server("::1", 0, token=TOKEN, store=ReportStore(tmp_path / "r.sqlite"))
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    server.serve_in_thread()
+    try:
+        assert server.url.startswith("http://[::1]:")
+        assert post(server, report()).status_code == 200
+    finally:
+        server.close()

@@ -1,0 +1,332 @@
+"""§3: reports go from a background thread that keeps only the newest unsent report; a job's
+calls never wait for the network, even when the server hangs; one warning on failure, then
+quiet until a report gets through; the final report gets a bounded time and the process
+never hangs at exit. Every event of §3 is sent with its status (§6)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.report.conftest import (
+    TOKEN,
+    lesion_epoch,
+    lesion_state,
+    lesion_validation,
+    settings_for,
+    training_epoch,
+    training_state,
+    wordset_state,
+)
+from tests.report.servers import Behaviour, TestServer
+from trainrecord.errors import RecordRefused
+from trainrecord.report import Reporter, ReportServer, Sender, SeqClock, validation_entry
+from trainrecord.report.payload import encode_report
+
+Start = Callable[..., TestServer]
+
+
+def wait_until(cond: Callable[[], bool], limit: float = 20.0) -> None:
+    """Poll until ``cond()`` (a guard against hanging, not a speed assertion)."""
+    deadline = time.monotonic() + limit
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached")
+        time.sleep(0.01)
+
+
+def bodies(server: TestServer) -> list[dict]:
+    return [json.loads(r.body) for r in server.requests]
+
+
+def test_only_the_newest_unsent_report_is_kept(hostile: Start) -> None:
+    server = hostile(Behaviour(mode="hang"))
+    reporter = Reporter(settings_for(server.url), training_state())
+    reporter.started()
+    assert server.arrived.wait(10)
+    for i in range(100):
+        reporter.progress(phase="training", batch=i, batches=100, force=True)
+    server.behaviour = Behaviour()
+    server.release.set()
+    wait_until(lambda: len(server.requests) == 2 and reporter.sender.idle)
+    assert reporter.close(10)
+    sent = bodies(server)
+    assert [b["event"] for b in sent] == ["started", "progress"]
+    assert sent[1]["progress"]["batch"] == 99
+    assert reporter.sender.superseded == 99
+    assert sent[0]["seq"] < sent[1]["seq"]
+
+
+def test_calls_never_wait_for_a_hanging_server(hostile: Start) -> None:
+    server = hostile(Behaviour(mode="hang"))
+    state = training_state(epochs_total=3)
+    reporter = Reporter(settings_for(server.url), state, flush_timeout=0.2)
+    reporter.started()
+    assert server.arrived.wait(10)
+    # The server holds the first request and answers nothing; every call still returns.
+    for epoch in range(3):
+        for i in range(200):
+            reporter.progress(phase="training", batch=i, batches=200, force=True)
+        reporter.epoch_end(training_epoch(epoch))
+    reporter.complete()
+    assert not server.release.is_set() and len(server.requests) == 1
+    assert reporter.close() is False  # bounded: gave up after flush_timeout, did not hang
+    server.release.set()
+
+
+def test_the_final_report_goes_out_at_close(receiver: ReportServer) -> None:
+    state = training_state(epochs_total=2)
+    with Reporter(settings_for(receiver.url + "/api/runs"), state) as reporter:
+        for epoch in range(2):
+            reporter.progress(phase="training", batch=0, batches=1, force=True)
+            reporter.epoch_end(training_epoch(epoch))
+    latest = receiver.store.latest(state.run_id)
+    assert latest is not None
+    assert (latest["event"], latest["status"]) == ("complete", "complete")
+    assert latest["finished_at"] is not None and latest["progress"]["fraction"] == 1.0
+    assert latest["progress"]["epochs_completed"] == 2 and len(latest["history"]) == 2
+
+
+def _run_kind(
+    receiver: ReportServer, state, steps: Callable[[Reporter], None], outcome: str
+) -> list[dict]:
+    """Run a job through a reporter, waiting for each report so that none is superseded."""
+    reporter = Reporter(settings_for(receiver.url), state)
+    sent: list[tuple[str, str]] = []
+
+    def settle() -> None:
+        wait_until(
+            lambda: (
+                reporter.sender.idle
+                and reporter.sender.sent + reporter.sender.failed + reporter.sender.refused
+                >= len(sent) + 1
+            )
+        )
+        sent.append(("", ""))
+
+    reporter.started()
+    settle()
+    steps(reporter)
+    settle()
+    if outcome == "complete":
+        reporter.complete()
+    elif outcome == "failed":
+        reporter.failed(RuntimeError("boom"))
+    elif outcome == "discarded":
+        reporter.interrupted(discarded=True)
+    else:
+        reporter.interrupted()
+    assert reporter.close(10)
+    assert reporter.sender.refused == 0 and reporter.sender.failed == 0
+    return [r["seq"] for r in receiver.store.receipts(state.run_id)]
+
+
+@pytest.mark.parametrize("outcome", ["complete", "failed", "interrupted", "discarded"])
+@pytest.mark.parametrize("kind", ["training", "lesion", "wordset"])
+def test_every_event_of_each_kind_reaches_the_receiver(
+    receiver: ReportServer, kind: str, outcome: str
+) -> None:
+    state = {"training": training_state, "lesion": lesion_state, "wordset": wordset_state}[kind]()
+
+    def steps(r: Reporter) -> None:
+        if kind == "wordset":
+            r.progress(words_done=10, force=True)
+            return
+        if kind == "lesion":
+            r.initial_validation(lesion_validation(), which="intact")
+            r.initial_validation(lesion_validation(), which="lesioned")
+            r.progress(phase="training", batch=1, batches=10, force=True)
+            wait_until(lambda: r.sender.idle and r.sender.sent >= 2)
+            r.epoch_end(lesion_epoch(80))
+        else:
+            r.initial_validation(
+                validation_entry(
+                    "training",
+                    val_loss=6.9,
+                    val_loss_images=6.9,
+                    val_accuracy_images=0.1,
+                    duration_seconds=150.0,
+                )
+            )
+            r.progress(phase="training", batch=1, batches=10, force=True)
+            wait_until(lambda: r.sender.idle and r.sender.sent >= 2)
+            r.epoch_end(training_epoch(0))
+
+    seqs = _run_kind(receiver, state, steps, outcome)
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    expected = 4 if kind != "wordset" else 3
+    assert len(seqs) == expected
+    latest = receiver.store.latest(state.run_id)
+    status = {
+        "complete": "complete",
+        "failed": "failed",
+        "interrupted": "interrupted",
+        "discarded": "discarded",
+    }[outcome]
+    event = "interrupted" if outcome == "discarded" else outcome
+    assert (latest["event"], latest["status"]) == (event, status)
+    assert (latest["error"] is not None) == (outcome == "failed")
+
+
+def test_one_warning_then_quiet_until_a_report_gets_through(
+    hostile: Start, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = hostile(Behaviour(status=500))
+    state = training_state()
+    reporter = Reporter(settings_for(server.url), state)
+    caplog.set_level(logging.INFO, logger="trainrecord.report")
+
+    def send(n: int) -> None:
+        reporter.progress(force=True)
+        wait_until(
+            lambda: (
+                len(server.requests) == n
+                and reporter.sender.idle
+                and reporter.sender.sent + reporter.sender.failed == n
+            )
+        )
+
+    for n in range(1, 4):
+        send(n)
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "HTTP 500" in warnings[0].getMessage()
+    server.behaviour = Behaviour(status=200)
+    send(4)
+    assert any("get through again" in r.getMessage() for r in caplog.records)
+    server.behaviour = Behaviour(status=401)
+    send(5)
+    send(6)
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2 and "401" in warnings[1].getMessage()
+    assert all(TOKEN not in r.getMessage() for r in caplog.records)
+    reporter.close(5)
+
+
+def test_a_failed_report_is_not_retried(hostile: Start) -> None:
+    server = hostile(Behaviour(status=503))
+    reporter = Reporter(settings_for(server.url), training_state())
+    reporter.started()
+    wait_until(lambda: reporter.sender.failed == 1)
+    reporter.close(5)
+    time.sleep(0.2)
+    assert len(server.requests) == 1
+
+
+def test_a_broken_build_does_not_stop_the_sender(hostile: Start) -> None:
+    server = hostile()
+    sender = Sender(settings_for(server.url))
+
+    def broken() -> bytes:
+        raise ZeroDivisionError
+
+    sender.submit(broken)
+    wait_until(lambda: sender.refused == 1)
+    state = training_state()
+    from trainrecord.report import build_report, local_time
+
+    sender.submit(
+        lambda: encode_report(
+            build_report(state, event="started", status="in progress", seq=1, sent_at=local_time())
+        )
+    )
+    wait_until(lambda: sender.sent == 1)
+    assert sender.close(5)
+
+
+def test_an_unsendable_job_raises_before_any_work_starts(hostile: Start) -> None:
+    server = hostile()
+    for bad in (
+        training_state(name="/home/alice/models/pre_s_49"),
+        training_state(config={"mode": "pre"}),
+        training_state(run_id="not-a-uuid"),
+    ):
+        with pytest.raises(RecordRefused):
+            Reporter(settings_for(server.url), bad)
+    assert server.requests == []
+
+
+def test_an_exception_in_the_job_sends_failed_and_propagates(receiver: ReportServer) -> None:
+    state = training_state()
+    with pytest.raises(MemoryError), Reporter(settings_for(receiver.url), state):
+        raise MemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+    latest = receiver.store.latest(state.run_id)
+    assert latest["status"] == "failed"
+    assert latest["error"] == {
+        "type": "MemoryError",
+        "message": "CUDA out of memory. Tried to allocate 2.00 GiB",
+    }
+
+
+@pytest.mark.parametrize(("epochs", "status"), [(0, "discarded"), (1, "interrupted")])
+def test_ctrl_c_sends_interrupted_or_discarded(
+    receiver: ReportServer, epochs: int, status: str
+) -> None:
+    state = training_state()
+    with pytest.raises(KeyboardInterrupt), Reporter(settings_for(receiver.url), state) as r:
+        for epoch in range(epochs):
+            r.epoch_end(training_epoch(epoch))
+        raise KeyboardInterrupt
+    latest = receiver.store.latest(state.run_id)
+    assert (latest["event"], latest["status"]) == ("interrupted", status)
+
+
+def test_resume_keeps_the_run_id_and_seq_keeps_rising(
+    receiver: ReportServer, tmp_path: Path
+) -> None:
+    state = training_state()
+    seq_file = tmp_path / "report_seq.json"
+    for attempt in range(3):
+        resumed = training_state(run_id=state.run_id, started_at=state.started_at)
+        with (
+            pytest.raises(KeyboardInterrupt),
+            Reporter(settings_for(receiver.url), resumed, seq_path=seq_file) as r,
+        ):
+            r.epoch_end(training_epoch(attempt))
+            raise KeyboardInterrupt
+    seqs = [r["seq"] for r in receiver.store.receipts(state.run_id)]
+    assert len(seqs) >= 3 and seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    assert SeqClock(seq_file).next() > seqs[-1]
+
+
+SCRIPT = textwrap.dedent("""
+    import sys, time
+    from trainrecord.report import Reporter, ReportSettings, JobState, config
+    settings = ReportSettings(url=sys.argv[1], every=0.001, token=sys.argv[2])
+    state = JobState(kind="wordset", run_id="12270431-eafa-4e1f-af1d-da0fe84d5dea",
+                     name="english", group="wordsets", words_done=0, words_total=10,
+                     config=config("wordset", wordlist="english", num_words=10, num_train=1,
+                                   num_val=1, train_fonts=["sans"], val_fonts=["serif"],
+                                   width=8, height=8))
+    reporter = Reporter(settings, state, flush_timeout=float(sys.argv[3]))
+    reporter.started()
+    for i in range(10):
+        reporter.progress(words_done=i + 1)
+    if sys.argv[4] == "with":
+        with reporter:
+            pass
+    print("job done", flush=True)
+""")
+
+
+@pytest.mark.parametrize("how", ["with", "atexit"])
+def test_the_process_never_hangs_at_exit_on_a_hanging_server(hostile: Start, how: str) -> None:
+    server = hostile(Behaviour(mode="hang"))
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT, server.url, TOKEN, "1.0", how],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(Path.cwd())},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "job done" in proc.stdout
+    assert len(server.requests) == 1  # the first report still hangs; nothing else was sent

@@ -1,0 +1,184 @@
+"""§2 transport against real servers on loopback: the URL as configured, exactly the three
+headers, TLS verified, redirects never followed (the token never reaches the target), each
+status class with its own meaning, no retry, and report_status() raising with the status and
+the first 300 characters of the body."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+
+from tests.report.conftest import TOKEN, TLSFiles, settings_for, training_state
+from tests.report.servers import Behaviour, RawServer, TestServer
+from trainrecord.report import (
+    ReportNotDelivered,
+    build_report,
+    encode_report,
+    local_time,
+    post_report,
+    report_status,
+)
+
+Start = Callable[..., TestServer]
+
+
+def body() -> bytes:
+    state = training_state()
+    return encode_report(
+        build_report(state, event="started", status="in progress", seq=1, sent_at=local_time())
+    )
+
+
+def test_post_goes_to_the_url_as_configured_with_exactly_three_headers(hostile: Start) -> None:
+    server = hostile()
+    payload = body()
+    outcome = post_report(settings_for(server.url + "/api/runs?team=a"), payload)
+    assert outcome.ok and outcome.status == 200 and outcome.category == "accepted"
+    [got] = server.requests
+    assert (got.method, got.path) == ("POST", "/api/runs?team=a")
+    assert got.body == payload
+    assert got.header("Content-Type") == "application/json"
+    assert got.header("Authorization") == f"Bearer {TOKEN}"
+    assert got.header("User-Agent") == "CORread-reporter/2"
+    names = {k.lower() for k, _ in got.headers}
+    assert names == {"host", "content-length", "content-type", "authorization", "user-agent"}
+    assert json.loads(got.body)["schema"] == 2
+
+
+@pytest.mark.parametrize(
+    ("status", "category"),
+    [
+        (200, "accepted"),
+        (201, "accepted"),
+        (204, "accepted"),
+        (401, "unauthorized"),
+        (403, "unauthorized"),
+        (400, "invalid"),
+        (422, "invalid"),
+        (404, "failed"),
+        (409, "failed"),
+        (500, "failed"),
+        (503, "failed"),
+    ],
+)
+def test_each_status_class_has_its_meaning(hostile: Start, status: int, category: str) -> None:
+    server = hostile(Behaviour(status=status, body=b"" if status == 204 else b"nope"))
+    outcome = post_report(settings_for(server.url), body())
+    assert (outcome.ok, outcome.status, outcome.category) == (
+        category == "accepted",
+        status,
+        category,
+    )
+    assert len(server.requests) == 1  # never retried
+    assert TOKEN not in outcome.message
+
+
+def test_the_warnings_differ_per_class(hostile: Start) -> None:
+    messages = set()
+    for status in (401, 422, 500, 302):
+        server = hostile(Behaviour(status=status, headers={"Location": "http://127.0.0.1:9/x"}))
+        messages.add(post_report(settings_for(server.url), body()).message)
+    assert len(messages) == 4
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_redirects_are_never_followed_and_the_target_gets_nothing(
+    hostile: Start, status: int
+) -> None:
+    target = hostile()
+    server = hostile(Behaviour(status=status, headers={"Location": target.url + "/steal"}))
+    outcome = post_report(settings_for(server.url), body())
+    assert not outcome.ok and outcome.category == "redirect" and outcome.status == status
+    assert len(server.requests) == 1
+    assert target.requests == []
+
+
+def test_a_hanging_server_is_a_timeout(hostile: Start) -> None:
+    server = hostile(Behaviour(mode="hang"))
+    outcome = post_report(settings_for(server.url, timeout=0.5), body())
+    assert (outcome.ok, outcome.status, outcome.category) == (False, None, "timeout")
+
+
+def test_the_client_timeout_is_10_seconds_by_default() -> None:
+    assert settings_for("https://example.org/").timeout == 10.0
+
+
+@pytest.mark.parametrize("mode", ["garbage", "close"])
+def test_garbage_or_a_closed_connection_is_a_failure(hostile: Start, mode: str) -> None:
+    server = hostile(Behaviour(mode=mode))
+    outcome = post_report(settings_for(server.url, timeout=5), body())
+    assert not outcome.ok and outcome.category == "network"
+    assert len(server.requests) == 1
+
+
+def test_nobody_listening_is_a_failure() -> None:
+    outcome = post_report(settings_for("http://127.0.0.1:9/"), body())
+    assert not outcome.ok and outcome.category == "network"
+
+
+def test_tls_with_a_trusted_ca_gets_through(hostile: Start, tls: TLSFiles) -> None:
+    server = hostile(tls=tls.context)
+    outcome = post_report(settings_for(server.url, ca=tls.ca), body())
+    assert outcome.ok
+    assert server.requests[0].header("Authorization") == f"Bearer {TOKEN}"
+
+
+def test_tls_via_requests_ca_bundle_gets_through(
+    hostile: Start, tls: TLSFiles, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = hostile(tls=tls.context)
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", tls.ca)
+    assert post_report(settings_for(server.url), body()).ok
+
+
+def test_tls_with_an_untrusted_certificate_sends_nothing(
+    hostile: Start, tls: TLSFiles, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    server = hostile(tls=tls.context)
+    outcome = post_report(settings_for(server.url), body())
+    assert not outcome.ok and outcome.category == "tls"
+    assert server.requests == []
+
+
+def test_https_to_a_plain_server_never_sends_the_token_in_clear() -> None:
+    raw = RawServer()
+    try:
+        outcome = post_report(
+            settings_for(f"https://127.0.0.1:{raw.server_address[1]}/", timeout=3), body()
+        )
+    finally:
+        raw.shutdown()
+        raw.server_close()
+    assert not outcome.ok
+    assert all(TOKEN.encode() not in chunk for chunk in raw.chunks)
+
+
+def test_report_status_raises_with_the_status_and_300_characters(hostile: Start) -> None:
+    text = ("x" * 299 + "ÿ" + "tail" * 200).encode()
+    server = hostile(Behaviour(status=503, body=text))
+    with pytest.raises(ReportNotDelivered) as info:
+        report_status(settings_for(server.url), training_state(), "stopped")
+    assert info.value.status == 503
+    assert info.value.body == "x" * 299 + "ÿ"
+    assert "503" in str(info.value) and info.value.body in str(info.value)
+    assert TOKEN not in str(info.value)
+
+
+def test_report_status_sends_a_snapshot(hostile: Start) -> None:
+    server = hostile()
+    state = training_state()
+    seq = report_status(settings_for(server.url), state, "stopped")
+    sent = json.loads(server.requests[0].body)
+    assert (sent["event"], sent["status"], sent["seq"]) == ("snapshot", "stopped", seq)
+    assert sent["progress"]["phase"] is None and sent["eta_seconds"] is None
+
+
+def test_report_status_raises_on_a_timeout(hostile: Start) -> None:
+    server = hostile(Behaviour(mode="hang"))
+    with pytest.raises(ReportNotDelivered) as info:
+        report_status(settings_for(server.url, timeout=0.3), training_state(), "interrupted")
+    assert info.value.status is None and "timeout" in str(info.value)
