@@ -165,6 +165,7 @@ def write_witness(
     if target.exists() or target.is_symlink():
         raise _exists(target)
     witness["device_name"], witness["peak_vram_mb"] = accelerator_info(witness["device"])
+    witness["captured_at"] = datetime.now(UTC).isoformat()  # when it is written
     schemas.check(witness, WITNESS_SCHEMA)  # the guarantee: what we write is valid
     data = (dumps_strict(witness, indent=2) + "\n").encode("utf-8")
     target.parent.mkdir(parents=True, exist_ok=True)
