@@ -13,8 +13,19 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainrecord.diary.events import fast_line_problems
-from trainrecord.diary.fastline import LineSyntaxError, parse_line
+from trainrecord.diary.events import fast_validators, line_problems
+from trainrecord.diary.fastline import (
+    LineSyntaxError,
+    canonical_body_std,
+    exact_body,
+    fast_json,
+    parse_std,
+)
+
+PREV_BROKEN = (
+    "prev is not the hash of the line before (a line was removed, inserted, reordered or changed)"
+)
+HASH_BROKEN = "hash does not match the line's content: the line was changed after it was written"
 
 
 @dataclass(frozen=True)
@@ -66,6 +77,44 @@ def _seq_of(value: Any) -> int | None:
     return seq if type(seq) is int else None
 
 
+def _fail_schema(line_no: int, value: dict[str, Any]) -> LineFailure | None:
+    found = line_problems(value)
+    if not found:
+        return None
+    p = found[0]
+    shown = f" (got {p.value})" if p.value is not None else ""
+    return LineFailure(line_no, _seq_of(value), p.rule, f"{p.field}: {p.message}{shown}")
+
+
+def _slow_line(raw: bytes, line_no: int) -> tuple[dict[str, Any], bytes] | LineFailure:
+    """The definition, with the standard library: parse, check the schema, canonicalise."""
+    try:
+        value = parse_std(raw)
+    except LineSyntaxError as exc:
+        return LineFailure(line_no, None, "diary.file.json", str(exc))
+    if not isinstance(value, dict):
+        return LineFailure(line_no, None, "diary.file.json", "the line is not a JSON object")
+    failure = _fail_schema(line_no, value)
+    if failure is not None:
+        return failure
+    try:
+        body = canonical_body_std(value)
+    except (ValueError, TypeError):  # pragma: no cover - strict parsing leaves nothing to refuse
+        return LineFailure(
+            line_no,
+            _seq_of(value),
+            "diary.file.json",
+            "the line holds a value canonical JSON cannot write",
+        )
+    return value, body
+
+
+def _finish(res: ChunkResult, events: dict[str, int], count: int) -> ChunkResult:
+    res.events.update(events)
+    res.lines = count
+    return res
+
+
 def scan(data: bytes | memoryview, first_line: int) -> ChunkResult:
     """Check every complete line in ``data`` (which ends at a newline or is empty).
 
@@ -73,93 +122,85 @@ def scan(data: bytes | memoryview, first_line: int) -> ChunkResult:
     seq must increase by one from the first line's seq and each prev must be the hash of
     the line before; the first line's seq and prev are left to the caller.
     """
-    raw_all = bytes(data)
     res = ChunkResult(first_line=first_line)
-    events = res.events
+    lines = bytes(data).split(b"\n")
+    lines.pop()  # after the final newline
+    events: dict[str, int] = {}
+    count = 0
     sha256 = hashlib.sha256
-    pos = 0
-    end = len(raw_all)
-    line_no = first_line
+    valid = fast_validators()
+    common = valid[None]
+    loads, dumps, decode_error, sort = fast_json()
+    line_no = first_line - 1
     prev_hash: str | None = None
     prev_event: str | None = None
     expect_seq: int | None = None
-    while pos < end:
-        nl = raw_all.index(b"\n", pos)
-        raw = raw_all[pos:nl]
-        pos = nl + 1
-        try:
-            value, body = parse_line(raw)
-        except LineSyntaxError as exc:
-            res.failure = LineFailure(line_no, None, "diary.file.json", str(exc))
-            return res
-        if not isinstance(value, dict):
-            res.failure = LineFailure(
-                line_no, None, "diary.file.json", "the line is not a JSON object"
-            )
-            return res
-        found = fast_line_problems(value)
-        seq = _seq_of(value)
-        if found:
-            p = found[0]
-            res.failure = LineFailure(
-                line_no,
-                seq,
-                p.rule,
-                f"{p.field}: {p.message}" + (f" (got {p.value})" if p.value is not None else ""),
-            )
-            return res
+    for raw in lines:
+        line_no += 1
+        body = None
+        value: Any = None
+        if loads is not None:
+            try:
+                value = loads(raw)
+            except decode_error:
+                value = None
+            if value.__class__ is dict:
+                event = value.get("event")
+                check = valid.get(event, common) if event.__class__ is str else common
+                if check(value):
+                    prev = value.pop("prev")
+                    digest_given = value.pop("hash")
+                    out = dumps(value, option=sort)
+                    if (
+                        out.isascii()
+                        and b"\x7f" not in out
+                        and b"0.0000" not in out
+                        and (b"-" not in out or b"e-" not in out)
+                        and (b"+" not in out or b"e+" not in out)
+                    ):
+                        body = out
+                    else:
+                        body = exact_body(value, raw, out)
+        if body is None:
+            slow = _slow_line(raw, line_no)
+            if slow.__class__ is LineFailure:
+                res.failure = slow  # type: ignore[assignment]
+                return _finish(res, events, count)
+            value, body = slow  # type: ignore[misc]
+            prev = value["prev"]
+            digest_given = value["hash"]
+        seq = value["seq"]
         event = value["event"]
-        prev = value["prev"]
         if expect_seq is None:
             res.first_seq, res.first_prev, res.first_event = seq, prev, event
-        else:
-            if seq != expect_seq:
-                res.failure = LineFailure(
-                    line_no, seq, "diary.chain.seq", f"seq is {seq}, expected {expect_seq}"
-                )
-                return res
-            if prev != prev_hash:
-                res.failure = LineFailure(
-                    line_no,
-                    seq,
-                    "diary.chain.prev",
-                    "prev is not the hash of the line before (a line was removed, inserted, "
-                    "reordered or changed)",
-                )
-                return res
-            if prev_event == "run_end" and event != "run_start":
-                res.failure = LineFailure(
-                    line_no,
-                    seq,
-                    "diary.order.run_end",
-                    f"a {event} line follows run_end; only a run_start (a resumed run) may",
-                )
-                return res
-        if body is None:
+        elif seq != expect_seq:
+            res.failure = LineFailure(
+                line_no, seq, "diary.chain.seq", f"seq is {seq}, expected {expect_seq}"
+            )
+            return _finish(res, events, count)
+        elif prev != prev_hash:
+            res.failure = LineFailure(line_no, seq, "diary.chain.prev", PREV_BROKEN)
+            return _finish(res, events, count)
+        elif prev_event == "run_end" and event != "run_start":
             res.failure = LineFailure(
                 line_no,
                 seq,
-                "diary.file.json",
-                "the line holds a value canonical JSON cannot write",
+                "diary.order.run_end",
+                f"a {event} line follows run_end; only a run_start (a resumed run) may",
             )
-            return res
-        digest = sha256(prev.encode("utf-8") + body).hexdigest()
-        if digest != value["hash"]:
-            res.failure = LineFailure(
-                line_no,
-                seq,
-                "diary.chain.hash",
-                "hash does not match the line's content: the line was changed after it was written",
-            )
-            return res
-        events[event] += 1
+            return _finish(res, events, count)
+        digest = sha256(prev.encode() + body).hexdigest()
+        if digest != digest_given:
+            res.failure = LineFailure(line_no, seq, "diary.chain.hash", HASH_BROKEN)
+            return _finish(res, events, count)
+        events[event] = events.get(event, 0) + 1
         if event == "run_end":
             res.run_ends.append((line_no, value["metrics_sha256"]))
         prev_hash = digest
         prev_event = event
-        expect_seq = seq + 1  # type: ignore[operator]
-        res.lines += 1
-        line_no += 1
+        expect_seq = seq + 1
+        count += 1
+    _finish(res, events, count)
     res.last_seq = None if expect_seq is None else expect_seq - 1
     res.last_hash = prev_hash
     res.last_event = prev_event

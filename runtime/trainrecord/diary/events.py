@@ -91,3 +91,17 @@ def fast_line_problems(line: Any) -> list[Problem]:
     if not isinstance(line, dict):
         return problems(line, COMMON_SCHEMA)
     return fast_problems(line, event_schema(event))
+
+
+@cache
+def fast_validators() -> dict[str | None, Any]:
+    """``{event: isinstance check}`` from the generated strict models; ``None``: common fields.
+
+    A True answer means the line is valid (the models agree with the oracle); on False the
+    caller asks the oracle, which decides and names the rule.
+    """
+    table: dict[str | None, Any] = {
+        event: _adapter(event_schema(event)).validator.isinstance_python for event in EVENT_TYPES
+    }
+    table[None] = _adapter(COMMON_SCHEMA).validator.isinstance_python
+    return table

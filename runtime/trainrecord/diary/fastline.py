@@ -27,6 +27,7 @@ except ImportError:  # pragma: no cover - orjson is a runtime dependency; json s
     orjson = None  # type: ignore[assignment]
 
 _UNSAFE = re.compile(rb"[0-9]e|0\.0000|\x7f")
+_BIG_INT = re.compile(rb"[0-9]{19}")
 _EXCLUDED = ("prev", "hash")
 
 
@@ -38,7 +39,8 @@ def _refuse_constant(token: str) -> Any:
     raise LineSyntaxError(f"the non-finite number token {token} is not strict JSON")
 
 
-def _parse_std(raw: bytes) -> Any:
+def parse_std(raw: bytes) -> Any:
+    """Parse with the standard library, refusing non-finite tokens (the definition)."""
     try:
         return json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
     except UnicodeDecodeError as exc:
@@ -69,10 +71,30 @@ def parse_line(raw: bytes) -> tuple[Any, bytes | None]:
             out = orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
             if out.isascii() and _UNSAFE.search(out) is None:
                 return value, out
-    value = _parse_std(raw)
+    value = parse_std(raw)
     if not isinstance(value, dict):
         return value, None
     try:
         return value, canonical_body_std(value)
     except (ValueError, TypeError):
         return value, None
+
+
+def fast_json() -> tuple[Any, Any, Any, int]:
+    """(loads, dumps, decode error, sort option) of orjson, or Nones without it."""
+    if orjson is None:  # pragma: no cover
+        return None, None, ValueError, 0
+    return orjson.loads, orjson.dumps, orjson.JSONDecodeError, orjson.OPT_SORT_KEYS
+
+
+def exact_body(body: dict[str, Any], raw: bytes, out: bytes) -> bytes | None:
+    """Canonical bytes of an orjson-parsed body whose orjson text was not provably exact.
+
+    When the only doubt is float spelling (``out`` is ASCII without DEL), the parsed values
+    are exact unless the line holds an integer orjson could not hold (19 or more digits in
+    a row); then ``json.dumps`` of the parsed body is the definition. Otherwise None: the
+    caller parses again with the standard library.
+    """
+    if out.isascii() and b"\x7f" not in out and _BIG_INT.search(raw) is None:
+        return canonical_line(body).encode("utf-8")
+    return None

@@ -84,6 +84,8 @@ class VerifyResult:
                 f"incomplete ({self.torn_bytes} bytes without a newline), as a crash while "
                 "writing leaves it. This is not tampering."
             )
+        if self.failure is not None and self.failure.file != DIARY:
+            return f"FAILED: {self.failure} (the {self.lines} diary lines verify)"
         return f"FAILED: {self.failure} ({self.lines} lines verified before it)"
 
     def to_json(self) -> dict[str, Any]:

@@ -1,0 +1,101 @@
+"""``trainrecord plot RUN_DIR -o FILE.png``: gradient norms and stuck channels over steps.
+
+Top: the gradient norm of every layer per check (log scale) from metrics.jsonl. Bottom:
+stuck channels per producer (certified + constant + silent + decayed). Alarm steps are
+marked with dotted red lines and repair steps with dashed green lines. Uses matplotlib's
+Agg backend (no display needed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from trainrecord.diary.read import read_diary, read_metrics
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``plot`` subcommand."""
+    parser = subparsers.add_parser(
+        "plot",
+        help="plot gradient norms per layer and stuck channels per producer",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("run_dir", metavar="RUN_DIR", type=Path)
+    parser.add_argument("-o", "--output", metavar="FILE.png", type=Path, required=True)
+    parser.set_defaults(func=run)
+
+
+def plot(run_dir: Path, output: Path) -> Path:
+    """Draw the figure into ``output``; return it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = read_metrics(run_dir)
+    lines = read_diary(run_dir)
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
+    layers = list(dict.fromkeys(k for r in rows for k in r["grad"]))
+    for layer in layers:
+        pts = [(r["step"], r["grad"].get(layer)) for r in rows]
+        pts = [(s, v) for s, v in pts if isinstance(v, (int, float)) and math.isfinite(v) and v > 0]
+        if pts:
+            top.plot([p[0] for p in pts], [p[1] for p in pts], label=layer, linewidth=1)
+    top.set_yscale("log")
+    top.set_ylabel("gradient norm")
+    top.set_title(f"{run_dir.name}: gradient norm per layer")
+    producers = list(dict.fromkeys(k for r in rows for k in r.get("stuck", {})))
+    for layer in producers:
+        steps = [r["step"] for r in rows if layer in r.get("stuck", {})]
+        stuck = [sum(r["stuck"][layer]) for r in rows if layer in r.get("stuck", {})]
+        bottom.plot(steps, stuck, label=layer, linewidth=1, drawstyle="steps-post")
+    bottom.set_ylabel("stuck channels")
+    bottom.set_xlabel("step")
+    for ax in (top, bottom):
+        for i, line in enumerate(x for x in lines if x.get("event") == "alarm"):
+            ax.axvline(
+                line["step"],
+                color="red",
+                linestyle=":",
+                linewidth=0.8,
+                label="alarm" if i == 0 and ax is top else None,
+            )
+        for i, line in enumerate(x for x in lines if x.get("event") == "repair"):
+            ax.axvline(
+                line["step"],
+                color="green",
+                linestyle="--",
+                linewidth=0.8,
+                label="repair" if i == 0 and ax is top else None,
+            )
+    if layers:
+        top.legend(fontsize="x-small", ncol=2, loc="best")
+    if producers:
+        bottom.legend(fontsize="x-small", ncol=2, loc="best")
+    fig.tight_layout()
+    output.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(output, dpi=100)
+    plt.close(fig)
+    return output
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write the plot."""
+    if not (args.run_dir / "metrics.jsonl").is_file():
+        print(f"trainrecord plot: no metrics.jsonl in {args.run_dir}", file=sys.stderr)
+        return 2
+    try:
+        out = plot(args.run_dir, args.output)
+    except ValueError as exc:
+        print(
+            f"trainrecord plot: the record is not readable ({exc}); run trainrecord verify",
+            file=sys.stderr,
+        )
+        return 2
+    print(f"wrote {out}")
+    return 0

@@ -1,0 +1,66 @@
+"""``trainrecord verify RUN_DIR [--key PUBLIC_KEY] [--json]``: is this record intact?
+
+Checks diary.jsonl line by line (strict JSON, event schema, seq, prev, hash, order),
+metrics.jsonl and the run_end hashes, and the seal record.json with its signature
+record.sig (checked against ``--key``). Names the first failing line and its rule.
+
+Exit status: 0 everything holds; 1 verification failed (tampering or an invalid record);
+3 the record is intact up to a torn last line (a crash while writing); 2 usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from trainrecord.diary import verify
+
+EXIT = {"ok": 0, "failed": 1, "torn": 3}
+
+DESCRIPTION = """\
+Verify a training record: diary.jsonl (every line strict JSON and valid against its event
+schema, seq from 0 and contiguous, prev linking, hash recomputed, run_start first, run_end
+last when present), metrics.jsonl against run_end.metrics_sha256, and the seal record.json
+with record.sig (pass --key to check the signature).
+
+exit status: 0 everything holds, 1 verification failed, 3 torn last line only (a crash
+while writing; the lines before it verify), 2 usage error."""
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``verify`` subcommand."""
+    parser = subparsers.add_parser(
+        "verify",
+        help="verify a run directory's diary, metrics, seal and signature",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("run_dir", metavar="RUN_DIR", type=Path)
+    parser.add_argument(
+        "--key", metavar="PUBLIC_KEY", type=Path, help="the signer's public key (PEM)"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--workers", type=int, default=None, help="processes to use (default: every CPU)"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="never draw a progress bar")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Verify and print the verdict."""
+    if not args.run_dir.is_dir():
+        print(f"trainrecord verify: not a directory: {args.run_dir}", file=sys.stderr)
+        return 2
+    progress = sys.stderr.isatty() and not args.no_progress and not args.json
+    result = verify(args.run_dir, public_key=args.key, workers=args.workers, progress=progress)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print(result.summary())
+        for warning in result.warnings:
+            print(f"warning: {warning}")
+    return EXIT[result.status]
