@@ -142,3 +142,21 @@ def test_text_output_names_rule_field_and_value(
     path.write_text('{"attempt": NaN}', encoding="utf-8")
     status, out = _run(["validate", str(path)], capsys)
     assert status == 1 and "[witness.file.json]" in out
+
+
+def test_folder_validation_checks_metrics_against_sibling_versions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = tmp_path / "run"
+    write_metrics(results, [good_row()])
+    (results / "notes.json").write_text("not a record", encoding="utf-8")
+    status, doc = _run(["validate", "--json", str(results)], capsys)
+    assert status == 0 and [Path(f["path"]).name for f in doc["files"]] == ["metrics.json"]
+    (results / "observed.attempt0.json").write_text('{"run_record_format": 2}', encoding="utf-8")
+    status, doc = _run(["validate", "--json", str(results)], capsys)
+    assert status == 1
+    rules = {Path(f["path"]).name: [p["rule"] for p in f["problems"]] for f in doc["files"]}
+    assert rules == {
+        "metrics.json": ["metrics.read.sibling_version"],
+        "observed.attempt0.json": ["witness.run_record_format.unsupported"],
+    }
