@@ -125,7 +125,9 @@ def test_a_missing_content_length_is_411(receiver: ReportServer) -> None:
     conn.close()
 
 
-@pytest.mark.parametrize("body", [b"not json", b'{"a": NaN}', b"\xff\xfe{}", b"", b'{"a": 1'])
+@pytest.mark.parametrize(
+    "body", [b"not json", b'{"a": NaN}', b"\xff\xfe{}", b"", b'{"a": 1', b'{"a": 1, "a": 2}']
+)
 def test_a_body_that_is_not_strict_json_is_400(receiver: ReportServer, body: bytes) -> None:
     assert post(receiver, body).status_code == 400
 
