@@ -45,9 +45,22 @@ def _refuse_constant(token: str) -> Any:
     raise ValueError(f"non-finite number token {token!r} is not strict JSON (RFC 8259)")
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise ValueError(f"duplicate key {dup!r}: a record's object names must be unique")
+    return out
+
+
 def loads_strict(text: str | bytes) -> Any:
-    """Parse JSON, refusing ``NaN``, ``Infinity`` and ``-Infinity`` tokens."""
-    return json.loads(text, parse_constant=_refuse_constant)
+    """Parse JSON, refusing ``NaN``/``Infinity`` tokens and duplicate object keys.
+
+    Duplicate keys are refused because parsers disagree on which one wins (Python keeps the
+    last, others the first): a record that reads differently in two tools cannot be trusted.
+    """
+    return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
 
 
 def dumps_strict(obj: Any, *, indent: int | None = None) -> str:

@@ -130,7 +130,7 @@ def _to_problems(leaf: ValidationError, fallback: str) -> list[Problem]:
         leaf.instance, dict
     ):
         allowed = set(leaf.schema.get("properties", {}))
-        extra = sorted(k for k in leaf.instance if k not in allowed)
+        extra = sorted((k for k in leaf.instance if k not in allowed), key=str)
         return [
             Problem(rule, (*path, k), f"field {k!r} is not allowed here; remove it") for k in extra
         ]
