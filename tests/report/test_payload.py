@@ -356,6 +356,26 @@ def test_encode_refuses_non_finite_numbers() -> None:
     assert info.value.rule == "report.transport.body"
 
 
+@pytest.mark.parametrize(
+    ("path", "value", "rule"),
+    [
+        (("seq",), 3.0, "report.seq.type"),
+        (("seq",), True, "report.seq.type"),
+        (("progress", "epochs_total"), 50.0, "report.progress.epochs_total.type"),
+        (("config", "lr"), True, "report.config.lr.type"),
+    ],
+)
+def test_integer_means_an_integer_token_and_number_never_a_boolean(
+    path: tuple, value: object, rule: str
+) -> None:
+    report = _report()
+    node = report
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    assert [p.rule for p in problems(report)] == [rule]
+
+
 def test_problems_report_only_the_kind_selected() -> None:
     report = _report(seq="1")
     found = problems(report)
