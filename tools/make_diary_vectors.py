@@ -592,6 +592,10 @@ def event_group(event: str) -> dict[str, Any]:
     muts = list(MUTATIONS[event])
     if "step" in fields:
         muts += SHARED
+    muts += [
+        ("seq", 1.0, "diary.seq.type", f"seq written 1.0 is refused in a {event} line"),
+        ("time", True, "diary.time.type", f"time true is refused in a {event} line"),
+    ]
     for field, value, rule, desc in muts:
         tests.append(
             {"description": desc, "data": mutate(valid, field, value), "valid": False, "rule": rule}

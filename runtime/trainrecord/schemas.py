@@ -76,7 +76,11 @@ def registry() -> Registry:
     """A registry holding every shipped schema under its ``$id``."""
     reg: Registry = Registry()
     for schema in all_schemas().values():
-        reg = reg.with_resource(schema["$id"], Resource.from_contents(schema, DRAFT202012))
+        # Without "$schema": a $ref to another file's root would otherwise make jsonschema
+        # pick the stock Draft202012Validator (validator_for) and drop the oracle's integer
+        # and number rules inside that file.
+        contents = {k: v for k, v in schema.items() if k != "$schema"}
+        reg = reg.with_resource(schema["$id"], Resource.from_contents(contents, DRAFT202012))
     return reg.crawl()
 
 

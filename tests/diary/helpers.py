@@ -1,0 +1,84 @@
+"""Shared helpers of the diary tests: the seed's by-hand snippet, verbatim, and a full run."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import SPEC
+from trainrecord.diary import DiaryWriter, MetricsWriter
+
+COMMON = ("seq", "time", "event", "prev", "hash")
+
+
+def seed_check(line: dict[str, Any]) -> None:
+    """The seed's snippet, verbatim ("To verify one line by hand")."""
+    body = {k: v for k, v in line.items() if k not in ("prev", "hash")}
+    assert (
+        line["hash"]
+        == hashlib.sha256(
+            (line["prev"] + json.dumps(body, sort_keys=True, separators=(",", ":"))).encode()
+        ).hexdigest()
+    )
+
+
+def seed_verify_file(path: Path) -> int:
+    """Run the snippet on every line of a diary; return the number of lines."""
+    n = 0
+    with open(path, encoding="utf-8") as fh:
+        for raw in fh:
+            seed_check(json.loads(raw))
+            n += 1
+    return n
+
+
+def seed_first_failure(path: Path) -> int | None:
+    """The 1-based number of the first line the snippet rejects (or cannot parse), or None."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for n, raw in enumerate(fh, 1):
+            try:
+                seed_check(json.loads(raw))
+            except (AssertionError, ValueError, KeyError, TypeError, AttributeError):
+                return n
+    return None
+
+
+def event_bodies() -> dict[str, dict[str, Any]]:
+    """A valid body (fields beyond the common ones) for each of the 19 event types."""
+    groups = json.loads((SPEC / "vectors" / "diary" / "events.json").read_text("utf-8"))
+    out = {}
+    for group in groups:
+        data = group["tests"][0]["data"]
+        out[data["event"]] = {k: v for k, v in data.items() if k not in COMMON}
+    return out
+
+
+BODIES = event_bodies()
+
+
+def write_run(
+    run_dir: Path, *, repeat: int = 1, signing_key: Any = None, seal: bool = True
+) -> list[dict[str, Any]]:
+    """Write a complete run with every event type (``repeat`` times each) and metrics."""
+    written = []
+    with DiaryWriter(run_dir, signing_key=signing_key, seal=seal) as w, MetricsWriter(run_dir) as m:
+        written.append(w.append("run_start", BODIES["run_start"]))
+        for i in range(repeat):
+            for event, body in BODIES.items():
+                if event in ("run_start", "run_end"):
+                    continue
+                if "step" in body:
+                    body = {**body, "step": body["step"] + i}
+                written.append(w.append(event, body))
+            m.append(
+                {
+                    "step": i,
+                    "loss": 2.3 - i / 100,
+                    "grad": {"conv1.0": 0.01 + i},
+                    "stuck": {"conv1.0": [0, 0, i % 3, 0]},
+                }
+            )
+        written.append(w.append("run_end", {**BODIES["run_end"], "metrics_sha256": m.sha256()}))
+    return written

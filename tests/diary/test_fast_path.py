@@ -1,0 +1,161 @@
+"""The verifier's fast path gives exactly the definition's answer.
+
+The verifier hashes orjson's output when it can prove it equal to ``json.dumps``, and
+checks lines with the generated strict models before asking the oracle. Hypothesis drives
+both against the definition: arbitrary JSON bodies (floats of every magnitude, big
+integers, non-ASCII, control characters and DEL, nested values), written in several
+spellings, must get the seed snippet's verdict; mutated event lines must get the oracle's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import orjson
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.conftest import SPEC
+from tests.diary.helpers import BODIES, seed_check
+from trainrecord.diary.chain import scan
+from trainrecord.diary.events import event_schema, fast_validators
+from trainrecord.diary.fastline import canonical_body_std
+from trainrecord.schemas import problems
+
+PREV = hashlib.sha256(b"x").hexdigest()
+
+floats = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.floats(min_value=1e-12, max_value=1e-3),
+    st.floats(min_value=1e14, max_value=1e18),
+    st.sampled_from([1e-05, 1e-07, 0.0001, 1e16, -0.0, 0.1, 2.305945873260498]),
+)
+ints = st.one_of(
+    st.integers(),
+    st.integers(min_value=2**62, max_value=2**70),
+    st.integers(min_value=-(2**70), max_value=-(2**62)),
+)
+text = st.one_of(
+    st.text(),
+    st.text(alphabet=st.characters(max_codepoint=0x7F)),
+    st.sampled_from(["\x7f", "\u2028", "e-5", "1e+16", "0.00001", "é"]),
+)
+scalars = st.one_of(st.none(), st.booleans(), ints, floats, text)
+values = st.recursive(
+    scalars,
+    lambda kids: st.one_of(st.lists(kids, max_size=4), st.dictionaries(text, kids, max_size=4)),
+    max_leaves=12,
+)
+bodies = st.dictionaries(
+    text.filter(lambda k: k not in ("seq", "time", "event", "prev", "hash")), values, max_size=6
+)
+
+
+def _line(extra: dict[str, Any]) -> dict[str, Any]:
+    line = {"seq": 0, "time": 1.5, "event": "x_custom", **extra}
+    text_ = json.dumps(line, sort_keys=True, separators=(",", ":"))
+    return {**line, "prev": PREV, "hash": hashlib.sha256((PREV + text_).encode()).hexdigest()}
+
+
+SPELLINGS = {
+    "canonical": lambda d: json.dumps(d, sort_keys=True, separators=(",", ":")).encode(),
+    "raw utf-8": lambda d: json.dumps(d, ensure_ascii=False).encode("utf-8", "surrogatepass"),
+    "orjson": lambda d: orjson.dumps(d),
+}
+
+
+@given(extra=bodies, spelling=st.sampled_from(sorted(SPELLINGS)), corrupt=st.booleans())
+def test_scan_agrees_with_the_seed_snippet(extra, spelling, corrupt) -> None:
+    line = _line(extra)
+    if corrupt:  # a line whose hash was made over another spelling of a float
+        line["hash"] = hashlib.sha256(
+            (
+                PREV
+                + json.dumps(
+                    {k: v for k, v in line.items() if k not in ("prev", "hash")},
+                    sort_keys=True,
+                    separators=(",", ":"),
+                    ensure_ascii=False,
+                )
+            ).encode("utf-8", "surrogatepass")
+        ).hexdigest()
+    try:
+        raw = SPELLINGS[spelling](line)
+    except (TypeError, orjson.JSONEncodeError, UnicodeEncodeError):
+        return  # that spelling cannot write this value
+    try:
+        parsed = json.loads(raw.decode("utf-8"))
+        seed_check(parsed)
+        snippet_ok = True
+    except (AssertionError, UnicodeDecodeError):
+        snippet_ok = False
+    res = scan(raw + b"\n", 1)
+    if res.failure is not None and res.failure.rule == "diary.file.json":
+        return  # lone surrogates, which strict UTF-8 refuses; the snippet reads text
+    assert (res.failure is None) == snippet_ok, (raw, res.failure)
+
+
+@given(extra=bodies)
+def test_canonical_body_bytes_are_json_dumps(extra) -> None:
+    line = _line(extra)
+    want = json.dumps(
+        {k: v for k, v in line.items() if k not in ("prev", "hash")},
+        sort_keys=True,
+        separators=(",", ":"),
+    ).encode()
+    assert canonical_body_std(line) == want
+
+
+def _event_lines() -> list[dict[str, Any]]:
+    return [_full(e, b) for e, b in BODIES.items()]
+
+
+def _full(event: str, body: dict[str, Any]) -> dict[str, Any]:
+    return {"seq": 1, "time": 2.0, "event": event, **body, "prev": PREV, "hash": PREV}
+
+
+@given(line=st.sampled_from(_event_lines()), data=st.data())
+def test_the_fast_check_agrees_with_the_oracle(line, data) -> None:
+    key = data.draw(st.sampled_from(sorted(line)))
+    value = data.draw(
+        st.one_of(
+            values,
+            st.sampled_from(
+                [-1, 0, 1, 2, 1.0, True, None, "", "NaN", "warning", "info", [], {}, [0, 1], PREV]
+            ),
+        )
+    )
+    mutated = {**line, key: value}
+    event = mutated.get("event")
+    check = (
+        fast_validators().get(event, fast_validators()[None])
+        if isinstance(event, str)
+        else fast_validators()[None]
+    )
+    fast = check(mutated)
+    oracle = problems(mutated, event_schema(event)) == []
+    assert fast == oracle, (key, value)
+
+
+def test_every_vector_gets_the_same_answer_from_the_fast_check() -> None:
+    groups = json.loads((SPEC / "vectors" / "diary" / "events.json").read_text("utf-8"))
+    groups += json.loads((SPEC / "vectors" / "diary" / "line.json").read_text("utf-8"))[:1]
+    n = 0
+    for group in groups:
+        for case in group["tests"]:
+            data = case["data"]
+            if not isinstance(data, dict):
+                continue
+            event = data.get("event")
+            if event_schema(event) != group["schema"]:
+                continue  # a mismatch vector: the verifier picks the schema by event
+            check = (
+                fast_validators().get(event, fast_validators()[None])
+                if isinstance(event, str)
+                else fast_validators()[None]
+            )
+            assert check(data) == case["valid"], case["description"]
+            n += 1
+    assert n > 150
