@@ -28,6 +28,12 @@ export type { DiaryMetricsRow } from "./types/diary/metrics-row";
 export type { DiaryRecordSeal } from "./types/diary/record";
 export type { FoundryMetrics, FoundryMetricsRow } from "./types/foundry/metrics";
 export type { FoundryWitness } from "./types/foundry/witness";
+export type { HarnessRunResponse } from "./types/harness/run-response";
+export type { HarnessRunRequest } from "./types/harness/run";
+export type { HarnessStartResponse } from "./types/harness/start-response";
+export type { HarnessStartRequest } from "./types/harness/start";
+export type { HarnessStopResponse } from "./types/harness/stop-response";
+export type { HarnessStopRequest } from "./types/harness/stop";
 export type { Report, ReportTrainingValidation, ReportError, ReportWordChannel, ReportLesionInitialValidation, ReportLesionValidation1, ReportError1, ReportError2, ReportTraining, ReportTrainingConfig, ReportTrainingProgress, ReportTrainingEpoch, ReportLesion, ReportLesionConfig, ReportLesionProgress, ReportLesionValidation, ReportLesionEpoch, ReportWordset, ReportWordsetConfig, ReportWordsetProgress } from "./types/reporting/reporting";
 
 import type { DiaryLineCommon as _DiaryLineCommon } from "./types/diary/common";
@@ -56,6 +62,12 @@ import type { DiaryMetricsRow as _DiaryMetricsRow } from "./types/diary/metrics-
 import type { DiaryRecordSeal as _DiaryRecordSeal } from "./types/diary/record";
 import type { FoundryMetrics as _FoundryMetrics } from "./types/foundry/metrics";
 import type { FoundryWitness as _FoundryWitness } from "./types/foundry/witness";
+import type { HarnessRunResponse as _HarnessRunResponse } from "./types/harness/run-response";
+import type { HarnessRunRequest as _HarnessRunRequest } from "./types/harness/run";
+import type { HarnessStartResponse as _HarnessStartResponse } from "./types/harness/start-response";
+import type { HarnessStartRequest as _HarnessStartRequest } from "./types/harness/start";
+import type { HarnessStopResponse as _HarnessStopResponse } from "./types/harness/stop-response";
+import type { HarnessStopRequest as _HarnessStopRequest } from "./types/harness/stop";
 import type { Report as _Report } from "./types/reporting/reporting";
 
 /** Every record type, by its schema's `$id`. */
@@ -86,6 +98,12 @@ export interface RecordTypes {
   "https://trainrecord.dev/schemas/diary/record.schema.json": _DiaryRecordSeal;
   "https://trainrecord.dev/schemas/foundry/metrics.schema.json": _FoundryMetrics;
   "https://trainrecord.dev/schemas/foundry/witness.schema.json": _FoundryWitness;
+  "https://trainrecord.dev/schemas/harness/run-response.schema.json": _HarnessRunResponse;
+  "https://trainrecord.dev/schemas/harness/run.schema.json": _HarnessRunRequest;
+  "https://trainrecord.dev/schemas/harness/start-response.schema.json": _HarnessStartResponse;
+  "https://trainrecord.dev/schemas/harness/start.schema.json": _HarnessStartRequest;
+  "https://trainrecord.dev/schemas/harness/stop-response.schema.json": _HarnessStopResponse;
+  "https://trainrecord.dev/schemas/harness/stop.schema.json": _HarnessStopRequest;
   "https://trainrecord.dev/schemas/reporting/reporting.schema.json": _Report;
 }
 

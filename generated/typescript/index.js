@@ -32,6 +32,12 @@ const FILES = {
   "https://trainrecord.dev/schemas/diary/record.schema.json": "schemas/diary/record.schema.json",
   "https://trainrecord.dev/schemas/foundry/metrics.schema.json": "schemas/foundry/metrics.schema.json",
   "https://trainrecord.dev/schemas/foundry/witness.schema.json": "schemas/foundry/witness.schema.json",
+  "https://trainrecord.dev/schemas/harness/run-response.schema.json": "schemas/harness/run-response.schema.json",
+  "https://trainrecord.dev/schemas/harness/run.schema.json": "schemas/harness/run.schema.json",
+  "https://trainrecord.dev/schemas/harness/start-response.schema.json": "schemas/harness/start-response.schema.json",
+  "https://trainrecord.dev/schemas/harness/start.schema.json": "schemas/harness/start.schema.json",
+  "https://trainrecord.dev/schemas/harness/stop-response.schema.json": "schemas/harness/stop-response.schema.json",
+  "https://trainrecord.dev/schemas/harness/stop.schema.json": "schemas/harness/stop.schema.json",
   "https://trainrecord.dev/schemas/reporting/reporting.schema.json": "schemas/reporting/reporting.schema.json"
 };
 

@@ -53,7 +53,7 @@ class Harness:
             cwd=ROOT,
         )
         self.seq = 0
-        self.hello = self.request({"cmd": "start"})
+        self.hello = self.request({"cmd": "start", "version": 1})
 
     def request(self, message: dict[str, Any]) -> Any:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -66,12 +66,17 @@ class Harness:
         return json.loads(line)
 
     def run(self, op: str, **payload: Any) -> Any:
-        """Run one operation; return its result (fails the test on an error reply)."""
+        """Run one operation: its output, or ``{"refused": True, "rules": [...]}``.
+
+        An error or unsupported answer fails the test.
+        """
         self.seq += 1
         answer = self.request({"cmd": "run", "seq": self.seq, "op": op, "input": payload})
         assert answer.get("seq") == self.seq, answer
-        assert "error" not in answer, answer["error"]
-        return answer["result"]
+        assert answer["outcome"] in ("ok", "refused"), answer
+        if answer["outcome"] == "refused":
+            return {"refused": True, "rules": answer["rules"]}
+        return answer["output"]
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -81,6 +86,8 @@ class Harness:
                 self.proc.stdin.close()
             except BrokenPipeError:
                 pass
+            if self.proc.stdout is not None:
+                assert json.loads(self.proc.stdout.readline()) == {"stopped": True}
             try:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:

@@ -126,7 +126,7 @@ def test_witness_fields_and_no_overwrite(harness: Harness, tmp_path: Path) -> No
         wall_seconds=17,
     )
     target = tmp_path / "observed.attempt2.json"
-    assert got == {"written": str(target)}
+    assert got == {"path": str(target)}
     data = json.loads(target.read_text("utf-8"))
     assert data == {
         **data,
@@ -155,7 +155,7 @@ def test_witness_fields_and_no_overwrite(harness: Harness, tmp_path: Path) -> No
         device="cpu",
         wall_seconds=1,
     )
-    assert rank == {"written": None}
+    assert rank == {"path": None}
     assert not (tmp_path / "r1").exists()
 
 
@@ -173,7 +173,9 @@ def test_racing_node_processes_one_witness_wins(tmp_path: Path) -> None:
             "wall_seconds": 1,
         },
     }
-    script = "\n".join(json.dumps(m) for m in ({"cmd": "start"}, request, {"cmd": "stop"}))
+    script = "\n".join(
+        json.dumps(m) for m in ({"cmd": "start", "version": 1}, request, {"cmd": "stop"})
+    )
     procs = [
         subprocess.Popen(
             [node, str(HARNESS)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT
@@ -181,9 +183,9 @@ def test_racing_node_processes_one_witness_wins(tmp_path: Path) -> None:
         for _ in range(6)
     ]
     outputs = [p.communicate(script + "\n", timeout=60)[0] for p in procs]
-    results = [json.loads(out.splitlines()[1])["result"] for out in outputs]
-    winners = [r for r in results if r.get("written")]
-    losers = [r for r in results if r.get("refused")]
+    results = [json.loads(out.splitlines()[1]) for out in outputs]
+    winners = [r for r in results if r["outcome"] == "ok" and r["output"]["path"]]
+    losers = [r for r in results if r["outcome"] == "refused"]
     assert len(winners) == 1 and len(losers) == 5
     assert all(r["rules"] == ["witness.path.exists"] for r in losers)
     assert [p.name for p in tmp_path.iterdir()] == ["observed.attempt0.json"]

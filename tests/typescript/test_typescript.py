@@ -102,6 +102,19 @@ def test_package_loader_finds_every_schema() -> None:
     assert loaded == {i: i for i in ids}
 
 
+def test_node_implementation_type_checks(tsc: Path) -> None:
+    """The Node implementation (JavaScript with JSDoc types) under tsc --strict --checkJs.
+
+    It types its schema ids, event names and metrics fields with the generated package
+    (@trainrecord/spec), so a schema renamed in spec/ is a type error there.
+    """
+    from tests.typescript.node_harness import NODE_IMPL, require_node
+
+    require_node()
+    proc = run_tsc(tsc, "-p", str(NODE_IMPL / "tsconfig.json"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def test_seed_examples_type_check(tsc: Path) -> None:
     proc = run_tsc(tsc, "-p", str(CASES / "tsconfig.json"))
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -2,55 +2,69 @@
 // @ts-check
 /**
  * The Node implementation of trainrecord, speaking the conformance suite's exec harness
- * protocol: newline-delimited JSON on stdin/stdout (spec/schemas/harness/, docs/harness-guide.md).
+ * protocol version 1 (spec/schemas/harness/, docs/harness-guide.md): newline-delimited JSON
+ * on stdin/stdout, `start` -> any number of `run` -> `stop`.
  *
+ *   make conformance TARGET=node
  *   trainrecord-conformance run --target "exec:node conformance/implementations/node/harness.js"
  *
  * Every request line is parsed with pyjson.parse, so ints stay exact (BigInt) and `2.0`
- * stays a float: the canonical forms depend on it. Diagnostics go to stderr only.
+ * stays a float: the canonical forms and the integer rules depend on it. Answers are
+ * written with Python's json.dumps spelling. Nothing but protocol lines goes to stdout.
  */
 "use strict";
 
+const fs = require("node:fs");
 const readline = require("node:readline");
 const { parse, canonicalLine, canonicalConfig, dumpsCompact } = require("./lib/pyjson");
 const { problems } = require("./lib/validate");
-const { configSha, writeWitness, writeMetrics } = require("./lib/foundry");
+const { configSha, writeWitness, writeMetrics, readWitness } = require("./lib/foundry");
 const { verifyDiary, lineHash } = require("./lib/diary");
+const { writeDiary } = require("./lib/diary-writer");
 const { sendReport } = require("./lib/report");
 const { Refused } = require("./lib/refused");
-const crypto = require("node:crypto");
 
 /** @typedef {import("./lib/pyjson").PyValue} PyValue */
+/** @typedef {import("@trainrecord/spec").HarnessRunRequest["op"]} Operation */
 
-/** @param {PyValue} v @returns {Record<string, PyValue>} */
-const obj = (v) => (v !== null && typeof v === "object" && !Array.isArray(v) ? v : {});
+const PROTOCOL_VERSION = 1n;
 
-/** @type {Record<string, (input: Record<string, PyValue>) => PyValue | Promise<PyValue>>} */
+/** @param {PyValue | undefined} v @returns {Record<string, PyValue>} */
+const obj = (v) => (v !== null && v !== undefined && typeof v === "object" && !Array.isArray(v) ? v : {});
+/** @param {PyValue | undefined} v */
+const text = (v) => (typeof v === "string" ? v : null);
+/** @param {Iterable<{rule: string}>} found */
+const ruleIds = (found) => [...new Set([...found].map((p) => p.rule))];
+
+/** @type {Record<Operation, (input: Record<string, PyValue>) => any>} */
 const OPERATIONS = {
   validate: (input) => {
-    const schema = String(input.schema ?? input.format);
-    const found = problems(/** @type {PyValue} */ (input.instance), schema);
-    return { valid: found.length === 0, rules: [...new Set(found.map((p) => p.rule))], problems: found };
-  },
-  config_hash: (input) => {
-    const text = canonicalConfig(/** @type {PyValue} */ (input.config));
-    return { canonical: text, sha256: crypto.createHash("sha256").update(text, "utf8").digest("hex"), config_sha: configSha(/** @type {PyValue} */ (input.config)) };
+    const found = problems(input.instance ?? null, String(input.schema));
+    return { valid: found.length === 0, rules: ruleIds(found) };
   },
   line_hash: (input) => {
-    const prev = String(input.prev);
-    const body = /** @type {PyValue} */ (input.body ?? input.input);
-    return { canonical: canonicalLine(body), hash: lineHash(prev, body) };
+    const body = input.body ?? null;
+    return { canonical: canonicalLine(body), hash: lineHash(String(input.prev), body) };
   },
-  write_witness: (input) => {
-    const written = writeWitness({ dir: String(input.dir), env: input.env ?? null, config: input.config ?? null, device: input.device ?? null, wall_seconds: input.wall_seconds ?? null });
-    return { written };
-  },
-  write_metrics: (input) => ({ written: writeMetrics({ dir: String(input.dir), rows: input.rows ?? null }) }),
+  config_hash: (input) => ({ canonical: canonicalConfig(input.config ?? null), config_sha: configSha(input.config ?? null) }),
+  write_witness: (input) => ({
+    path: writeWitness({ dir: String(input.dir), env: input.env ?? null, config: input.config ?? null, device: input.device ?? null, wall_seconds: input.wall_seconds ?? null }),
+  }),
+  write_metrics: (input) => ({ path: writeMetrics({ dir: String(input.dir), rows: input.rows ?? null }) }),
+  read_witness: (input) => ({ witness: readWitness({ path: String(input.path) }) }),
+  write_diary: (input) => ({ path: writeDiary({ dir: String(input.dir), events: input.events ?? null }) }),
   verify_diary: (input) => {
-    const result = verifyDiary(String(input.dir), { publicKey: typeof input.public_key === "string" ? input.public_key : null });
-    return { ok: result.status === "ok", ...result, rules: result.failure ? [result.failure.rule] : [] };
+    const keyFile = text(input.key);
+    const result = verifyDiary(String(input.dir), { publicKey: keyFile === null ? null : fs.readFileSync(keyFile, "utf8") });
+    const failure = result.failure;
+    const line = failure !== null && failure.file === "diary.jsonl" && failure.line > 0 ? failure.line - 1 : null;
+    return { ok: result.status === "ok", rules: failure === null ? [] : [failure.rule], line };
   },
-  send_report: async (input) => sendReport({ url: input.url ?? null, token: input.token ?? null, report: input.report ?? null, ca: typeof input.ca === "string" ? input.ca : null }),
+  send_report: async (input) => {
+    const caFile = text(input.ca_file);
+    const got = await sendReport({ url: input.url ?? null, token: input.token ?? null, report: input.report ?? null, ca: caFile === null ? null : fs.readFileSync(caFile, "utf8") });
+    return { delivered: got.outcome === "accepted", status: got.status };
+  },
 };
 
 /** @param {PyValue} value */
@@ -59,7 +73,7 @@ function reply(value) {
 }
 
 /**
- * A result as JSON-able PyValue (problems hold plain JS arrays and strings).
+ * A JavaScript result as a PyValue: integral numbers from counters become ints.
  * @param {any} v
  * @returns {PyValue}
  */
@@ -70,49 +84,70 @@ function toPy(v) {
   if (v !== null && typeof v === "object") {
     /** @type {Record<string, PyValue>} */
     const out = {};
-    for (const [k, x] of Object.entries(v)) out[k] = toPy(x);
+    for (const [k, x] of Object.entries(v)) Object.defineProperty(out, k, { value: toPy(x), enumerable: true, writable: true, configurable: true });
     return out;
   }
   return v;
 }
 
+/**
+ * Answer one run request.
+ * @param {Record<string, PyValue>} request
+ * @returns {Promise<Record<string, PyValue>>}
+ */
+async function run(request) {
+  const seq = typeof request.seq === "bigint" ? request.seq : 0n;
+  const op = String(request.op);
+  const fn = Object.prototype.hasOwnProperty.call(OPERATIONS, op) ? OPERATIONS[/** @type {Operation} */ (op)] : undefined;
+  if (fn === undefined) return { seq, outcome: "unsupported", message: `operation ${op} is not supported` };
+  try {
+    const output = await fn(obj(request.input));
+    return { seq, outcome: "ok", output: toPy(output) };
+  } catch (e) {
+    if (e instanceof Refused) return { seq, outcome: "refused", rules: ruleIds(e.problems), message: e.message.slice(0, 2000) };
+    return { seq, outcome: "error", message: String(/** @type {Error} */ (e)?.stack ?? e).slice(0, 2000) };
+  }
+}
+
 async function main() {
   const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
-  for await (const text of rl) {
-    if (text.trim() === "") continue;
+  for await (const line of rl) {
+    if (line.trim() === "") continue;
+    /** @type {Record<string, PyValue>} */
     let request;
     try {
-      request = obj(parse(text));
+      request = obj(parse(line));
     } catch (e) {
-      reply({ error: { message: `not a JSON request: ${/** @type {Error} */ (e).message}` } });
-      continue;
+      process.stderr.write(`not a JSON request: ${/** @type {Error} */ (e).message}\n`);
+      process.exitCode = 2;
+      return;
     }
-    const cmd = request.cmd;
-    if (cmd === "start") {
-      reply(toPy({ ready: true, implementation: { name: "trainrecord-node", language: "javascript", version: process.version }, operations: Object.keys(OPERATIONS) }));
-    } else if (cmd === "stop") {
-      break;
-    } else if (cmd === "run") {
-      const seq = request.seq ?? null;
-      const op = String(request.op);
-      const fn = OPERATIONS[op];
-      if (fn === undefined) {
-        reply({ seq, skipped: true, message: `operation ${op} is not supported` });
-        continue;
+    if (request.cmd === "start") {
+      if (request.version !== PROTOCOL_VERSION) {
+        process.stderr.write(`unsupported protocol version ${String(request.version)}; this harness speaks 1\n`);
+        process.exitCode = 2;
+        return;
       }
-      try {
-        reply({ seq, result: toPy(await fn(obj(request.input ?? null))) });
-      } catch (e) {
-        if (e instanceof Refused) reply({ seq, result: toPy({ refused: true, rules: [...new Set(e.problems.map((p) => p.rule))], problems: e.problems }) });
-        else reply({ seq, error: { message: String(/** @type {Error} */ (e).stack ?? e) } });
-      }
+      reply(toPy({
+        version: 1,
+        implementation: { name: "trainrecord-node", language: "javascript", version: `0.1.0 (node ${process.version})` },
+        operations: Object.keys(OPERATIONS),
+      }));
+    } else if (request.cmd === "run") {
+      reply(await run(request));
+    } else if (request.cmd === "stop") {
+      reply({ stopped: true });
+      rl.close();
+      return;
     } else {
-      reply({ error: { message: `unknown cmd ${String(cmd)}` } });
+      process.stderr.write(`unknown cmd ${String(request.cmd)}\n`);
+      process.exitCode = 2;
+      return;
     }
   }
 }
 
 main().catch((e) => {
-  process.stderr.write(`${e.stack ?? e}\n`);
+  process.stderr.write(`${e?.stack ?? e}\n`);
   process.exit(1);
 });

@@ -24,9 +24,18 @@ const { problems } = require("./validate");
 
 const GENESIS = "0".repeat(64);
 const BASE = "https://trainrecord.dev/schemas/diary/";
+/** @typedef {import("@trainrecord/spec").SchemaId} SchemaId */
+/** @type {SchemaId} */
 const LINE_SCHEMA = `${BASE}line.schema.json`;
+/** @type {SchemaId} */
 const METRICS_ROW_SCHEMA = `${BASE}metrics-row.schema.json`;
+/** @type {SchemaId} */
 const SEAL_SCHEMA = `${BASE}record.schema.json`;
+/** @typedef {keyof import("@trainrecord/spec").DiaryKnownLineByEvent} EventType */
+/** @type {EventType} */
+const RUN_START = "run_start";
+/** @type {EventType} */
+const RUN_END = "run_end";
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /**
@@ -126,10 +135,10 @@ function verifyDiary(folder, options = {}) {
         : "prev is not the hash of the line before (a line was removed, inserted, reordered or changed)"));
     }
     const event = /** @type {string} */ (value.event);
-    if (lineNo === 1 && event !== "run_start") {
+    if (lineNo === 1 && event !== RUN_START) {
       return done(fail("diary.jsonl", 1, seq, "diary.order.run_start", `the first line is ${event}, not run_start`));
     }
-    if (prevEvent === "run_end" && event !== "run_start") {
+    if (prevEvent === RUN_END && event !== RUN_START) {
       return done(fail("diary.jsonl", lineNo, seq, "diary.order.run_end", `a ${event} line follows run_end; only a run_start (a resumed run) may`));
     }
     /** @type {Record<string, PyValue>} */
@@ -146,14 +155,14 @@ function verifyDiary(folder, options = {}) {
     if (digest !== value.hash) {
       return done(fail("diary.jsonl", lineNo, seq, "diary.chain.hash", "hash does not match the line's content: the line was changed after it was written"));
     }
-    if (event === "run_end") runEnds.push([lineNo, /** @type {string} */ (value.metrics_sha256)]);
+    if (event === RUN_END) runEnds.push([lineNo, /** @type {string} */ (value.metrics_sha256)]);
     prevHash = digest;
     prevEvent = event;
     result.lines = lineNo;
     result.head_seq = seq;
     result.head_hash = digest;
   }
-  result.complete = prevEvent === "run_end";
+  result.complete = prevEvent === RUN_END;
   if (result.lines === 0) {
     return done(fail("diary.jsonl", 1, null, torn ? "diary.file.torn" : "diary.file.empty", "the diary has no complete line"));
   }

@@ -12,17 +12,21 @@ const fs = require("node:fs");
 const os = require("node:os");
 const path = require("node:path");
 const crypto = require("node:crypto");
-const { canonicalConfig, dumpsIndented } = require("./pyjson");
+const { canonicalConfig, dumpsIndented, parse } = require("./pyjson");
 const { problems } = require("./validate");
 const files = require("./files");
 const { Refused } = require("./refused");
 
 /** @typedef {import("./pyjson").PyValue} PyValue */
 /** @typedef {import("./refused").Problem} Problem */
-/** @typedef {import("@trainrecord/spec").FoundryWitness} FoundryWitness */
+/** @typedef {import("@trainrecord/spec").SchemaId} SchemaId */
+/** @typedef {import("@trainrecord/spec").FoundryMetricsRow} FoundryMetricsRow */
 
+/** @type {SchemaId} */
 const WITNESS_SCHEMA = "https://trainrecord.dev/schemas/foundry/witness.schema.json";
+/** @type {SchemaId} */
 const METRICS_SCHEMA = "https://trainrecord.dev/schemas/foundry/metrics.schema.json";
+/** @type {(keyof FoundryMetricsRow)[]} The row fields, in the order the writer puts them. */
 const FIELDS = ["benchmark", "metric", "horizon", "seed", "value"];
 const ASCII_SPACE = /^[ \t\n\r\f\v]+|[ \t\n\r\f\v]+$/g;
 const INT64_MIN = -(2n ** 63n);
@@ -219,7 +223,7 @@ function writeMetrics({ dir, rows }) {
       if (!isObject(row)) return row;
       /** @type {Record<string, PyValue>} */
       const ordered = {};
-      for (const k of [...FIELDS.filter((f) => f in row), ...Object.keys(row).filter((k) => !FIELDS.includes(k))]) {
+      for (const k of [...FIELDS.filter((f) => f in row), ...Object.keys(row).filter((k) => !(/** @type {string[]} */ (FIELDS)).includes(k))]) {
         Object.defineProperty(ordered, k, { value: row[k], writable: true, enumerable: true, configurable: true });
       }
       return ordered;
@@ -245,4 +249,33 @@ function writeMetrics({ dir, rows }) {
   return target;
 }
 
-module.exports = { configSha, writeWitness, writeMetrics, WITNESS_SCHEMA, METRICS_SCHEMA };
+const WITNESS_NAME = /^observed\.attempt(0|[1-9][0-9]*)\.json$/;
+
+/**
+ * Read and check a witness file: strict JSON, run_record_format first (a version other than
+ * the integer 1 is the only problem reported), then the schema, then the attempt against the
+ * file name. Returns the witness.
+ * @param {{path: string}} args
+ * @returns {Record<string, PyValue>}
+ */
+function readWitness({ path: file }) {
+  let value;
+  try {
+    value = parse(new TextDecoder("utf-8", { fatal: true }).decode(fs.readFileSync(file)));
+  } catch (e) {
+    throw Refused.one("witness.file.json", [], `${path.basename(file)} is not strict JSON text (RFC 8259, UTF-8): ${/** @type {Error} */ (e).message}`);
+  }
+  if (isObject(value) && Object.prototype.hasOwnProperty.call(value, "run_record_format") && value.run_record_format !== 1n) {
+    throw Refused.one("witness.run_record_format.unsupported", ["run_record_format"],
+      "this reader understands run_record_format 1 only; read the file with a reader for that version");
+  }
+  const found = problems(value, WITNESS_SCHEMA);
+  const match = WITNESS_NAME.exec(path.basename(file));
+  if (match && isObject(value) && typeof value.attempt === "bigint" && value.attempt !== BigInt(/** @type {string} */ (match[1]))) {
+    found.push({ rule: "witness.attempt.filename", path: ["attempt"], message: `the file is the witness of attempt ${match[1]} but its attempt field says ${value.attempt}` });
+  }
+  if (found.length > 0) throw new Refused(found);
+  return /** @type {Record<string, PyValue>} */ (value);
+}
+
+module.exports = { configSha, writeWitness, writeMetrics, readWitness, WITNESS_SCHEMA, METRICS_SCHEMA };

@@ -19,7 +19,7 @@
 "use strict";
 
 /** A parsed JSON value: ints are BigInt, floats are number. */
-/** @typedef {null | boolean | bigint | number | string | PyValue[] | {[key: string]: PyValue}} PyValue */
+/** @typedef {import("./types").PyValue} PyValue */
 
 class JsonSyntaxError extends Error {}
 
@@ -282,27 +282,30 @@ const canonicalLine = (body) => dumpsSorted(body, ",", ":");
 const canonicalConfig = (config) => dumpsSorted(config, ", ", ": ");
 
 /**
- * json.dumps(value, ensure_ascii=False, indent=indent): insertion order, Python's float repr.
- * The files the Python writers write (dumps_strict) look exactly like this.
+ * json.dumps(value, indent=indent, ensure_ascii=..., sort_keys=...). The defaults
+ * (ensure_ascii=False, insertion order) are what the Python writers write (dumps_strict).
  * @param {PyValue} value
  * @param {number} indent
+ * @param {{sortKeys?: boolean, ensureAscii?: boolean}} [options]
  * @param {number} [level]
  * @returns {string}
  */
-function dumpsIndented(value, indent, level = 0) {
+function dumpsIndented(value, indent, options = {}, level = 0) {
   const pad = " ".repeat(indent * (level + 1));
   const end = " ".repeat(indent * level);
+  const q = options.ensureAscii ? quote : quoteUnicode;
   if (Array.isArray(value)) {
     if (value.length === 0) return "[]";
-    return `[\n${value.map((v) => pad + dumpsIndented(v, indent, level + 1)).join(",\n")}\n${end}]`;
+    return `[\n${value.map((v) => pad + dumpsIndented(v, indent, options, level + 1)).join(",\n")}\n${end}]`;
   }
   if (value !== null && typeof value === "object") {
     const keys = Object.keys(value);
+    if (options.sortKeys) keys.sort(compareCodePoints);
     if (keys.length === 0) return "{}";
-    const items = keys.map((k) => `${pad}${quoteUnicode(k)}: ${dumpsIndented(/** @type {PyValue} */ (value[k]), indent, level + 1)}`);
+    const items = keys.map((k) => `${pad}${q(k)}: ${dumpsIndented(/** @type {PyValue} */ (value[k]), indent, options, level + 1)}`);
     return `{\n${items.join(",\n")}\n${end}}`;
   }
-  if (typeof value === "string") return quoteUnicode(value);
+  if (typeof value === "string") return q(value);
   return dumpsSorted(value, ", ", ": ");
 }
 
@@ -321,6 +324,7 @@ function dumpsCompact(value) {
 
 module.exports = {
   dumpsCompact,
+  dumpsSorted,
   JsonSyntaxError,
   parse,
   floatRepr,

@@ -19,6 +19,7 @@ const { Refused } = require("./refused");
 
 /** @typedef {import("./pyjson").PyValue} PyValue */
 
+/** @type {import("@trainrecord/spec").SchemaId} */
 const REPORT_SCHEMA = "https://trainrecord.dev/schemas/reporting/reporting.schema.json";
 const USER_AGENT = "CORread-reporter/2";
 const TIMEOUT_MS = 10_000;
