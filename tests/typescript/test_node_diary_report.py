@@ -370,3 +370,63 @@ def test_invalid_report_is_not_sent(harness: Harness, server: Any) -> None:
     assert "report.seq.type" in oracle
     assert got["refused"] and set(got["rules"]) == oracle
     assert srv.seen == []
+
+
+# --- write_diary --------------------------------------------------------------------------
+
+
+def _events() -> list[dict[str, Any]]:
+    """run_start, alarm, run_end as a caller passes them (no seq, time, prev, hash)."""
+    return [{k: v for k, v in body.items() if k not in ("seq", "time")} for body in bodies()]
+
+
+def test_written_diary_verifies_in_python(harness: Harness, tmp_path: Path) -> None:
+    (tmp_path / "metrics.jsonl").write_bytes(METRICS)
+    got = harness.run("write_diary", dir=str(tmp_path), events=_events())
+    assert got == {"path": str(tmp_path / "diary.jsonl")}
+    result = python_verify(tmp_path, workers=1)
+    assert result.ok and result.sealed and result.complete, result.summary()
+    lines = [json.loads(x) for x in (tmp_path / "diary.jsonl").read_text("utf-8").splitlines()]
+    assert [x["seq"] for x in lines] == [0, 1, 2]
+    assert all(isinstance(x["time"], float) for x in lines)
+    assert lines[0]["config"]["big"] == 2**70
+
+
+@pytest.mark.parametrize(
+    ("change", "rule"),
+    [
+        (lambda e: e[1].update(seq=4), "diary.writer.reserved"),
+        (lambda e: e[1].update(hash="0" * 64), "diary.writer.reserved"),
+        (lambda e: e.pop(0), "diary.order.run_start"),
+        (lambda e: e[1].pop("grad_norm"), "diary.alarm.fields.missing"),
+        (lambda e: e.insert(2, e.pop(1)), "diary.order.run_end"),
+    ],
+)
+def test_write_diary_refusals(
+    harness: Harness, tmp_path: Path, change: Callable[[list[dict[str, Any]]], Any], rule: str
+) -> None:
+    (tmp_path / "metrics.jsonl").write_bytes(METRICS)
+    events = _events()
+    change(events)
+    got = harness.run("write_diary", dir=str(tmp_path), events=events)
+    assert got["refused"] and rule in got["rules"]
+    diary = tmp_path / "diary.jsonl"
+    lines = diary.read_text("utf-8").splitlines() if diary.exists() else []
+    # the refused event wrote nothing: what is there still verifies line by line
+    assert len(lines) < len(events)
+    if lines:
+        result = python_verify(tmp_path, workers=1, check_seal=False)
+        assert result.lines == len(lines)
+        assert result.failure is None or result.failure.rule == "diary.metrics.sha256"
+
+
+def test_write_diary_resumes_and_refuses_a_broken_diary(harness: Harness, tmp_path: Path) -> None:
+    (tmp_path / "metrics.jsonl").write_bytes(METRICS)
+    events = _events()
+    harness.run("write_diary", dir=str(tmp_path), events=events[:2])
+    harness.run("write_diary", dir=str(tmp_path), events=events[2:])
+    assert python_verify(tmp_path, workers=1).ok
+    text = (tmp_path / "diary.jsonl").read_text("utf-8")
+    (tmp_path / "diary.jsonl").write_text(text.replace('"seq":1,', '"seq":7,'), "utf-8")
+    got = harness.run("write_diary", dir=str(tmp_path), events=[events[0]])
+    assert got == {"refused": True, "rules": ["diary.writer.resume"]}

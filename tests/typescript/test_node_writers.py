@@ -231,3 +231,45 @@ def test_metrics_replaced_atomically(harness: Harness, tmp_path: Path) -> None:
     assert json.loads((tmp_path / "metrics.json").read_text("utf-8"))[0]["value"] == 2.0
     assert "2.0" in (tmp_path / "metrics.json").read_text("utf-8")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.json"]
+
+
+# --- read_witness -------------------------------------------------------------------------
+
+from trainrecord.foundry import read_witness  # noqa: E402
+
+
+def _python_read_rules(path: Path) -> set[str] | None:
+    return python_rules(lambda: read_witness(path))
+
+
+@pytest.mark.parametrize(
+    ("name", "change"),
+    [
+        ("observed.attempt0.json", None),
+        ("observed.attempt3.json", None),  # attempt 0 inside: renamed
+        ("observed.attempt0.json", ('"run_record_format": 1', '"run_record_format": 2')),
+        ("observed.attempt0.json", ('"run_record_format": 1', '"run_record_format": 1.0')),
+        ("observed.attempt0.json", ('"wall_seconds": 17', '"wall_seconds": -1')),
+        ("observed.attempt0.json", ('"wall_seconds": 17', '"wall_seconds": NaN')),
+        ("observed.attempt0.json", ('"device": "cpu"', '"device": " "')),
+        ("observed.attempt0.json", ('"attempt": 0,', "")),
+    ],
+)
+def test_read_witness_matches_python(
+    harness: Harness, tmp_path: Path, name: str, change: tuple[str, str] | None
+) -> None:
+    written = write_witness(
+        tmp_path / "w", config={}, device="cpu", wall_seconds=17, env={"FOUNDRY_RUN_ID": "9"}
+    )
+    assert written is not None
+    text = written.read_text("utf-8")
+    if change is not None:
+        assert change[0] in text
+        text = text.replace(*change)
+    target = tmp_path / name
+    target.write_text(text, "utf-8")
+    got = harness.run("read_witness", path=str(target))
+    want = _python_read_rules(target)
+    assert node_rules(got) == want
+    if want is None:
+        assert got["witness"] == json.loads(text)
