@@ -330,3 +330,36 @@ def test_the_process_never_hangs_at_exit_on_a_hanging_server(hostile: Start, how
     assert proc.returncode == 0, proc.stderr
     assert "job done" in proc.stdout
     assert len(server.requests) == 1  # the first report still hangs; nothing else was sent
+
+
+def test_nothing_supersedes_the_final_report(hostile: Start) -> None:
+    server = hostile(Behaviour(mode="hang"))
+    reporter = Reporter(settings_for(server.url), training_state(), flush_timeout=0.2)
+    reporter.started()
+    assert server.arrived.wait(10)
+    reporter.complete()
+    assert reporter.progress(force=True) is False
+    reporter.epoch_end(training_epoch(0))
+    reporter.failed(RuntimeError("late"))
+    server.behaviour = Behaviour()
+    server.release.set()
+    wait_until(lambda: len(server.requests) == 2 and reporter.sender.idle)
+    assert reporter.close(10)
+    assert [(b["event"], b["status"]) for b in bodies(server)] == [
+        ("started", "in progress"),
+        ("complete", "complete"),
+    ]
+    assert bodies(server)[1]["history"] == []
+
+
+@pytest.mark.parametrize(("code", "status"), [(0, "complete"), (None, "complete"), (3, "failed")])
+def test_sys_exit_in_a_job_reports_by_its_code(
+    receiver: ReportServer, code: int | None, status: str
+) -> None:
+    state = training_state()
+    with pytest.raises(SystemExit), Reporter(settings_for(receiver.url), state):
+        raise SystemExit(code)
+    latest = receiver.store.latest(state.run_id)
+    assert latest["status"] == status
+    if status == "failed":
+        assert latest["error"]["type"] == "SystemExit"

@@ -128,6 +128,8 @@ class Reporter:
 
         Costs about a microsecond when no report is due. Returns whether one was queued.
         """
+        if self._final:
+            return False  # the final report is queued; nothing may supersede it
         state = self.state
         if phase is not None:
             state.phase = phase
@@ -157,6 +159,8 @@ class Reporter:
 
     def epoch_end(self, entry: dict[str, Any]) -> None:
         """An epoch finished training and validation and its checkpoint is saved."""
+        if self._final:
+            return
         self.state.history.append(dict(entry))
         self.state.phase = None
         self.state.batch = None
@@ -200,11 +204,11 @@ class Reporter:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if exc is None:
+        if exc is None or (isinstance(exc, SystemExit) and exc.code in (0, None)):
             self.complete()
         elif isinstance(exc, KeyboardInterrupt):
             self.interrupted()
-        elif isinstance(exc, Exception):
+        else:
             self.failed(exc)
         self.close()
 
