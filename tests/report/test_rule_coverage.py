@@ -1,0 +1,145 @@
+"""Every reporting rule that the schema cannot express (``schema: false`` in
+spec/rules/reporting.json) is pinned by named tests in tests/report that fail when the
+rule is broken; this table says which, and this test keeps the table honest."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+from tests.conftest import SPEC
+
+HERE = Path(__file__).resolve().parent
+
+RULE_TESTS: dict[str, list[str]] = {
+    "report.settings.url_missing": [
+        "test_a_missing_url_is_refused",
+        "test_paths_toml_without_a_report_section_is_refused",
+    ],
+    "report.settings.token": [
+        "test_a_missing_or_unusable_token_is_refused",
+        "test_load_settings_without_the_token_variable_raises",
+        "test_a_token_in_paths_toml_is_refused_and_not_shown",
+    ],
+    "report.settings.url_scheme": ["test_unsafe_urls_are_refused", "test_safe_urls_are_accepted"],
+    "report.settings.url_credentials": [
+        "test_urls_with_credentials_are_refused_without_showing_them"
+    ],
+    "report.settings.ca_bundle": ["test_a_missing_ca_bundle_is_refused"],
+    "report.settings.every": ["test_every_must_be_a_positive_number"],
+    "report.transport.post_url": [
+        "test_post_goes_to_the_url_as_configured_with_exactly_three_headers"
+    ],
+    "report.transport.headers": [
+        "test_post_goes_to_the_url_as_configured_with_exactly_three_headers"
+    ],
+    "report.transport.body": [
+        "test_encode_refuses_non_finite_numbers",
+        "test_encoded_body_is_compact_utf8_json_that_round_trips",
+        "test_an_unsendable_job_raises_before_any_work_starts",
+    ],
+    "report.transport.tls_verify": [
+        "test_tls_with_an_untrusted_certificate_sends_nothing",
+        "test_tls_with_a_trusted_ca_gets_through",
+        "test_https_to_a_plain_server_never_sends_the_token_in_clear",
+    ],
+    "report.transport.no_redirect": [
+        "test_redirects_are_never_followed_and_the_target_gets_nothing"
+    ],
+    "report.transport.timeout": [
+        "test_a_hanging_server_is_a_timeout",
+        "test_the_client_timeout_is_10_seconds_by_default",
+    ],
+    "report.transport.no_retry": [
+        "test_a_failed_report_is_not_retried",
+        "test_each_status_class_has_its_meaning",
+    ],
+    "report.transport.status": [
+        "test_each_status_class_has_its_meaning",
+        "test_the_warnings_differ_per_class",
+        "test_garbage_or_a_closed_connection_is_a_failure",
+    ],
+    "report.transport.one_warning": ["test_one_warning_then_quiet_until_a_report_gets_through"],
+    "report.transport.snapshot_raises": [
+        "test_report_status_raises_with_the_status_and_300_characters",
+        "test_report_status_raises_on_a_timeout",
+    ],
+    "report.transport.never_slows": [
+        "test_calls_never_wait_for_a_hanging_server",
+        "test_only_the_newest_unsent_report_is_kept",
+        "test_the_process_never_hangs_at_exit_on_a_hanging_server",
+    ],
+    "report.seq.increasing": [
+        "test_processes_racing_on_one_run_never_repeat_a_seq",
+        "test_resume_keeps_the_run_id_and_seq_keeps_rising",
+        "test_seq_is_the_send_time_in_ms_and_strictly_increasing",
+    ],
+    "report.run_id.stable": ["test_resume_keeps_the_run_id_and_seq_keeps_rising"],
+    "report.consistency.event_status": [
+        "test_inconsistent_reports_are_refused_with_their_rule",
+        "test_every_event_of_every_kind_builds_a_valid_report",
+    ],
+    "report.consistency.error": ["test_inconsistent_reports_are_refused_with_their_rule"],
+    "report.consistency.finished_at": ["test_inconsistent_reports_are_refused_with_their_rule"],
+    "report.consistency.epochs_completed": [
+        "test_inconsistent_reports_are_refused_with_their_rule"
+    ],
+    "report.consistency.eta": [
+        "test_inconsistent_reports_are_refused_with_their_rule",
+        "test_eta_is_null_until_the_first_epoch_and_when_not_running",
+    ],
+    "report.consistency.lesioned_units": [
+        "test_lesioned_units_must_ascend_and_the_word_channel_must_be_ordered"
+    ],
+    "report.privacy.secrets": [
+        "test_privacy_problems_find_each_secret",
+        "test_a_failed_job_sends_no_secret",
+        "test_scrub_message",
+        "test_a_config_with_a_path_is_refused_before_work_starts",
+    ],
+    "report.privacy.fields": [
+        "test_fill_helpers_give_every_field_and_refuse_unknown_ones",
+        "test_encode_refuses_what_the_schema_refuses_naming_the_rule_and_field",
+    ],
+    "report.server.auth": ["test_a_missing_or_bad_token_is_401", "test_reads_need_the_token_too"],
+    "report.server.too_large": [
+        "test_a_body_over_256_kb_is_413_before_it_is_read",
+        "test_exactly_256_kb_is_not_413",
+        "test_a_missing_content_length_is_411",
+    ],
+    "report.server.content_type": ["test_a_wrong_content_type_is_415"],
+    "report.server.not_json": ["test_a_body_that_is_not_strict_json_is_400"],
+    "report.server.invalid": ["test_a_report_that_fails_the_schema_is_422_with_the_problems"],
+    "report.server.newest_wins": [
+        "test_out_of_order_and_duplicate_delivery_ends_at_the_max_seq",
+        "test_concurrent_posts_never_let_an_older_report_win",
+        "test_old_and_duplicate_reports_are_200_and_not_stored",
+    ],
+    "report.server.no_contact": ["test_a_silent_run_in_progress_shows_no_contact"],
+    "report.server.plain_http_loopback": [
+        "test_plain_http_is_refused_off_loopback",
+        "test_serve_refuses_plain_http_off_loopback",
+    ],
+}
+
+
+def _test_names() -> set[str]:
+    names: set[str] = set()
+    for path in HERE.glob("test_*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names.update(
+            n.name
+            for n in ast.walk(tree)
+            if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")
+        )
+    return names
+
+
+def test_every_non_schema_rule_has_tests_and_they_exist() -> None:
+    rules = json.loads((SPEC / "rules" / "reporting.json").read_text(encoding="utf-8"))["rules"]
+    non_schema = {r["id"] for r in rules if r.get("schema") is False}
+    assert set(RULE_TESTS) == non_schema
+    known = _test_names()
+    missing = {name for names in RULE_TESTS.values() for name in names} - known
+    assert not missing, f"tests named in RULE_TESTS that do not exist: {sorted(missing)}"
