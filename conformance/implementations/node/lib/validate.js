@@ -167,6 +167,22 @@ for (const [id, schema] of schemas) {
   }
 }
 
+/** @type {Map<string, import("ajv").ValidateFunction>} */
+const pointers = new Map();
+
+/**
+ * A validator for a part of a schema, `<$id>#<JSON pointer>` (e.g. a oneOf branch).
+ * @param {string} pointer
+ */
+function compiledPointer(pointer) {
+  let fn = pointers.get(pointer);
+  if (fn === undefined) {
+    fn = ajv.compile({ $ref: pointer });
+    pointers.set(pointer, fn);
+  }
+  return fn;
+}
+
 /**
  * The schema `$id` for an `$id`, a path under schemas/ or an x-format name.
  * @param {string} name
@@ -207,8 +223,9 @@ function pathOf(pointer, data) {
  * @returns {Problem[]}
  */
 function problems(instance, schemaName) {
-  const id = resolveSchema(schemaName);
-  const validate = /** @type {import("ajv").ValidateFunction} */ (ajv.getSchema(id));
+  const [base, fragment] = schemaName.split("#", 2);
+  const id = resolveSchema(/** @type {string} */ (base));
+  const validate = fragment ? compiledPointer(`${id}#${fragment}`) : /** @type {import("ajv").ValidateFunction} */ (ajv.getSchema(id));
   const fallback = `${schemas.get(id)["x-format"] ?? "schema"}.schema`;
   const data = toPlain(instance);
   if (validate(data)) return [];
