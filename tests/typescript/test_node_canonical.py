@@ -128,3 +128,19 @@ def test_schema_parts_agree_with_the_oracle(harness: Harness) -> None:
         assert (got["valid"], set(got["rules"])) == (not want, want), (name, test["description"])
         checked += 1
     assert checked > 100
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"\ue000": 1, "🔥": 2, "z": 3},  # code point order differs from UTF-16 code unit order
+        {"s": "\x7f\x1f\u2028\ud83d"},  # DEL is escaped; a lone high surrogate stays as is
+        {"__proto__": {"a": 1}, "constructor": 2},
+        {"x": [1.0, -0.0, 1e22, 1e-7, 123456789.0, 0.5, 2**64, -(2**63)]},
+    ],
+    ids=["key-order", "escapes", "proto-key", "numbers"],
+)
+def test_known_pitfalls(harness: Harness, body: dict[str, Any]) -> None:
+    line = harness.run("line_hash", prev="0" * 64, body=body)
+    assert line["canonical"] == canonical_line(body)
+    assert harness.run("config_hash", config=body)["canonical"] == canonical_config(body)
