@@ -49,7 +49,10 @@ INPUTS: list[tuple[str, object]] = [
     ("quotes, backslashes and slashes: / is not escaped", {"s": '"q" \\ /'}),
     ("a lone surrogate is escaped as \\udXXX", {"s": "\ud800"}),
     ("non-ASCII keys are escaped and sorted by code point", {"é": 1, "z": 2, "ä": 3}),
-    ("a key beyond the BMP sorts after U+E000 (code point order, not UTF-16 code unit order)", {"\ue000": 1, "🔥": 2, "z": 3}),
+    (
+        "a key beyond the BMP sorts after U+E000 (code point order, not UTF-16 code unit order)",
+        {"\ue000": 1, "🔥": 2, "z": 3},
+    ),
     ("true, false and null are lowercase", {"t": True, "f": False, "n": None}),
     ("arrays keep their order", {"a": [3, 1, 2]}),
     (
