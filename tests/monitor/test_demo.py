@@ -37,6 +37,7 @@ def test_demo_command_watch_only(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(["demo", "--tiny", "--steps", "60", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "[certificate] step 30: conv2.0" in printed and "verify: OK" in printed
+    assert (out / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     lines = read_run(out)
     assert {c["layer"] for c in events(lines, "certificate")} == {"conv2.0", "conv3.0"}
     assert not events(lines, "repair")

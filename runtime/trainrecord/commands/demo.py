@@ -10,14 +10,12 @@ The output directory is the demo's own: a previous demo record in it is replaced
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-RECORD_FILES = ("diary.jsonl", "metrics.jsonl", "record.json", "record.sig")
+RECORD_FILES = ("diary.jsonl", "metrics.jsonl", "record.json", "record.sig", "plot.png")
 SHOWN = {
     "alarm",
     "alarm_cleared",
@@ -89,21 +87,15 @@ def _clear(out: Path) -> None:
 
 def _plot(out: Path) -> str:
     """Plot with ``trainrecord plot`` when this build has it; a sentence on what happened."""
-    from trainrecord import cli
-
-    parser = cli.build_parser()
-    names = set()
-    for action in parser._subparsers._group_actions if parser._subparsers else []:
-        names |= set(getattr(action, "choices", {}) or {})
-    if "plot" not in names:
+    try:
+        from trainrecord.commands.plot import plot
+    except ImportError:
         return "plot: `trainrecord plot` is not available in this build"
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
-        status = cli.main(["plot", str(out)])
-    said = buffer.getvalue().strip()
-    if status != 0:
-        return f"plot: failed ({said or f'exit status {status}'})"
-    return f"plot: {said}" if said else f"plot: written in {out}"
+    try:
+        written = plot(out, out / "plot.png")
+    except ImportError as exc:
+        return f"plot: skipped ({exc}; install trainrecord[plot])"
+    return f"plot: {written} (trainrecord plot {out} -o {out / 'plot.png'})"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -33,6 +33,23 @@ def channel_dim(module: nn.Module) -> int:
     return -1 if isinstance(module, nn.Linear) else 1
 
 
+def channel_extremes(x: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-channel max and min over every other dimension, as float32.
+
+    For channels-second tensors (N, C, ...) the contiguous trailing dimensions are reduced
+    first with one ``aminmax`` pass, then the batch: about twice as fast as ``amax`` and
+    ``amin`` over (0, 2, 3)."""
+    dim %= x.dim()
+    if dim == x.dim() - 1:
+        low, high = torch.aminmax(x.reshape(-1, x.shape[-1]), dim=0)
+    elif dim == 1 and x.dim() > 2:
+        low, high = torch.aminmax(x.flatten(2), dim=2)
+        low, high = low.amin(dim=0), high.amax(dim=0)
+    else:
+        low, high = torch.aminmax(x.movedim(dim, -1).reshape(-1, x.shape[dim]), dim=0)
+    return high.float(), low.float()
+
+
 class ActivationProbe:
     """Forward hooks that keep a per-channel max and min of chosen modules' outputs."""
 
@@ -49,10 +66,7 @@ class ActivationProbe:
             if tensor is None or tensor.dim() < 2:
                 return
             with torch.no_grad():
-                x = tensor.detach()
-                dim = channel_dim(module) % x.dim()
-                others = tuple(d for d in range(x.dim()) if d != dim)
-                high, low = x.amax(dim=others).float(), x.amin(dim=others).float()
+                high, low = channel_extremes(tensor.detach(), channel_dim(module))
             if name in self.maxima:
                 self.maxima[name] = torch.maximum(self.maxima[name], high)
                 self.minima[name] = torch.minimum(self.minima[name], low)
@@ -101,47 +115,41 @@ class ChannelCounts:
 def classify(
     total: int,
     certified: set[int],
-    high: list[float] | None,
-    low: list[float] | None,
+    high: torch.Tensor | None,
+    low: torch.Tensor | None,
     relu: bool,
-    scale: list[float] | None,
+    scale: torch.Tensor | None,
     decay_ratio: float,
 ) -> ChannelCounts:
-    """Sort a producer's channels into the four categories (see the module docstring)."""
+    """Sort a producer's channels into the four categories (see the module docstring).
+
+    Works on tensors; only the (usually empty) index lists become Python lists."""
     counts = ChannelCounts(total=total, certified=sorted(certified))
-    median = None
-    if scale is not None and scale:
-        ordered = sorted(scale)
-        median = ordered[len(ordered) // 2]
-    for c in range(total):
-        if c in certified:
-            continue
-        if high is not None and low is not None and c < len(high):
-            if relu and high[c] <= 0.0:
-                counts.observed.append(c)
-                continue
-            if high[c] == low[c]:
-                counts.flat.append(c)
-                continue
-        if (
-            median is not None
-            and median > 0
-            and scale is not None
-            and scale[c] < decay_ratio * median
-        ):
-            counts.decayed.append(c)
+    taken = torch.zeros(total, dtype=torch.bool)
+    if certified:
+        taken[sorted(certified)] = True
+    if high is not None and low is not None and high.numel() == total:
+        silent = (high <= 0) & ~taken if relu else torch.zeros(total, dtype=torch.bool)
+        flat = (high == low) & ~taken & ~silent
+        counts.observed = silent.nonzero().flatten().tolist()
+        counts.flat = flat.nonzero().flatten().tolist()
+        taken |= silent | flat
+    if scale is not None and scale.numel() == total and total:
+        median = scale.median()
+        if median > 0:
+            counts.decayed = ((scale < decay_ratio * median) & ~taken).nonzero().flatten().tolist()
     return counts
 
 
-def channel_scale(producer: nn.Module, batchnorm: nn.Module | None) -> list[float] | None:
+def channel_scale(producer: nn.Module, batchnorm: nn.Module | None) -> torch.Tensor | None:
     """Per-channel scale: |gamma| of the BatchNorm, else the norm of incoming weights."""
     with torch.no_grad():
         if batchnorm is not None and getattr(batchnorm, "weight", None) is not None:
-            return batchnorm.weight.detach().abs().float().tolist()
+            return batchnorm.weight.detach().abs().float().cpu()
         weight = getattr(producer, "weight", None)
         if weight is None:
             return None
-        return weight.detach().flatten(1).float().norm(dim=1).tolist()
+        return weight.detach().flatten(1).float().norm(dim=1).cpu()
 
 
 @dataclass

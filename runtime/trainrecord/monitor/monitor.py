@@ -349,11 +349,9 @@ class Monitor:
             total = int(info.module.weight.shape[0])
             high, low = stats.get(name, (None, None))
             relu = info.relu is not None
-            candidates = []
+            candidates: list[int] = []
             if relu and high is not None and low is not None:
-                candidates = [
-                    c for c in range(total) if (relu and high[c] <= 0) or high[c] == low[c]
-                ]
+                candidates = ((high <= 0) | (high == low)).nonzero().flatten().tolist()
             certified, events = self.certifier.check(step, info, candidates)
             for event, fields in events:
                 self._emit(event, fields)
@@ -376,28 +374,23 @@ class Monitor:
 
     def _reduced_stats(
         self, names: list[str], probe: ActivationProbe | None
-    ) -> dict[str, tuple[list[float], list[float]]]:
+    ) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+        """Per producer, the channels' max and min over the batch (and over ranks)."""
         if probe is None or not names:
             if self.dist.active:  # every rank takes part in the same collectives
                 self.dist.reduce_max(torch.zeros(1))
             return {}
         assert self.structure is not None
-        parts: list[torch.Tensor] = []
-        for name in names:
-            measured = self.structure.pairs.get(name, name)
-            parts += [probe.maxima[measured].cpu(), -probe.minima[measured].cpu()]
-        flat = torch.cat(parts)
+        measured = [self.structure.pairs.get(name, name) for name in names]
+        parts = [probe.maxima[m] for m in measured] + [-probe.minima[m] for m in measured]
+        flat = torch.cat([p.to(parts[0].device) for p in parts])
         if self.dist.active:
             self.dist.reduce_max(flat)
-        values = flat.tolist()
-        out, at = {}, 0
-        for name in names:
-            size = int(probe.maxima[self.structure.pairs.get(name, name)].numel())
-            high = values[at : at + size]
-            low = [-v for v in values[at + size : at + 2 * size]]
-            at += 2 * size
-            out[name] = (high, low)
-        return out
+        flat = flat.cpu()
+        sizes = [int(probe.maxima[m].numel()) for m in measured]
+        highs = flat[: sum(sizes)].split(sizes)
+        lows = (-flat[sum(sizes) :]).split(sizes)
+        return {name: (highs[i], lows[i]) for i, name in enumerate(names)}
 
     def _maybe_repair(self, step: int, info: Producer, counts: ChannelCounts) -> None:
         streak = self._silent_streak.setdefault(info.name, {})
