@@ -21,7 +21,7 @@ from trainrecord.diary.keys import (
     load_public_key,
 )
 from trainrecord.diary.seal import write_seal
-from trainrecord.diary.verify import VerifyResult, verify
+from trainrecord.diary.verifier import VerifyResult, verify
 from trainrecord.diary.writer import DiaryWriter, MetricsWriter
 
 __all__ = [

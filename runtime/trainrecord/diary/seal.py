@@ -30,7 +30,7 @@ from trainrecord.diary.keys import fingerprint, load_private_key, load_public_ke
 from trainrecord.errors import RecordRefused
 
 if TYPE_CHECKING:
-    from trainrecord.diary.verify import VerifyResult
+    from trainrecord.diary.verifier import VerifyResult
 
 DIARY, METRICS, SEAL, SIGNATURE = "diary.jsonl", "metrics.jsonl", "record.json", "record.sig"
 
@@ -64,7 +64,7 @@ def write_seal(
     The record is verified first (without its old seal); a record that does not verify
     is never sealed.
     """
-    from trainrecord.diary.verify import verify
+    from trainrecord.diary.verifier import verify
 
     run = Path(run_dir)
     key = load_private_key(signing_key) if signing_key is not None else None

@@ -29,7 +29,7 @@ from trainrecord.diary.events import (
     fast_problems,
 )
 from trainrecord.diary.nonfinite import encode
-from trainrecord.diary.verify import DIARY, METRICS, SEAL, SIGNATURE, verify
+from trainrecord.diary.verifier import DIARY, METRICS, SEAL, SIGNATURE, verify
 from trainrecord.errors import RecordRefused
 
 SYNC_EVENTS = frozenset({"run_start", "run_end"})

@@ -35,6 +35,7 @@ SIGNATURE = "record.sig"
 PARALLEL_MIN_BYTES = 8 << 20
 """Diaries smaller than this are checked in this process."""
 CHUNK_BYTES = 4 << 20
+MIN_CHUNK_BYTES = 1 << 20
 
 Status = Literal["ok", "torn", "failed"]
 ProgressFn = Callable[[int, int], None]
@@ -307,7 +308,7 @@ def verify(
         torn = size - complete_end
         n_workers = workers if workers is not None else (os.cpu_count() or 1)
         if n_workers > 1 and complete_end >= PARALLEL_MIN_BYTES:
-            chunk = max(1 << 20, min(CHUNK_BYTES, complete_end // (4 * n_workers) + 1))
+            chunk = max(MIN_CHUNK_BYTES, min(CHUNK_BYTES, complete_end // (4 * n_workers) + 1))
             ranges = _ranges(buf, complete_end, chunk)
             results = _run_parallel(str(path), ranges, n_workers, report, complete_end)
         else:

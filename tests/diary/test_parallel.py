@@ -1,0 +1,73 @@
+"""Verifying in worker processes gives the same answer as one pass, at range boundaries too."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import pytest
+
+import trainrecord.diary.verifier as verify_module
+from tests.diary.helpers import write_run
+from trainrecord.diary import verify
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    run = tmp_path_factory.mktemp("big") / "run"
+    write_run(run, repeat=60, seal=True)  # ~1000 lines, ~350 KB
+    return run
+
+
+@pytest.fixture
+def small_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(verify_module, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(verify_module, "MIN_CHUNK_BYTES", 20_000)
+    monkeypatch.setattr(verify_module, "CHUNK_BYTES", 20_000)
+
+
+def _same(a, b) -> None:
+    assert dataclasses.asdict(a) == dataclasses.asdict(b)
+
+
+def _ranges(run: Path) -> list[tuple[int, int, int]]:
+    data = (run / "diary.jsonl").read_bytes()
+    return verify_module._ranges(data, len(data), 20_000)
+
+
+def test_parallel_equals_serial_on_an_intact_record(big: Path, small_ranges: None) -> None:
+    assert len(_ranges(big)) > 10
+    _same(verify(big, workers=2), verify(big, workers=1))
+    assert verify(big, workers=2).ok
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "edit first line of a range",
+        "delete first line of a range",
+        "swap across a boundary",
+        "edit last line of a range",
+    ],
+)
+def test_parallel_equals_serial_at_range_boundaries(
+    big: Path, small_ranges: None, tmp_path: Path, change: str
+) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(big, run)
+    lines = (run / "diary.jsonl").read_bytes().splitlines(keepends=True)
+    first = _ranges(big)[3][2] - 1  # 0-based index of the first line of the fourth range
+    if change == "edit first line of a range":
+        lines[first] = lines[first].replace(b'"seq":', b'"seq":1', 1)
+    elif change == "delete first line of a range":
+        del lines[first]
+    elif change == "swap across a boundary":
+        lines[first - 1], lines[first] = lines[first], lines[first - 1]
+    else:
+        lines[first - 1] = lines[first - 1].replace(b'"time":', b'"time":1', 1)
+    (run / "diary.jsonl").write_bytes(b"".join(lines))
+    parallel, serial = verify(run, workers=2), verify(run, workers=1)
+    _same(parallel, serial)
+    assert parallel.status == "failed"
+    assert parallel.failure.line in (first, first + 1)
