@@ -171,7 +171,9 @@ def test_a_training_job_reports_to_trainrecord_serve_over_https(
         f"{served}/api/runs/{state.run_id}/receipts", headers=auth, verify=tls.ca, timeout=10
     ).json()["receipts"]
     seqs = [r["seq"] for r in receipts]
-    assert len(seqs) >= 5 and seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    # Intermediate reports may be skipped under load (§3 keeps only the newest unsent one):
+    # the first report and the final one always arrive.
+    assert len(seqs) >= 2 and seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
     # An untrusting client is refused by TLS, and an unauthorised one by the receiver.
     with pytest.raises(requests.exceptions.SSLError):
         requests.get(f"{served}/api/runs", headers=auth, timeout=10)
