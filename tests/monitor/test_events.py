@@ -431,6 +431,8 @@ def test_misuse_gets_a_clear_error(run_dir: Path) -> None:
     monitor = Monitor(model, None, run_dir, check_every=1)
     with pytest.raises(TypeError, match="loss must be a tensor"):
         monitor.step("0.5")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="no elements"):
+        monitor.step(torch.zeros(0))
     monitor.close()
     with pytest.raises(RuntimeError, match="after close"):
         monitor.step(0.5)

@@ -308,12 +308,15 @@ class Monitor:
         if isinstance(loss, torch.Tensor):
             with torch.no_grad():
                 detached = loss.detach().float()
+                if detached.numel() == 0:
+                    raise ValueError("monitor.step(loss): the loss tensor has no elements; "
+                                     "pass the loss that backward() was called on")
                 if detached.numel() != 1:
                     self._once(
                         "loss_reduced",
                         {"step": step, "severity": "info", "elements": int(detached.numel())},
                     )
-                    detached = detached.mean() if detached.numel() else torch.tensor(math.nan)
+                    detached = detached.mean()
                 detached = detached.reshape(1).clone()
                 self.dist.reduce_mean(detached)
                 return float(detached.item())
