@@ -94,8 +94,15 @@ def schema_by_id(schema_id: str) -> dict[str, Any]:
 
 @cache
 def validator(schema_id: str) -> Draft202012Validator:
-    """The oracle validator for one schema (by ``$id`` or path), with format checking."""
-    schema = schema_by_id(schema_id)
+    """The oracle validator for one schema, with format checking.
+
+    ``schema_id`` is a schema's ``$id`` or its path under ``schemas/``, optionally followed
+    by a JSON pointer into it (``<$id>#/$defs/training_report``) to validate against a part.
+    """
+    base, _, pointer = schema_id.partition("#")
+    schema = schema_by_id(base)
+    if pointer:
+        schema = {"$ref": f"{schema['$id']}#{pointer}", "x-format": schema.get("x-format")}
     return OracleValidator(
         schema, registry=registry(), format_checker=Draft202012Validator.FORMAT_CHECKER
     )
@@ -108,11 +115,30 @@ def _rule_for(error: ValidationError, fallback: str) -> str:
     return fallback
 
 
+def _selected_branch(error: ValidationError) -> list[ValidationError]:
+    """The context errors of the branch a ``discriminator`` annotation selects.
+
+    A ``oneOf`` with ``"discriminator": {"propertyName": p}`` (as the schemas carry for the
+    code generator) is judged by the branch whose ``p`` the instance matches: the branches
+    that fail on ``p`` itself are dropped, so a bad field is reported once, not per branch.
+    """
+    context = list(error.context or ())
+    prop = (error.schema.get("discriminator") or {}).get("propertyName")
+    if error.validator != "oneOf" or not prop or not isinstance(error.instance, dict):
+        return context
+    at_prop = (*error.absolute_path, prop)
+    failing = {
+        sub.relative_schema_path[0] for sub in context if tuple(sub.absolute_path) == at_prop
+    }
+    kept = [sub for sub in context if sub.relative_schema_path[0] not in failing]
+    return kept or context
+
+
 def _leaf_errors(error: ValidationError) -> Iterator[ValidationError]:
     """Descend into oneOf/anyOf contexts to the branch errors that carry a rule."""
     rules = error.schema.get("x-rules") if isinstance(error.schema, dict) else None
     if error.context and not (isinstance(rules, dict) and error.validator in rules):
-        for sub in error.context:
+        for sub in _selected_branch(error):
             yield from _leaf_errors(sub)
     else:
         yield error
@@ -142,7 +168,10 @@ def _to_problems(leaf: ValidationError, fallback: str) -> list[Problem]:
 
 
 def problems(instance: Any, schema_id: str) -> list[Problem]:
-    """Every problem of ``instance`` against the schema, each with its rule id."""
+    """Every problem of ``instance`` against the schema, each with its rule id.
+
+    ``schema_id`` is as for :func:`validator` (a ``#/pointer`` selects a part of a schema).
+    """
     val = validator(schema_id)
     fallback = f"{val.schema.get('x-format', 'schema')}.schema"
     found: list[Problem] = []
