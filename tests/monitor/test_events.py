@@ -126,13 +126,19 @@ def test_zeroed_layer_without_repair_stays_dead(run_dir: Path) -> None:
     torch.manual_seed(0)
     model = TinyCNN()
     optimizer = sgd(model)
-    with Monitor(model, optimizer, run_dir, check_every=2, warmup=3) as monitor:
+    with Monitor(
+        model, optimizer, run_dir, check_every=2, warmup=3, channel_list_limit=3
+    ) as monitor:
         train(model, optimizer, monitor, 10)
         zero_block2(model, optimizer)
         train(model, optimizer, monitor, 20, seed=1)
     lines = read_run(run_dir)
     assert not events(lines, "repair") and not events(lines, "channels_cleared")
-    assert len(events(lines, "certificate")) == 1  # once, not at every check
+    certificates = events(lines, "certificate")
+    assert len(certificates) == 1  # once, not at every check
+    assert certificates[0]["channels"] == [0, 1, 2] and certificates[0]["count"] == 8
+    channels = events(lines, "channels")[0]
+    assert channels["certified"] == [0, 1, 2] and channels["n_certified"] == 8
     rows = metrics(run_dir)
     assert [r["stuck"]["conv2"] for r in rows if r["step"] >= 10] == [[8, 0, 0, 0]] * 10
     assert all(r["grad"]["conv2"] == 0.0 for r in rows if r["step"] >= 10)
@@ -357,6 +363,23 @@ def test_step_before_backward_is_no_gradients_once_and_counted(run_dir: Path) ->
     assert lines[-1]["counts"]["checks_without_gradients"] == 4
     assert not events(lines, "alarm")  # no per-layer alarm from a misplaced call
     assert all(all(v is None for v in r["grad"].values()) for r in metrics(run_dir))
+
+
+def test_step_after_zero_grad_is_no_gradients(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = sgd(model)
+    with Monitor(model, optimizer, run_dir, check_every=2, warmup=1) as monitor:
+        for x, y in batches(8):
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=False)
+            monitor.step(loss)  # misuse: the gradients are all zero by now
+    lines = read_run(run_dir)
+    assert len(events(lines, "no_gradients")) == 1
+    assert lines[-1]["counts"]["checks_without_gradients"] == 4
+    assert not events(lines, "alarm")
 
 
 def test_loss_with_several_elements_is_reduced_and_said_once(run_dir: Path) -> None:

@@ -154,6 +154,7 @@ class Monitor:
         self.checks = 0
         self.closed = False
         self._silent_streak: dict[str, dict[int, int]] = {}
+        self._relu_cache: torch.Tensor | None = None
         self._said: set[str] = set()
         self._structure_probe: StructureProbe | None = None
         self._activation_probe: ActivationProbe | None = None
@@ -261,6 +262,8 @@ class Monitor:
         value = self._loss_value(step, loss)
         scale = self._scale()
         norms, any_grad = self.norms.compute(scale or 1.0)
+        if any_grad and all(v == 0.0 for v in norms.values() if v is not None):
+            any_grad = False  # every gradient exactly zero: after zero_grad(), or nothing flows
         if not any_grad:
             self.counts["checks_without_gradients"] += 1
             self._once(
@@ -309,8 +312,10 @@ class Monitor:
             with torch.no_grad():
                 detached = loss.detach().float()
                 if detached.numel() == 0:
-                    raise ValueError("monitor.step(loss): the loss tensor has no elements; "
-                                     "pass the loss that backward() was called on")
+                    raise ValueError(
+                        "monitor.step(loss): the loss tensor has no elements; "
+                        "pass the loss that backward() was called on"
+                    )
                 if detached.numel() != 1:
                     self._once(
                         "loss_reduced",
@@ -346,6 +351,10 @@ class Monitor:
                 if measured in probe.maxima:
                     names.append(name)
         stats = self._reduced_stats(names, probe)
+        if len(names) == len(self.producers) and self._quiet(stats):
+            return {
+                n: ChannelCounts(total=int(self.modules[n].weight.shape[0])) for n in self.producers
+            }
         out: dict[str, ChannelCounts] = {}
         for name in self.producers:
             info = self.producer_info[name]
@@ -374,6 +383,44 @@ class Monitor:
             if self.repair_enabled:
                 self._maybe_repair(step, info, counts)
         return out
+
+    def _quiet(self, stats: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> bool:
+        """True when no producer has a stuck channel now or had one at the last check.
+
+        The common case, decided with a few batched tensor operations over every
+        producer's channels at once instead of a loop of small ones per producer."""
+        if self.certifier.certified or any(self._silent_streak.values()):
+            return False
+        if any(level != "none" for level, _ in self.channels.state.values()):
+            return False
+        highs = torch.cat([stats[n][0] for n in self.producers])
+        lows = torch.cat([stats[n][1] for n in self.producers])
+        relu = self._relu_mask()
+        stuck = ((highs <= 0) & relu) | (highs == lows)
+        scales = [
+            channel_scale(self.producer_info[n].module, self.producer_info[n].bn_module)
+            for n in self.producers
+        ]
+        present = [sc for sc in scales if sc is not None and sc.numel()]
+        if present:
+            padded = torch.nn.utils.rnn.pad_sequence(
+                present, batch_first=True, padding_value=math.nan
+            )
+            median = padded.nanmedian(dim=1).values.unsqueeze(1)
+            decayed = ((padded < self.decay_ratio * median) & (median > 0)).any()
+            return not bool(torch.stack([stuck.any(), decayed]).any())
+        return not bool(stuck.any())
+
+    def _relu_mask(self) -> torch.Tensor:
+        if self._relu_cache is None:
+            parts = [
+                torch.full(
+                    (int(self.modules[n].weight.shape[0]),), self.producer_info[n].relu is not None
+                )
+                for n in self.producers
+            ]
+            self._relu_cache = torch.cat(parts)
+        return self._relu_cache
 
     def _reduced_stats(
         self, names: list[str], probe: ActivationProbe | None
