@@ -171,27 +171,31 @@ def scan(data: bytes | memoryview, first_line: int) -> ChunkResult:
             digest_given = value["hash"]
         seq = value["seq"]
         event = value["event"]
+        failure = None
         if expect_seq is None:
             res.first_seq, res.first_prev, res.first_event = seq, prev, event
+            # the caller checks this line's seq and prev: make sure their format is checked
+            failure = _fail_schema(line_no, {**value, "prev": prev, "hash": digest_given})
         elif seq != expect_seq:
-            res.failure = LineFailure(
+            failure = LineFailure(
                 line_no, seq, "diary.chain.seq", f"seq is {seq}, expected {expect_seq}"
             )
-            return _finish(res, events, count)
         elif prev != prev_hash:
-            res.failure = LineFailure(line_no, seq, "diary.chain.prev", PREV_BROKEN)
-            return _finish(res, events, count)
+            failure = LineFailure(line_no, seq, "diary.chain.prev", PREV_BROKEN)
         elif prev_event == "run_end" and event != "run_start":
-            res.failure = LineFailure(
+            failure = LineFailure(
                 line_no,
                 seq,
                 "diary.order.run_end",
                 f"a {event} line follows run_end; only a run_start (a resumed run) may",
             )
-            return _finish(res, events, count)
-        digest = sha256(prev.encode() + body).hexdigest()
-        if digest != digest_given:
-            res.failure = LineFailure(line_no, seq, "diary.chain.hash", HASH_BROKEN)
+        digest = sha256(prev.encode() + body).hexdigest() if failure is None else ""
+        if failure is None and digest != digest_given:
+            failure = LineFailure(line_no, seq, "diary.chain.hash", HASH_BROKEN)
+        if failure is not None:
+            # the schema comes first: prev and hash formats are checked only here
+            full = {**value, "prev": prev, "hash": digest_given}
+            res.failure = _fail_schema(line_no, full) or failure
             return _finish(res, events, count)
         events[event] = events.get(event, 0) + 1
         if event == "run_end":

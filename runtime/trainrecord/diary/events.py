@@ -93,15 +93,64 @@ def fast_line_problems(line: Any) -> list[Problem]:
     return fast_problems(line, event_schema(event))
 
 
+def _field_schema(name: str, schema: Any, relax: frozenset[str]) -> Any:
+    from pydantic_core import core_schema
+
+    if name in relax:
+        return core_schema.str_schema()
+    if schema.get("type") == "function-after" and schema["schema"].get("type") == "literal":
+        return schema["schema"]  # Literal["alarm"] with a min_length the literal implies
+    return schema
+
+
+def _dict_validator(model: Any, relax: frozenset[str]) -> Any:
+    """A validator of plain dicts with the checks of a generated model (no model built)."""
+    from pydantic_core import CoreConfig, SchemaValidator, core_schema
+
+    top = model.__pydantic_core_schema__
+    definitions = None
+    if top.get("type") == "definitions":
+        definitions, top = top["definitions"], top["schema"]
+    if top.get("type") != "model" or top["schema"].get("type") != "model-fields":
+        return _adapter_for_model(model).validator.isinstance_python
+    fields = {
+        name: core_schema.typed_dict_field(
+            _field_schema(name, f["schema"], relax),
+            required=f["schema"].get("type") != "default",
+        )
+        for name, f in top["schema"]["fields"].items()
+    }
+    config = CoreConfig(strict=True, allow_inf_nan=False)  # the models' own config
+    schema = core_schema.typed_dict_schema(
+        fields, extra_behavior="ignore", total=True, config=config
+    )
+    if definitions is not None:
+        schema = core_schema.definitions_schema(schema, definitions)
+    return SchemaValidator(schema, config).isinstance_python
+
+
+def _adapter_for_model(model: Any) -> Any:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(model)
+
+
 @cache
 def fast_validators() -> dict[str | None, Any]:
-    """``{event: isinstance check}`` from the generated strict models; ``None``: common fields.
+    """``{event: check}`` built from the generated strict models; ``None``: common fields.
 
-    A True answer means the line is valid (the models agree with the oracle); on False the
-    caller asks the oracle, which decides and names the rule.
+    Each check takes a parsed line and answers True when the line is valid. They validate
+    plain dicts with the models' own field checks, except that ``prev`` and ``hash`` are
+    only required to be strings: the chain check compares them with hashes it computes
+    (so a malformed one fails there), and on any failure the caller asks the oracle, which
+    decides and names the rule. A True answer agrees with the oracle (tests/diary).
     """
+    import trainrecord_spec
+
+    relax = frozenset({"prev", "hash"})
     table: dict[str | None, Any] = {
-        event: _adapter(event_schema(event)).validator.isinstance_python for event in EVENT_TYPES
+        event: _dict_validator(trainrecord_spec.MODELS[event_schema(event)], relax)
+        for event in EVENT_TYPES
     }
-    table[None] = _adapter(COMMON_SCHEMA).validator.isinstance_python
+    table[None] = _dict_validator(trainrecord_spec.MODELS[COMMON_SCHEMA], relax)
     return table

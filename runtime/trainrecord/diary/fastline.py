@@ -87,14 +87,49 @@ def fast_json() -> tuple[Any, Any, Any, int]:
     return orjson.loads, orjson.dumps, orjson.JSONDecodeError, orjson.OPT_SORT_KEYS
 
 
+_HUGE = float(2**63)  # at and above this, a parsed float may be an integer orjson could not hold
+
+
+def _spell(value: float, fragment: Any, huge: list[bool]) -> Any:
+    mag = abs(value)
+    if mag != 0.0 and (mag < 1e-4 or mag >= 1e16):
+        if mag >= _HUGE:
+            huge.append(True)
+        return fragment(repr(value).encode())
+    return value
+
+
+def _python_floats(obj: Any, fragment: Any, huge: list[bool]) -> Any:
+    """A copy where every float Python spells with an exponent is a pre-spelled fragment."""
+    is_dict = obj.__class__ is dict
+    items: Any = obj.items() if is_dict else enumerate(obj)
+    out: Any = {} if is_dict else [None] * len(obj)
+    for k, v in items:
+        cls = v.__class__
+        if cls is float:
+            v = _spell(v, fragment, huge)
+        elif cls is dict or cls is list:
+            v = _python_floats(v, fragment, huge)
+        out[k] = v
+    return out
+
+
 def exact_body(body: dict[str, Any], raw: bytes, out: bytes) -> bytes | None:
     """Canonical bytes of an orjson-parsed body whose orjson text was not provably exact.
 
-    When the only doubt is float spelling (``out`` is ASCII without DEL), the parsed values
-    are exact unless the line holds an integer orjson could not hold (19 or more digits in
-    a row); then ``json.dumps`` of the parsed body is the definition. Otherwise None: the
-    caller parses again with the standard library.
+    When the only doubt is float spelling (``out`` is ASCII without DEL), the floats Python
+    writes with an exponent (below 1e-4, from 1e16) are given to orjson pre-spelled by
+    ``repr``, which is how ``json.dumps`` spells them. orjson parses an integer it cannot
+    hold (beyond 64 bits) as a float of 2**63 or more; when such a float appears and the
+    line holds 19 or more digits in a row, the values may not be exact and the answer is
+    None: the caller parses again with the standard library.
     """
-    if out.isascii() and b"\x7f" not in out and _BIG_INT.search(raw) is None:
-        return canonical_line(body).encode("utf-8")
-    return None
+    if not out.isascii() or b"\x7f" in out:
+        return None
+    if orjson is None:  # pragma: no cover
+        return None
+    huge: list[bool] = []
+    fixed = _python_floats(body, orjson.Fragment, huge)
+    if huge and _BIG_INT.search(raw) is not None:
+        return None
+    return orjson.dumps(fixed, option=orjson.OPT_SORT_KEYS)
