@@ -264,6 +264,23 @@ def test_nan_in_the_loss(run_dir: Path) -> None:
     assert metrics(run_dir)[2]["loss"] == "NaN"
 
 
+def test_inf_in_the_gradient_of_a_layer_in_alarm_keeps_its_alarm(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyCNN(detach_second=True)  # block1 has no gradient: in alarm after warm-up
+    optimizer = sgd(model)
+
+    def inject(step: int) -> None:
+        if step == 8:
+            model.block1[0].weight.grad = torch.full_like(model.block1[0].weight, float("inf"))
+
+    with Monitor(model, optimizer, run_dir, check_every=2, warmup=2) as monitor:
+        train_no_step(model, optimizer, monitor, 12, inject)
+    lines = read_run(run_dir)
+    assert [b["layers"] for b in events(lines, "nonfinite_gradient")] == [["block1.0"]]
+    assert not events(lines, "alarm_cleared")  # never "cleared" by a non-finite norm
+    assert {a["layer"] for a in events(lines, "alarm")} == {"block1.0", "block1.1"}
+
+
 def test_inf_in_a_gradient_without_a_scaler(run_dir: Path) -> None:
     torch.manual_seed(0)
     model = TinyCNN()

@@ -125,6 +125,8 @@ class GradientAlarms:
         self.checks += 1
         events: list[tuple[str, dict[str, Any]]] = []
         for layer, norm in norms.items():
+            if norm is not None and not math.isfinite(norm):
+                continue  # a non-finite gradient is its own event; the alarm state stays
             base = self.baselines.setdefault(layer, LayerBaseline())
             diagnosis, sigma = self._diagnose(norm, base)
             if diagnosis is None and norm is not None and math.isfinite(norm) and norm > 0:
@@ -168,8 +170,6 @@ class GradientAlarms:
     def _diagnose(self, norm: float | None, base: LayerBaseline) -> tuple[str | None, float | None]:
         if norm is None or norm == 0.0:
             return "no_gradient", None
-        if not math.isfinite(norm):
-            return None, None  # a non-finite gradient is its own event, never an alarm
         if base.count < 2:
             return None, None
         distance = math.log10(norm) - base.mean
