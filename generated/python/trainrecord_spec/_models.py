@@ -32,7 +32,13 @@ from trainrecord_spec.models.diary.metrics_row_schema import DiaryMetricsRow as 
 from trainrecord_spec.models.diary.record_schema import DiaryRecordSeal as _23
 from trainrecord_spec.models.foundry.metrics_schema import FoundryMetrics as _24
 from trainrecord_spec.models.foundry.witness_schema import FoundryWitness as _25
-from trainrecord_spec.models.reporting.reporting_schema import Report as _26
+from trainrecord_spec.models.harness.run_response_schema import HarnessRunResponse as _26
+from trainrecord_spec.models.harness.run_schema import HarnessRunRequest as _27
+from trainrecord_spec.models.harness.start_response_schema import HarnessStartResponse as _28
+from trainrecord_spec.models.harness.start_schema import HarnessStartRequest as _29
+from trainrecord_spec.models.harness.stop_response_schema import HarnessStopResponse as _30
+from trainrecord_spec.models.harness.stop_schema import HarnessStopRequest as _31
+from trainrecord_spec.models.reporting.reporting_schema import Report as _32
 
 MODELS: dict[str, Any] = {
     'https://trainrecord.dev/schemas/diary/common.schema.json': _0,
@@ -61,5 +67,11 @@ MODELS: dict[str, Any] = {
     'https://trainrecord.dev/schemas/diary/record.schema.json': _23,
     'https://trainrecord.dev/schemas/foundry/metrics.schema.json': _24,
     'https://trainrecord.dev/schemas/foundry/witness.schema.json': _25,
-    'https://trainrecord.dev/schemas/reporting/reporting.schema.json': _26,
+    'https://trainrecord.dev/schemas/harness/run-response.schema.json': _26,
+    'https://trainrecord.dev/schemas/harness/run.schema.json': _27,
+    'https://trainrecord.dev/schemas/harness/start-response.schema.json': _28,
+    'https://trainrecord.dev/schemas/harness/start.schema.json': _29,
+    'https://trainrecord.dev/schemas/harness/stop-response.schema.json': _30,
+    'https://trainrecord.dev/schemas/harness/stop.schema.json': _31,
+    'https://trainrecord.dev/schemas/reporting/reporting.schema.json': _32,
 }

@@ -27,7 +27,7 @@ export interface HarnessStartResponse {
     version?: string | null;
   };
   /**
-   * The operations the harness supports (see HarnessRunRequest.op). Operations not listed are never sent; their rules are reported as skipped.
+   * The operations the harness supports (see HarnessRunRequest.op). Operations not listed are never sent; their rules are reported as skipped. Each operation once.
    */
   operations: (
     | "validate"

@@ -1,0 +1,36 @@
+"""Every check of the suite, by rule id.
+
+Checks come from one module per format (:mod:`.schema` for every rule a schema expresses,
+:mod:`.canonical`, :mod:`.foundry`, :mod:`.diary`, :mod:`.reporting`, :mod:`.server`,
+:mod:`.harness`). :func:`all_checks` collects them; rules without any check are listed by
+:func:`trainrecord_conformance.registry.uncovered` with the reason (``coverage.py``).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from trainrecord_conformance.checks.base import Check, Context, Failed
+
+
+@cache
+def all_checks() -> dict[str, tuple[Check, ...]]:
+    """Every check, grouped by the rule it tests."""
+    from trainrecord_conformance.checks import (
+        canonical,
+        diary,
+        foundry,
+        harness,
+        reporting,
+        schema,
+        server,
+    )
+
+    out: dict[str, list[Check]] = {}
+    for module in (schema, canonical, foundry, diary, reporting, server, harness):
+        for check in module.checks():
+            out.setdefault(check.rule, []).append(check)
+    return {rule: tuple(found) for rule, found in out.items()}
+
+
+__all__ = ["Check", "Context", "Failed", "all_checks"]

@@ -1,0 +1,107 @@
+"""What a check is, the context it runs in, and the helpers checks share.
+
+A :class:`Check` tests one rule of the registry against a target: a Hypothesis strategy
+draws inputs (from :mod:`trainrecord_conformance.strategies`), and the check's body runs
+the target's operations on them and raises :class:`Failed` when the rule does not hold.
+A rule may have several checks (the schema check through ``validate`` and the writer check
+through ``write_metrics``, say); it passes when each check whose operations the target
+supports passes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hypothesis import strategies as st
+
+from trainrecord_conformance.protocol import Result
+from trainrecord_conformance.targets import Target
+
+Strategy = Callable[[Target], st.SearchStrategy[Any]]
+Body = Callable[["Context", Any], None]
+
+
+class Failed(AssertionError):
+    """The target broke the rule; the message says how."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One way to test one rule."""
+
+    rule: str
+    name: str
+    ops: frozenset[str]
+    strategy: Strategy
+    body: Body
+    scale: str = "behaviour"
+    """``schema`` checks (one per schema rule, hundreds) draw fewer examples per profile."""
+
+
+@dataclass
+class Context:
+    """What a check body gets: the target, fresh folders, and a loopback report receiver."""
+
+    target: Target
+    root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="trc-")))
+    _counter: itertools.count = field(default_factory=itertools.count)
+    _services: dict[str, Any] = field(default_factory=dict)
+
+    def folder(self, create: bool = False) -> Path:
+        """A fresh path under the run's temporary root (not created unless asked)."""
+        path = self.root / f"case{next(self._counter)}"
+        if create:
+            path.mkdir()
+        return path
+
+    def service(self, name: str, factory: Callable[[], Any]) -> Any:
+        """A long-lived helper (an HTTP receiver, a TLS CA), made once per run."""
+        if name not in self._services:
+            self._services[name] = factory()
+        return self._services[name]
+
+    def run(self, op: str, data: dict[str, Any]) -> Result:
+        """Run an operation on the target."""
+        return self.target.run(op, data)
+
+    def ok(self, op: str, data: dict[str, Any]) -> dict[str, Any]:
+        """Run an operation that must succeed; its output."""
+        result = self.target.run(op, data)
+        if result.outcome != "ok":
+            raise Failed(f"{op} on a valid input gave {result.describe()}")
+        return result.output
+
+    def refused(self, op: str, data: dict[str, Any], rule: str) -> Result:
+        """Run an operation that must be refused naming ``rule``."""
+        result = self.target.run(op, data)
+        if result.outcome == "ok":
+            raise Failed(f"{op} accepted an input that breaks {rule}: {result.describe()}")
+        if result.outcome != "refused":
+            raise Failed(f"{op} gave {result.describe()} instead of refusing with {rule}")
+        if rule not in result.rules:
+            raise Failed(f"{op} refused, but named {result.rules}, not {rule}")
+        return result
+
+    def close(self) -> None:
+        """Stop the services and remove the temporary folders."""
+        for service in self._services.values():
+            close = getattr(service, "close", None)
+            if close is not None:
+                close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def snapshot(path: Path) -> dict[str, bytes | None]:
+    """Every file and folder under ``path`` (folders map to None), for before/after checks."""
+    if not path.exists():
+        return {}
+    out: dict[str, bytes | None] = {".": None}
+    for item in sorted(path.rglob("*")):
+        out[str(item.relative_to(path))] = item.read_bytes() if item.is_file() else None
+    return out

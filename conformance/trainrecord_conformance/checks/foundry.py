@@ -1,0 +1,487 @@
+"""Foundry run records v1: the witness and metrics writers and the witness reader.
+
+Through ``write_witness``, ``write_metrics`` and ``read_witness``: every environment
+refusal, no overwrite, nothing left behind by a refused call, the nonzero-rank and CPU
+guarantees, and every schema rule of the two files once more through the writer (metrics)
+and the reader (witness).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+from hypothesis import strategies as st
+
+from trainrecord.canonical import config_sha, loads_strict
+from trainrecord_conformance import strategies as S
+from trainrecord_conformance.checks.base import Check, Context, Failed, snapshot
+from trainrecord_conformance.targets import Target
+
+WITNESS = "https://trainrecord.dev/schemas/foundry/witness.schema.json"
+METRICS = "https://trainrecord.dev/schemas/foundry/metrics.schema.json"
+INPROCESS = "@nonfinite"
+"""A pseudo-operation: the target takes Python values JSON cannot carry (NaN, non-text)."""
+
+NOT_INTEGERS = ["abc", "1.5", "1e3", "0x10", "1_000", "١٢", "--1", "1 2", "4.0", "8,4", "nan"]
+BLANKS = ["", " ", "\t", "  \n"]
+
+
+def _witness_input(
+    ctx: Context, env: dict[str, str], config: dict[str, Any] | None = None, folder: Any = None
+) -> dict[str, Any]:
+    return {
+        "dir": str(folder or ctx.folder()),
+        "env": env,
+        "config": {"lr": 0.1} if config is None else config,
+        "device": "cpu",
+        "wall_seconds": 7,
+    }
+
+
+# --------------------------------------------------------------------------- environment
+
+
+def _env_case(rule: str) -> st.SearchStrategy[dict[str, str]]:
+    """A valid environment changed to break exactly the environment rule ``rule``."""
+    base = S.foundry_env().map(lambda e: {k: v for k, v in e.items() if k != "RANK"})
+    bad = st.sampled_from(NOT_INTEGERS)
+    negative = st.integers(-(10**6), -1).map(str)
+    variants: dict[str, Callable[[dict[str, str]], st.SearchStrategy[dict[str, str]]]] = {
+        "witness.env.foundry_run_id.unset": lambda e: st.just(
+            {k: v for k, v in e.items() if k != "FOUNDRY_RUN_ID"}
+        ),
+        "witness.env.foundry_run_id.blank": lambda e: st.sampled_from(BLANKS).map(
+            lambda v: {**e, "FOUNDRY_RUN_ID": v}
+        ),
+        "witness.env.foundry_run_id.integer": lambda e: bad.map(
+            lambda v: {**e, "FOUNDRY_RUN_ID": v}
+        ),
+        "witness.env.rank.integer": lambda e: bad.map(lambda v: {**e, "RANK": v}),
+        "witness.env.rank.negative": lambda e: negative.map(lambda v: {**e, "RANK": v}),
+        "witness.env.slurm_procid.integer": lambda e: bad.map(lambda v: {**e, "SLURM_PROCID": v}),
+        "witness.env.slurm_procid.negative": lambda e: negative.map(
+            lambda v: {**e, "SLURM_PROCID": v}
+        ),
+        "witness.env.slurm_restart_count.integer": lambda e: bad.map(
+            lambda v: {**e, "SLURM_RESTART_COUNT": v}
+        ),
+        "witness.env.slurm_restart_count.negative": lambda e: negative.map(
+            lambda v: {**e, "SLURM_RESTART_COUNT": v}
+        ),
+        "witness.env.omp_num_threads.integer": lambda e: bad.map(
+            lambda v: {**e, "OMP_NUM_THREADS": v}
+        ),
+        "witness.env.omp_num_threads.range": lambda e: st.integers(-50, 0).map(
+            lambda v: {**e, "OMP_NUM_THREADS": str(v)}
+        ),
+    }
+    return base.flatmap(variants[rule])
+
+
+ENV_RULES = (
+    "witness.env.foundry_run_id.unset",
+    "witness.env.foundry_run_id.blank",
+    "witness.env.foundry_run_id.integer",
+    "witness.env.rank.integer",
+    "witness.env.rank.negative",
+    "witness.env.slurm_procid.integer",
+    "witness.env.slurm_procid.negative",
+    "witness.env.slurm_restart_count.integer",
+    "witness.env.slurm_restart_count.negative",
+    "witness.env.omp_num_threads.integer",
+    "witness.env.omp_num_threads.range",
+)
+
+
+def env_refused(rule: str) -> Callable[[Context, dict[str, str]], None]:
+    """The writer refuses the environment naming ``rule`` and creates nothing."""
+
+    def body(ctx: Context, env: dict[str, str]) -> None:
+        folder = ctx.folder()
+        ctx.refused("write_witness", _witness_input(ctx, env, folder=folder), rule)
+        if folder.exists():
+            raise Failed(f"a refused witness left {sorted(snapshot(folder))} behind")
+
+    return body
+
+
+def nothing_on_refusal(ctx: Context, case: tuple[str, dict[str, str]]) -> None:
+    """Any refused witness leaves no folder, no witness, no temporary file."""
+    rule, env = case
+    env_refused(rule)(ctx, env)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def written_witness(ctx: Context, env: dict[str, str], config: dict[str, Any]) -> Any:
+    """Write a valid witness; check every field against what the writer was given."""
+    folder = ctx.folder()
+    out = ctx.ok("write_witness", _witness_input(ctx, env, config, folder))
+    attempt = int(env.get("SLURM_RESTART_COUNT", "0"))
+    expected = folder / f"observed.attempt{attempt}.json"
+    if out["path"] is None or not expected.is_file():
+        raise Failed(f"no witness at {expected.name} (answer {out['path']!r})")
+    data = loads_strict(expected.read_text(encoding="utf-8"))
+    found = S.oracle_rules(data, WITNESS)
+    if found:
+        raise Failed(f"the written witness breaks {sorted(found)}: {data}")
+    wanted = {
+        "attempt": attempt,
+        "experiment_id": int(env["FOUNDRY_RUN_ID"]),
+        "config_sha": config_sha(config),
+        "wall_seconds": 7,
+        "device": "cpu",
+        "run_record_format": 1,
+    }
+    if "OMP_NUM_THREADS" in env:
+        wanted["cpu_threads"] = int(env["OMP_NUM_THREADS"])
+    wrong = {k: (data.get(k), v) for k, v in wanted.items() if data.get(k) != v}
+    if wrong:
+        raise Failed(f"witness fields (written, expected): {wrong}")
+    return folder, expected, data
+
+
+def no_overwrite(ctx: Context, case: tuple[dict[str, str], dict[str, Any]]) -> None:
+    """A second witness for the same attempt is refused; the first stays byte for byte."""
+    env, config = case
+    folder, _path, _ = written_witness(ctx, env, config)
+    before = snapshot(folder)
+    ctx.refused(
+        "write_witness", _witness_input(ctx, env, {"other": 1}, folder), "witness.path.exists"
+    )
+    if snapshot(folder) != before:
+        raise Failed("the refused second witness changed the results folder")
+
+
+def atomic_no_overwrite(ctx: Context, case: tuple[dict[str, str], dict[str, Any]]) -> None:
+    """The folder holds the witness alone (no temporary file) and a rewrite is refused."""
+    env, config = case
+    folder, path, _ = written_witness(ctx, env, config)
+    others = sorted(p.name for p in folder.iterdir() if p != path)
+    if others:
+        raise Failed(f"the writer left other files beside the witness: {others}")
+    result = ctx.run("write_witness", _witness_input(ctx, env, config, folder))
+    if result.outcome == "ok":
+        raise Failed("a second witness for the same attempt was written over the first")
+
+
+def rank_nonzero(ctx: Context, case: tuple[dict[str, str], int, str]) -> None:
+    """A nonzero rank writes nothing and is not an error."""
+    env, rank, variable = case
+    folder = ctx.folder()
+    env = {**env, variable: str(rank)}
+    if variable == "SLURM_PROCID":
+        env.pop("RANK", None)
+    out = ctx.ok("write_witness", _witness_input(ctx, env, folder=folder))
+    if out["path"] is not None or snapshot(folder):
+        raise Failed(f"rank {rank} ({variable}) wrote {out['path']!r} / {sorted(snapshot(folder))}")
+
+
+def cpu_nulls(ctx: Context, case: tuple[dict[str, str], dict[str, Any]]) -> None:
+    """On cpu, device_name and peak_vram_mb are null."""
+    env, config = case
+    _, _, data = written_witness(ctx, env, config)
+    if data.get("device_name") is not None or data.get("peak_vram_mb") is not None:
+        raise Failed(
+            f"cpu witness has device_name={data.get('device_name')!r}, "
+            f"peak_vram_mb={data.get('peak_vram_mb')!r}"
+        )
+
+
+def config_serializable(ctx: Context, config: dict[str, Any]) -> None:
+    """A configuration that strict JSON cannot hash is refused."""
+    folder = ctx.folder()
+    ctx.refused(
+        "write_witness",
+        _witness_input(ctx, {"FOUNDRY_RUN_ID": "1"}, config, folder),
+        "witness.config.serializable",
+    )
+
+
+def env_type(ctx: Context, env: dict[str, Any]) -> None:
+    """An environment that is not text to text is refused."""
+    ctx.refused("write_witness", _witness_input(ctx, env), "witness.env.type")
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _write_file(ctx: Context, name: str, text: str) -> str:
+    folder = ctx.folder(create=True)
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def _witness_name(data: Any) -> str:
+    attempt = data.get("attempt") if isinstance(data, dict) else None
+    ok = isinstance(attempt, int) and not isinstance(attempt, bool) and attempt >= 0
+    return f"observed.attempt{attempt if ok else 0}.json"
+
+
+def reader_refuses(rule: str) -> Callable[[Context, Any], None]:
+    """The reader accepts a valid witness and refuses a broken one naming ``rule``."""
+
+    def body(ctx: Context, case: tuple[Any, S.Broken]) -> None:
+        valid, broken = case
+        path = _write_file(ctx, _witness_name(valid), json.dumps(valid))
+        ctx.ok("read_witness", {"path": path})
+        path = _write_file(ctx, _witness_name(broken.instance), json.dumps(broken.instance))
+        ctx.refused("read_witness", {"path": path}, rule)
+
+    return body
+
+
+def attempt_filename(ctx: Context, case: tuple[Any, int]) -> None:
+    """A witness whose attempt differs from its file name is refused."""
+    valid, other = case
+    if other == valid["attempt"]:
+        other += 1
+    path = _write_file(ctx, f"observed.attempt{other}.json", json.dumps(valid))
+    ctx.refused("read_witness", {"path": path}, "witness.attempt.filename")
+
+
+def file_json(ctx: Context, case: tuple[Any, str]) -> None:
+    """A witness file that is not strict JSON is refused."""
+    valid, token = case
+    text = json.dumps({**valid, "wall_seconds": "@@"}).replace('"@@"', token)
+    path = _write_file(ctx, _witness_name(valid), text)
+    ctx.refused("read_witness", {"path": path}, "witness.file.json")
+
+
+def version_first(ctx: Context, case: tuple[Any, int]) -> None:
+    """A witness of another version is refused for its version alone."""
+    valid, version = case
+    data = {**valid, "run_record_format": version, "attempt": "not checked", "extra": 1}
+    path = _write_file(ctx, "observed.attempt0.json", json.dumps(data))
+    result = ctx.refused("read_witness", {"path": path}, "witness.run_record_format.unsupported")
+    if set(result.rules) != {"witness.run_record_format.unsupported"}:
+        raise Failed(
+            f"a version {version} witness was refused with {result.rules}: the "
+            "version must be inspected before anything else"
+        )
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def metrics_writer_refuses(rule: str) -> Callable[[Context, Any], None]:
+    """write_metrics writes valid rows as given and refuses broken ones, creating nothing."""
+
+    def body(ctx: Context, case: tuple[Any, S.Broken]) -> None:
+        valid, broken = case
+        metrics_written(ctx, valid)
+        folder = ctx.folder()
+        ctx.refused("write_metrics", {"dir": str(folder), "rows": broken.instance}, rule)
+        if folder.exists():
+            raise Failed(f"refused rows left {sorted(snapshot(folder))} behind")
+
+    return body
+
+
+def metrics_written(ctx: Context, rows: list[Any], folder: Any = None) -> Any:
+    """Write rows; the file holds exactly them and validates."""
+    folder = folder or ctx.folder()
+    out = ctx.ok("write_metrics", {"dir": str(folder), "rows": rows})
+    path = folder / "metrics.json"
+    if not path.is_file():
+        raise Failed(f"no metrics.json in the results folder (answer {out['path']!r})")
+    data = loads_strict(path.read_text(encoding="utf-8"))
+    if not _same(data, rows):
+        raise Failed(f"metrics.json holds {data!r}, the rows were {rows!r}")
+    return folder
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as JSON: same types (1 is not 1.0, True is not 1), floats bit for bit."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float):
+        return math.copysign(1, a) == math.copysign(1, b) and a == b
+    return bool(a == b)
+
+
+def metrics_nothing_on_refusal(ctx: Context, broken: S.Broken) -> None:
+    """Refused rows create neither the folder nor any file, even when the folder exists."""
+    folder = ctx.folder(create=True)
+    (folder / "keep.txt").write_text("x")
+    before = snapshot(folder)
+    result = ctx.run("write_metrics", {"dir": str(folder), "rows": broken.instance})
+    if result.outcome != "refused":
+        raise Failed(f"broken rows ({broken.site}) gave {result.describe()}")
+    if snapshot(folder) != before:
+        raise Failed("refused rows changed the results folder")
+
+
+def metrics_replace(ctx: Context, case: tuple[list[Any], list[Any]]) -> None:
+    """A second write replaces metrics.json whole and leaves no other file."""
+    first, second = case
+    folder = metrics_written(ctx, first)
+    metrics_written(ctx, second, folder)
+    others = sorted(p.name for p in folder.iterdir() if p.name != "metrics.json")
+    if others:
+        raise Failed(f"the writer left other files beside metrics.json: {others}")
+
+
+# --------------------------------------------------------------------------- registry
+
+
+def _pairs(rule: str, schema_id: str) -> Callable[[Target], st.SearchStrategy[Any]]:
+    def build(target: Target) -> st.SearchStrategy[Any]:
+        broken = S.breaking_instances(rule, nonfinite=target.nonfinite, schema_id=schema_id)
+        return st.tuples(S.valid_instances(schema_id), broken)
+
+    return build
+
+
+def _env_and_config(target: Target) -> st.SearchStrategy[tuple[dict[str, str], dict[str, Any]]]:
+    return st.tuples(S.foundry_env(), S.configs())
+
+
+def _valid_witness(target: Target) -> st.SearchStrategy[Any]:
+    return S.valid_instances(WITNESS)
+
+
+def checks() -> list[Check]:
+    """Every Foundry check."""
+    out = [
+        Check(
+            rule,
+            "write_witness refuses the environment and creates nothing",
+            frozenset({"write_witness"}),
+            lambda t, r=rule: _env_case(r),
+            env_refused(rule),
+        )
+        for rule in ENV_RULES
+    ]
+    out += [
+        Check(
+            "witness.write.nothing_on_refusal",
+            "a refused witness leaves nothing behind",
+            frozenset({"write_witness"}),
+            lambda t: st.sampled_from(ENV_RULES).flatmap(
+                lambda r: st.tuples(st.just(r), _env_case(r))
+            ),
+            nothing_on_refusal,
+        ),
+        Check(
+            "witness.path.exists",
+            "a second witness for an attempt is refused",
+            frozenset({"write_witness"}),
+            _env_and_config,
+            no_overwrite,
+        ),
+        Check(
+            "witness.write.atomic_no_overwrite",
+            "one file, no temporary left, no rewrite",
+            frozenset({"write_witness"}),
+            _env_and_config,
+            atomic_no_overwrite,
+        ),
+        Check(
+            "witness.rank.nonzero",
+            "a nonzero rank writes nothing",
+            frozenset({"write_witness"}),
+            lambda t: st.tuples(
+                S.foundry_env(), st.integers(1, 512), st.sampled_from(["RANK", "SLURM_PROCID"])
+            ),
+            rank_nonzero,
+        ),
+        Check(
+            "witness.device.cpu_nulls",
+            "cpu witnesses have null accelerator fields",
+            frozenset({"write_witness"}),
+            _env_and_config,
+            cpu_nulls,
+        ),
+        Check(
+            "witness.config.serializable",
+            "a NaN configuration is refused",
+            frozenset({"write_witness", INPROCESS}),
+            lambda t: st.sampled_from([math.nan, math.inf, -math.inf]).map(lambda v: {"lr": v}),
+            config_serializable,
+        ),
+        Check(
+            "witness.env.type",
+            "a non-text environment is refused",
+            frozenset({"write_witness", INPROCESS}),
+            lambda t: st.sampled_from([1, None, 2.5, b"7"]).map(lambda v: {"FOUNDRY_RUN_ID": v}),
+            env_type,
+        ),
+        Check(
+            "witness.attempt.filename",
+            "the reader checks attempt against the file name",
+            frozenset({"read_witness"}),
+            lambda t: st.tuples(_valid_witness(t), st.integers(0, 99)),
+            attempt_filename,
+        ),
+        Check(
+            "witness.file.json",
+            "the reader refuses NaN and Infinity tokens",
+            frozenset({"read_witness"}),
+            lambda t: st.tuples(
+                _valid_witness(t), st.sampled_from(["NaN", "Infinity", "-Infinity", "{", "'x'"])
+            ),
+            file_json,
+        ),
+        Check(
+            "witness.read.version_first",
+            "another version is refused for its version alone",
+            frozenset({"read_witness"}),
+            lambda t: st.tuples(_valid_witness(t), st.sampled_from([0, 2, 3, 99])),
+            version_first,
+        ),
+        Check(
+            "metrics.write.nothing_on_refusal",
+            "refused rows leave the folder as it was",
+            frozenset({"write_metrics"}),
+            lambda t: st.sampled_from(
+                sorted(
+                    r
+                    for r in S.schema_rules()
+                    if any(s.schema_id == METRICS for s in S.rule_sites(r))
+                )
+            ).flatmap(lambda r: S.breaking_instances(r, schema_id=METRICS, nonfinite=t.nonfinite)),
+            metrics_nothing_on_refusal,
+        ),
+        Check(
+            "metrics.write.atomic_replace",
+            "a rewrite replaces metrics.json whole",
+            frozenset({"write_metrics"}),
+            lambda t: st.tuples(S.valid_instances(METRICS), S.valid_instances(METRICS)),
+            metrics_replace,
+        ),
+    ]
+    for rule in sorted(S.schema_rules()):
+        sites = {s.schema_id for s in S.rule_sites(rule)}
+        if METRICS in sites:
+            out.append(
+                Check(
+                    rule,
+                    "write_metrics refuses the rows, creating nothing",
+                    frozenset({"write_metrics"}),
+                    _pairs(rule, METRICS),
+                    metrics_writer_refuses(rule),
+                    scale="schema",
+                )
+            )
+        if WITNESS in sites:
+            out.append(
+                Check(
+                    rule,
+                    "read_witness refuses the file",
+                    frozenset({"read_witness"}),
+                    _pairs(rule, WITNESS),
+                    reader_refuses(rule),
+                    scale="schema",
+                )
+            )
+    return out

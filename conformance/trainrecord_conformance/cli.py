@@ -1,0 +1,141 @@
+"""``trainrecord-conformance``: run the conformance suite against an implementation.
+
+    trainrecord-conformance run --target python
+    trainrecord-conformance run --target harness --rules 'witness.*'
+    trainrecord-conformance run --target "exec:node harness.js" --examples 50 --json
+    trainrecord-conformance run --target https://example.org/api/runs --ca-file ca.pem
+    trainrecord-conformance rules            # the registry and how each rule is checked
+
+Exit status: 0 when every selected rule passed (or was skipped or is not covered), 1 on
+any failure or error, 2 on a usage problem (an unknown target, a harness that cannot
+start).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from trainrecord_conformance import report
+from trainrecord_conformance.runner import run_rules, select
+from trainrecord_conformance.targets import DEFAULT_TIMEOUT, TargetError, make_target
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line parser."""
+    parser = argparse.ArgumentParser(
+        prog="trainrecord-conformance", description="Check an implementation, rule by rule."
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    run = sub.add_parser("run", help="run the suite against one or more targets")
+    run.add_argument(
+        "--target",
+        action="append",
+        required=True,
+        metavar="TARGET",
+        help="python, harness, node, exec:<command> or an http(s):// URL (repeat for several)",
+    )
+    run.add_argument(
+        "--rules",
+        action="append",
+        metavar="PATTERN",
+        help="only rules matching this glob (e.g. 'witness.*'); repeatable",
+    )
+    run.add_argument(
+        "--examples",
+        type=int,
+        metavar="N",
+        help="examples per check (default: from HYPOTHESIS_PROFILE)",
+    )
+    run.add_argument(
+        "--profile",
+        choices=["ci", "dev", "thorough"],
+        help="Hypothesis profile (default: HYPOTHESIS_PROFILE, else dev)",
+    )
+    run.add_argument("--json", action="store_true", help="print the outcomes as JSON")
+    run.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        help="seconds a harness may take per operation",
+    )
+    run.add_argument(
+        "--token", help="bearer token for an http(s) target (default: CORREAD_REPORT_TOKEN)"
+    )
+    run.add_argument("--ca-file", help="CA certificates to trust for an https target")
+    run.add_argument(
+        "--read-url",
+        help="read API of an http(s) target: GET <read-url>/<run_id> "
+        "gives the stored report (enables the ordering check)",
+    )
+    run.set_defaults(func=cmd_run)
+    listing = sub.add_parser("rules", help="list the rules and their checks")
+    listing.add_argument("--rules", action="append", metavar="PATTERN")
+    listing.set_defaults(func=cmd_rules)
+    return parser
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run the suite once per target; the worst exit status wins."""
+    worst = 0
+    rule_ids = select(args.rules)
+    if not rule_ids:
+        print(f"no rule matches {args.rules}", file=sys.stderr)
+        return 2
+    for spec in args.target:
+        try:
+            target = make_target(
+                spec,
+                timeout=args.timeout,
+                token=args.token,
+                ca_file=args.ca_file,
+                read_url=args.read_url,
+            )
+        except (ValueError, TargetError, OSError) as exc:
+            print(f"trainrecord-conformance: cannot start target {spec}: {exc}", file=sys.stderr)
+            return 2
+        with target:
+            outcomes = run_rules(
+                target,
+                rule_ids,
+                examples=args.examples,
+                profile=args.profile,
+                progress=None if args.json else report.Progress(),
+            )
+            if args.json:
+                print(report.to_json(outcomes, spec, target.implementation))
+            else:
+                print(report.summary(outcomes, spec, target.implementation))
+        worst = max(worst, report.exit_status(outcomes))
+    return worst
+
+
+def cmd_rules(args: argparse.Namespace) -> int:
+    """List rules with their checks (or why they are not covered)."""
+    from trainrecord_conformance.checks import all_checks
+    from trainrecord_conformance.coverage import NOT_COVERED
+
+    checks = all_checks()
+    for rule in select(args.rules):
+        found = checks.get(rule, ())
+        how = "; ".join(f"{c.name} [{', '.join(sorted(c.ops))}]" for c in found)
+        print(f"{rule}: {how or 'NOT COVERED: ' + NOT_COVERED.get(rule, 'no check')}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+"""The harness operations, implemented with this project's runtime (``trainrecord``).
+
+One function per operation of the harness protocol (``spec/schemas/harness/run.schema.json``):
+each takes the run's ``input`` object and returns its ``output`` object, or raises
+:class:`~trainrecord.errors.RecordRefused` for a refusal. The in-process ``python`` target
+calls them directly; the reference exec harness (:mod:`trainrecord_conformance.harness`)
+serves them over the protocol, so both paths run the very same code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from trainrecord.canonical import canonical_config, canonical_line, line_hash
+from trainrecord.errors import RecordRefused
+from trainrecord.schemas import problems
+
+Operation = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def validate(data: dict[str, Any]) -> dict[str, Any]:
+    """Validate ``instance`` against the schema ``schema`` (an ``$id``, or ``$id#pointer``)."""
+    from trainrecord_conformance.oracle import schema_problems
+
+    found = schema_problems(data["instance"], data["schema"])
+    return {"valid": not found, "rules": sorted({p.rule for p in found})}
+
+
+def line_hash_op(data: dict[str, Any]) -> dict[str, Any]:
+    """The diary's canonical line and its hash."""
+    return {
+        "canonical": canonical_line(data["body"]),
+        "hash": line_hash(data["prev"], data["body"]),
+    }
+
+
+def config_hash(data: dict[str, Any]) -> dict[str, Any]:
+    """The Foundry configuration form and ``config_sha``."""
+    from trainrecord.foundry import config_sha
+
+    return {"canonical": canonical_config(data["config"]), "config_sha": config_sha(data["config"])}
+
+
+def write_witness(data: dict[str, Any]) -> dict[str, Any]:
+    """Write a witness into ``dir`` from the given environment only."""
+    from trainrecord.foundry import write_witness as write
+
+    path = write(
+        data["dir"],
+        config=data["config"],
+        device=data["device"],
+        wall_seconds=data["wall_seconds"],
+        env=data["env"],
+    )
+    return {"path": None if path is None else str(path)}
+
+
+def write_metrics(data: dict[str, Any]) -> dict[str, Any]:
+    """Write ``metrics.json`` into ``dir``."""
+    from trainrecord.foundry import write_metrics as write
+
+    return {"path": str(write(data["dir"], data["rows"]))}
+
+
+def read_witness(data: dict[str, Any]) -> dict[str, Any]:
+    """Read and check a witness file."""
+    from trainrecord.foundry import read_witness as read
+
+    model = read(data["path"])
+    return {"witness": model.model_dump(mode="json")}
+
+
+def write_diary(data: dict[str, Any]) -> dict[str, Any]:
+    """Write a new diary from ``events`` (each with its ``event`` type) and close it."""
+    from trainrecord.diary import DiaryWriter
+
+    events = data["events"]
+    for i, event in enumerate(events):
+        if not isinstance(event, dict) or not isinstance(event.get("event"), str):
+            raise RecordRefused.one(
+                "diary.event.type",
+                ("events", i, "event"),
+                "each event needs its type in the field event",
+                event,
+            )
+    writer = DiaryWriter(data["dir"], fsync_policy="critical")
+    try:
+        for event in events:
+            writer.append(event["event"], {k: v for k, v in event.items() if k != "event"})
+    finally:
+        writer.close()
+    return {"path": str(writer.path)}
+
+
+def verify_diary(data: dict[str, Any]) -> dict[str, Any]:
+    """Verify a run folder; the first failure's rule and line."""
+    from trainrecord.diary import load_public_key, verify
+
+    key = load_public_key(data["key"]) if data.get("key") else None
+    result = verify(data["dir"], public_key=key, workers=1, progress=False)
+    failure = result.failure
+    rules: list[str] = []
+    line = None
+    if failure is not None:
+        rules = [failure.rule]
+        if failure.file == "diary.jsonl" and failure.line > 0:
+            line = failure.line - 1
+    elif result.status == "torn":
+        rules = ["diary.file.torn"]
+        line = result.lines
+    return {"ok": result.ok, "rules": rules, "line": line}
+
+
+def send_report(data: dict[str, Any]) -> dict[str, Any]:
+    """Send one report synchronously, as ``report_status()`` does."""
+    from trainrecord.report import ReportSettings, encode_report, post_report
+
+    settings = ReportSettings(
+        url=data["url"], every=60, token=data["token"], ca_bundle=data.get("ca_file")
+    )
+    outcome = post_report(settings, encode_report(data["report"]))
+    return {"delivered": bool(outcome.ok), "status": outcome.status}
+
+
+OPERATIONS: dict[str, Operation] = {
+    "validate": validate,
+    "line_hash": line_hash_op,
+    "config_hash": config_hash,
+    "write_witness": write_witness,
+    "write_metrics": write_metrics,
+    "read_witness": read_witness,
+    "write_diary": write_diary,
+    "verify_diary": verify_diary,
+    "send_report": send_report,
+}
+"""Every operation of the protocol, by name."""
+
+
+def problems_of(value: Any, schema_id: str) -> list[str]:
+    """Rule ids of ``value`` against a schema (for harness self-checks)."""
+    return sorted({p.rule for p in problems(value, schema_id)})
+
+
+def resolve(path: str) -> Path:
+    """A path from a run input, as a :class:`Path`."""
+    return Path(path)

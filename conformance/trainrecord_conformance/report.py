@@ -1,0 +1,104 @@
+"""Show a run's outcomes: a progress line on a terminal, a summary table, JSON.
+
+Failures come with the shrunk counterexample and the message of the check that failed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from typing import Any, TextIO
+
+from trainrecord_conformance.runner import RuleOutcome
+
+MARK = {
+    "pass": "PASS",
+    "fail": "FAIL",
+    "error": "ERROR",
+    "skipped": "SKIP",
+    "not covered": "NOT COVERED",
+}
+
+
+class Progress:
+    """One self-rewriting status line on a terminal; silent elsewhere."""
+
+    def __init__(self, stream: TextIO = sys.stderr) -> None:
+        self.stream = stream
+        self.live = stream.isatty()
+        self.counts: Counter[str] = Counter()
+
+    def __call__(self, done: int, total: int, outcome: RuleOutcome) -> None:
+        self.counts[outcome.status] += 1
+        if not self.live:
+            return
+        tally = " ".join(f"{k}={v}" for k, v in sorted(self.counts.items()))
+        line = f"\r[{done}/{total}] {outcome.rule[:48]:<48} {tally}"
+        self.stream.write(line[:160])
+        if done == total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def _short(value: Any, limit: int = 600) -> str:
+    text = json.dumps(value, default=repr, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def summary(outcomes: list[RuleOutcome], target: str, implementation: dict[str, Any]) -> str:
+    """The human report: failures and errors in detail, then a table per format."""
+    lines = [
+        f"trainrecord conformance: target {target} "
+        f"({implementation.get('name', '?')}, {implementation.get('language', '?')})",
+        "",
+    ]
+    for o in outcomes:
+        if o.status not in ("fail", "error"):
+            continue
+        lines.append(f"{MARK[o.status]} {o.rule}")
+        for c in o.checks:
+            if c.status in ("fail", "error"):
+                lines.append(f"    check: {c.name}")
+                lines.append(f"    {c.message}")
+                if c.counterexample is not None:
+                    lines.append(f"    counterexample (shrunk): {_short(c.counterexample)}")
+        lines.append("")
+    per_format: dict[str, Counter[str]] = {}
+    for o in outcomes:
+        fmt = o.rule.split(".", 1)[0]
+        per_format.setdefault(fmt, Counter())[o.status] += 1
+    cols = ["pass", "fail", "error", "skipped", "not covered"]
+    lines.append(f"{'format':<16}" + "".join(f"{c:>13}" for c in cols))
+    for fmt, counts in per_format.items():
+        lines.append(f"{fmt:<16}" + "".join(f"{counts[c]:>13}" for c in cols))
+    total = Counter(o.status for o in outcomes)
+    lines.append(f"{'total':<16}" + "".join(f"{total[c]:>13}" for c in cols))
+    not_covered = [o for o in outcomes if o.status == "not covered"]
+    if not_covered:
+        lines.append("")
+        lines.append(f"{len(not_covered)} rules are not covered by the suite (see --json for why).")
+    seconds = sum(o.seconds for o in outcomes)
+    verdict = "FAILED" if total["fail"] or total["error"] else "OK"
+    lines.append(f"{verdict}: {len(outcomes)} rules in {seconds:.1f} s")
+    return "\n".join(lines)
+
+
+def to_json(outcomes: list[RuleOutcome], target: str, implementation: dict[str, Any]) -> str:
+    """The machine report."""
+    total = Counter(o.status for o in outcomes)
+    return json.dumps(
+        {
+            "target": target,
+            "implementation": implementation,
+            "totals": dict(total),
+            "rules": [o.to_json() for o in outcomes],
+        },
+        indent=1,
+        default=repr,
+    )
+
+
+def exit_status(outcomes: list[RuleOutcome]) -> int:
+    """1 on any failure or error, else 0."""
+    return 1 if any(o.status in ("fail", "error") for o in outcomes) else 0

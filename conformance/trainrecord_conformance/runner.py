@@ -1,0 +1,201 @@
+"""Run checks against a target with Hypothesis and collect per-rule outcomes.
+
+Each check is a Hypothesis property: its strategy draws inputs, its body runs the target.
+Outcomes per check:
+
+* ``pass``: every drawn example held;
+* ``fail``: the rule broke; the counterexample is the one Hypothesis shrank to (the last
+  example run, which Hypothesis replays after shrinking);
+* ``skipped``: the target does not support an operation the check needs;
+* ``error``: the implementation crashed, hung or broke the protocol (or the suite's own
+  strategy failed): reported as such, never as a rule failure.
+
+A rule's outcome joins its checks': fail beats error beats pass beats skipped.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis.errors import FailedHealthCheck, Unsatisfiable
+
+from trainrecord_conformance.checks import Check, Context, Failed, all_checks
+from trainrecord_conformance.coverage import NOT_COVERED
+from trainrecord_conformance.registry import rules
+from trainrecord_conformance.strategies import StrategyDrift
+from trainrecord_conformance.targets import Target, TargetError
+
+PROFILES: dict[str, dict[str, int]] = {
+    "ci": {"behaviour": 25, "schema": 4},
+    "dev": {"behaviour": 60, "schema": 12},
+    "thorough": {"behaviour": 1000, "schema": 200},
+}
+"""Examples per check in each Hypothesis profile (HYPOTHESIS_PROFILE). Schema checks (one
+per schema rule, hundreds of them) draw fewer; ``--examples N`` sets both."""
+ORDER = {"fail": 0, "error": 1, "pass": 2, "skipped": 3, "not covered": 4}
+
+
+@dataclass
+class CheckOutcome:
+    """The outcome of one check."""
+
+    name: str
+    status: str
+    message: str = ""
+    counterexample: Any = None
+    examples: int = 0
+
+
+@dataclass
+class RuleOutcome:
+    """The outcome of one rule: its checks joined."""
+
+    rule: str
+    kind: str
+    status: str
+    checks: list[CheckOutcome] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready form."""
+        return {
+            "rule": self.rule,
+            "kind": self.kind,
+            "status": self.status,
+            "seconds": round(self.seconds, 3),
+            "checks": [
+                {
+                    "name": c.name,
+                    "status": c.status,
+                    "message": c.message,
+                    "counterexample": _jsonable(c.counterexample),
+                    "examples": c.examples,
+                }
+                for c in self.checks
+            ],
+        }
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        return json.loads(json.dumps(value, default=repr))
+    except ValueError:
+        return repr(value)
+
+
+def profile_examples(profile: str | None = None) -> dict[str, int]:
+    """Examples per check kind for a profile (default: HYPOTHESIS_PROFILE, else dev)."""
+    name = profile or os.environ.get("HYPOTHESIS_PROFILE", "dev")
+    return PROFILES.get(name, PROFILES["dev"])
+
+
+def _settings(examples: int, derandomize: bool) -> settings:
+    return settings(
+        max_examples=examples,
+        derandomize=derandomize,
+        database=None,
+        deadline=None,
+        print_blob=False,
+        report_multiple_bugs=False,
+        suppress_health_check=list(HealthCheck),
+    )
+
+
+def supports(target: Target, check: Check) -> bool:
+    """Whether the target offers every operation the check needs."""
+    have = set(target.operations) | ({"@nonfinite"} if target.nonfinite else set())
+    return check.ops <= have
+
+
+def run_check(check: Check, ctx: Context, examples: int, derandomize: bool) -> CheckOutcome:
+    """Run one check as a Hypothesis property."""
+    if not supports(ctx.target, check):
+        missing = sorted(check.ops - set(ctx.target.operations))
+        return CheckOutcome(check.name, "skipped", f"not supported: {', '.join(missing)}")
+    state: dict[str, Any] = {"last": None, "error": None, "count": 0}
+    try:
+        strategy = check.strategy(ctx.target)
+    except Exception as exc:
+        return CheckOutcome(check.name, "error", f"the suite cannot build its strategy: {exc}")
+
+    @_settings(examples, derandomize)
+    @given(strategy)
+    def prop(value: Any) -> None:
+        if state["error"] is not None:
+            return
+        state["last"] = value
+        state["count"] += 1
+        try:
+            check.body(ctx, value)
+        except TargetError as exc:
+            state["error"] = exc
+
+    try:
+        prop()
+    except Failed as exc:
+        return CheckOutcome(check.name, "fail", str(exc), state["last"], state["count"])
+    except (StrategyDrift, Unsatisfiable, FailedHealthCheck) as exc:
+        return CheckOutcome(check.name, "error", f"suite strategy: {exc}"[:800])
+    except Exception as exc:
+        tail = "".join(traceback.format_exception(exc))[-800:]
+        return CheckOutcome(check.name, "error", f"the check crashed: {tail}", state["last"])
+    if state["error"] is not None:
+        return CheckOutcome(check.name, "error", str(state["error"]), state["last"], state["count"])
+    return CheckOutcome(check.name, "pass", examples=state["count"])
+
+
+def select(patterns: Iterable[str] | None) -> list[str]:
+    """Rule ids of the registry (plus checked ids outside it) matching any pattern."""
+    known = list(rules()) + sorted(set(all_checks()) - set(rules()))
+    pats = list(patterns or [])
+    if not pats:
+        return known
+    return [r for r in known if any(fnmatch.fnmatchcase(r, p) or r == p for p in pats)]
+
+
+def run_rules(
+    target: Target,
+    rule_ids: list[str],
+    *,
+    examples: int | None = None,
+    profile: str | None = None,
+    progress: Callable[[int, int, RuleOutcome], None] | None = None,
+) -> list[RuleOutcome]:
+    """Run every check of the given rules against ``target``."""
+    counts = profile_examples(profile)
+    if examples is not None:
+        counts = {"behaviour": examples, "schema": examples}
+    derandomize = (profile or os.environ.get("HYPOTHESIS_PROFILE", "dev")) == "ci"
+    registry = rules()
+    checks = all_checks()
+    ctx = Context(target)
+    out: list[RuleOutcome] = []
+    try:
+        for i, rule in enumerate(rule_ids):
+            kind = registry[rule].kind if rule in registry else "guarantee"
+            start = time.monotonic()
+            found = checks.get(rule, ())
+            if not found:
+                reason = NOT_COVERED.get(rule, "no check: the suite does not test this rule")
+                outcome = RuleOutcome(
+                    rule, kind, "not covered", [CheckOutcome("-", "not covered", reason)]
+                )
+            else:
+                results = [run_check(c, ctx, counts[c.scale], derandomize) for c in found]
+                status = min((r.status for r in results), key=ORDER.__getitem__)
+                outcome = RuleOutcome(rule, kind, status, results)
+            outcome.seconds = time.monotonic() - start
+            out.append(outcome)
+            if progress is not None:
+                progress(i + 1, len(rule_ids), outcome)
+    finally:
+        ctx.close()
+    return out

@@ -1,0 +1,285 @@
+"""Targets: the implementations the suite runs against.
+
+* ``python``: this project's runtime, in-process (:mod:`.operations`).
+* ``harness``: the same runtime through the reference exec harness, in a subprocess
+  (``exec:<this python> -m trainrecord_conformance.harness``): tests the protocol itself.
+* ``exec:<command>``: any program in any language speaking the harness protocol
+  (:mod:`.protocol`): one process for the whole run, many ``run`` messages.
+* ``http://...`` / ``https://...``: a reporting server (Reporting API v2 §2 and §4).
+
+A target's ``run(op, input)`` returns a :class:`~.protocol.Result`. A crash, a timeout or
+a protocol error raises :class:`TargetError`: the suite reports it as an *error* of the
+check, never as a rule failure. Whatever a harness writes to stderr is kept for the error
+report and otherwise ignored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from abc import ABC, abstractmethod
+from typing import Any
+
+from trainrecord.errors import RecordRefused
+from trainrecord_conformance import protocol
+from trainrecord_conformance.protocol import ProtocolError, Result
+
+DEFAULT_TIMEOUT = 20.0
+
+
+class TargetError(Exception):
+    """The implementation crashed, hung or broke the protocol."""
+
+    def __init__(self, message: str, rules: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.rules = rules or []
+
+
+class Target(ABC):
+    """An implementation under test."""
+
+    name: str = ""
+    implementation: dict[str, Any]
+    operations: frozenset[str] = frozenset()
+    nonfinite: bool = False
+    """Whether inputs may carry NaN and infinities (only in-process: JSON has no token)."""
+    url: str | None = None
+    """For a reporting-server target: the endpoint."""
+    token: str | None = None
+
+    @abstractmethod
+    def run(self, op: str, data: dict[str, Any]) -> Result:
+        """Perform one operation."""
+
+    def close(self) -> None:  # noqa: B027 - most targets hold nothing to release
+        """Release the target (stop a harness process)."""
+
+    def __enter__(self) -> Target:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class PythonTarget(Target):
+    """This project's runtime, called in-process."""
+
+    nonfinite = True
+
+    def __init__(self) -> None:
+        from trainrecord import __version__
+        from trainrecord_conformance.operations import OPERATIONS
+
+        self.name = "python"
+        self.implementation = {"name": "trainrecord", "language": "python", "version": __version__}
+        self._ops = OPERATIONS
+        self.operations = frozenset(OPERATIONS)
+
+    def run(self, op: str, data: dict[str, Any]) -> Result:
+        """Call the operation; a refusal is a result, any other exception an error."""
+        try:
+            return Result("ok", self._ops[op](data))
+        except RecordRefused as exc:
+            return Result("refused", rules=list(dict.fromkeys(exc.rules)), message=str(exc))
+        except Exception as exc:
+            return Result("error", message="".join(traceback.format_exception(exc))[-2000:])
+
+
+class ExecTarget(Target):
+    """A harness program speaking the protocol on stdin/stdout (one process, reused)."""
+
+    def __init__(
+        self, command: str, *, name: str | None = None, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
+        self.command = command
+        self.name = name or f"exec:{command}"
+        self.timeout = timeout
+        self.implementation = {}
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the target
+        self._buffer = b""
+        self._seq = 0
+        self.start()
+
+    # -- process ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the harness and read its start response."""
+        self._buffer = b""
+        self._proc = subprocess.Popen(
+            shlex.split(self.command),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        self._send(protocol.start_request())
+        message = self._receive(self.timeout + 30)
+        try:
+            protocol.check_start(message)
+        except ProtocolError as exc:
+            self.kill()
+            raise TargetError(f"start: {exc}", exc.rules) from exc
+        self.implementation = message["implementation"]
+        self.operations = frozenset(message["operations"])
+
+    def stderr_tail(self, size: int = 1500) -> str:
+        """The last bytes the harness wrote to stderr."""
+        self._stderr.seek(0, os.SEEK_END)
+        end = self._stderr.tell()
+        self._stderr.seek(max(0, end - size))
+        return self._stderr.read().decode("utf-8", "replace")
+
+    def kill(self) -> None:
+        """End the harness process now."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+        self._proc = None
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(protocol.encode(message))
+            self._proc.stdin.flush()
+        except (BrokenPipeError, OSError) as exc:
+            raise self._died("the harness closed its input") from exc
+
+    def _died(self, what: str) -> TargetError:
+        code = self._proc.poll() if self._proc is not None else None
+        tail = self.stderr_tail()
+        self.kill()
+        return TargetError(f"{what} (exit status {code}); stderr: {tail[-600:]}")
+
+    def _receive(self, timeout: float) -> Any:
+        assert self._proc is not None and self._proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        fd = self._proc.stdout.fileno()
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while b"\n" not in self._buffer:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self.kill()
+                    raise TargetError(f"no response within {timeout:g} s (timeout)")
+                if not sel.select(left):
+                    continue
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    raise self._died("the harness exited without answering")
+                self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        try:
+            return protocol.decode(line)
+        except ProtocolError as exc:
+            self.kill()
+            raise TargetError(str(exc), exc.rules) from exc
+
+    # -- protocol -----------------------------------------------------------------------
+
+    def run(self, op: str, data: dict[str, Any]) -> Result:
+        """Send one run and read its response; restart the harness if it died before."""
+        if self._proc is None or self._proc.poll() is not None:
+            self.start()
+        seq = self._seq
+        self._seq += 1
+        self._send(protocol.run_request(seq, op, data))
+        message = self._receive(self.timeout)
+        try:
+            result = protocol.to_result(message, seq, op)
+        except ProtocolError as exc:
+            self.kill()
+            raise TargetError(f"{op}: {exc}", exc.rules) from exc
+        if result.outcome == "unsupported":
+            raise TargetError(f"{op}: the harness listed {op} at start but answered unsupported")
+        return result
+
+    def raw(self, message: dict[str, Any], timeout: float | None = None) -> Any:
+        """Send any message and return the decoded response (for protocol checks)."""
+        if self._proc is None or self._proc.poll() is not None:
+            self.start()
+        self._send(message)
+        return self._receive(timeout or self.timeout)
+
+    def stop(self, timeout: float = 10.0) -> tuple[Any, int | None]:
+        """Send stop; return the response and the exit status."""
+        if self._proc is None or self._proc.poll() is not None:
+            self.start()
+        assert self._proc is not None
+        self._send(protocol.stop_request())
+        message = self._receive(timeout)
+        try:
+            code = self._proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            code = None
+        self.kill()
+        return message, code
+
+    def close(self) -> None:
+        """Stop the harness politely, then for sure."""
+        if self._proc is not None and self._proc.poll() is None:
+            with contextlib.suppress(TargetError):
+                self.stop(5.0)
+        self.kill()
+        self._stderr.close()
+
+
+class HttpTarget(Target):
+    """A reporting server at ``url`` (Reporting API v2 §2, §4)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str | None = None,
+        ca_file: str | None = None,
+        read_url: str | None = None,
+    ) -> None:
+        self.name = url
+        self.url = url
+        self.token = token if token is not None else os.environ.get("CORREAD_REPORT_TOKEN")
+        self.ca_file = ca_file
+        self.read_url = read_url
+        self.implementation = {"name": url, "language": "http"}
+        self.operations = frozenset({"serve"} | ({"serve_read"} if read_url else set()))
+
+    def run(self, op: str, data: dict[str, Any]) -> Result:
+        """A server target has no harness operations."""
+        raise TargetError(f"{op} is not an operation of a reporting server")
+
+
+def harness_command() -> str:
+    """The command line of the reference exec harness of this project's runtime."""
+    return f"{shlex.quote(sys.executable)} -m trainrecord_conformance.harness"
+
+
+def make_target(
+    spec: str,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    token: str | None = None,
+    ca_file: str | None = None,
+    read_url: str | None = None,
+) -> Target:
+    """A target from its command-line spelling."""
+    if spec == "python":
+        return PythonTarget()
+    if spec == "harness":
+        return ExecTarget(harness_command(), name="harness", timeout=timeout)
+    if spec == "node":
+        script = os.path.join("conformance", "implementations", "node", "harness.js")
+        return ExecTarget(f"node {script}", name="node", timeout=timeout)
+    if spec.startswith("exec:"):
+        return ExecTarget(spec[5:], timeout=timeout)
+    if spec.startswith(("http://", "https://")):
+        return HttpTarget(spec, token=token, ca_file=ca_file, read_url=read_url)
+    raise ValueError(
+        f"unknown target {spec!r}: use python, harness, node, exec:<command> or an http(s):// URL"
+    )

@@ -1,0 +1,161 @@
+# DO NOT EDIT: generated from spec/schemas/harness/run-response.schema.json by `make generate` (tools/generate.py).
+# Change the source and run the command again; CI fails when this file drifts.
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field
+from pydantic.experimental.missing_sentinel import MISSING
+from trainrecord_spec._base import StrictModel
+
+
+class HarnessRunResponse(StrictModel):
+    """
+    Conformance harness protocol: the harness's answer to one run. outcome ok carries output; refused means the implementation refused the input on purpose and names the rules it broke; error means the implementation failed (the suite reports an error, not a rule failure); unsupported means the operation is not implemented.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    seq: Annotated[int, Field(ge=0)]
+    """
+    The seq of the run this answers.
+    """
+    outcome: Literal['ok', 'refused', 'error', 'unsupported']
+    """
+    ok, refused, error or unsupported.
+    """
+    output: dict[str, Any] | MISSING = MISSING
+    """
+    With ok: the operation's result (see $defs).
+    """
+    rules: list[str] | MISSING = MISSING
+    """
+    With refused: the rule ids broken, e.g. metrics.horizon.type.
+    """
+    message: str | MISSING = MISSING
+    """
+    With refused or error: what went wrong, for people.
+    """
+
+
+class ValidateOutput(StrictModel):
+    """
+    validate: whether the instance is valid, and the rule ids it breaks.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    valid: bool
+    """
+    True when the instance is valid.
+    """
+    rules: list[str]
+    """
+    The rule ids broken (empty when valid).
+    """
+
+
+class LineHashOutput(StrictModel):
+    """
+    line_hash: the canonical text and the line hash.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    canonical: str
+    """
+    json.dumps(body, sort_keys=True, separators=(",", ":")).
+    """
+    hash: str
+    """
+    sha256(prev + canonical), 64 lowercase hex characters.
+    """
+
+
+class ConfigHashOutput(StrictModel):
+    """
+    config_hash: the canonical text and the config hash.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    canonical: str
+    """
+    json.dumps(config, sort_keys=True).
+    """
+    config_sha: str
+    """
+    The first 16 hex characters of sha256(canonical).
+    """
+
+
+class WriteOutput(StrictModel):
+    """
+    write_witness, write_metrics, write_diary: the file written, or null when nothing was written on purpose (a nonzero rank).
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    path: str | None
+    """
+    The absolute path of the file written, or null.
+    """
+
+
+class ReadWitnessOutput(StrictModel):
+    """
+    read_witness: the witness as read.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    witness: dict[str, Any]
+    """
+    The witness's fields.
+    """
+
+
+class VerifyDiaryOutput(StrictModel):
+    """
+    verify_diary: whether the folder verifies, the rule ids of what failed, and the first failing line.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    ok: bool
+    """
+    True when everything holds.
+    """
+    rules: list[str]
+    """
+    The rule ids broken (empty when ok).
+    """
+    line: int | None
+    """
+    The 0-based index of the first failing line of diary.jsonl, or null.
+    """
+
+
+class SendReportOutput(StrictModel):
+    """
+    send_report: whether the server accepted the report, and the status it answered.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    delivered: bool
+    """
+    True when the server answered 2xx.
+    """
+    status: int | None
+    """
+    The HTTP status received, or null when none (timeout, connection refused).
+    """
