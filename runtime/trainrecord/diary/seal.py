@@ -204,6 +204,8 @@ def _check_signature(
         signature = base64.b64decode(text.strip(), validate=True)
         if len(signature) != 64:
             raise ValueError("not 64 bytes")
+        if base64.b64encode(signature).decode("ascii") + "\n" != text:
+            raise ValueError("not canonical base64 (the padding bits are not zero)")
     except (UnicodeDecodeError, ValueError, binascii.Error):
         return _fail(
             "seal.signature.format",
