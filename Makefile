@@ -10,12 +10,6 @@ TARGET ?= python
 
 TS_TOOLS := tools/ts
 NODE_IMPL := conformance/implementations/node
-# make conformance TARGET=node runs the suite against the Node implementation (exec protocol).
-ifeq ($(TARGET),node)
-CONFORMANCE_TARGET := exec:node $(NODE_IMPL)/harness.js
-else
-CONFORMANCE_TARGET := $(TARGET)
-endif
 
 .PHONY: all venv ts-setup generate check-generated lint test demo conformance bench clean
 
@@ -62,7 +56,7 @@ demo: venv
 	$(VENV)/bin/trainrecord demo --out runs/demo
 
 conformance: venv ts-setup
-	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(VENV)/bin/trainrecord-conformance run --target "$(CONFORMANCE_TARGET)"
+	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(VENV)/bin/trainrecord-conformance run --target "$(TARGET)"
 
 bench: venv
 	for f in bench/*.py; do $(PY) $$f || exit 1; done
