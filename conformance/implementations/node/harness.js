@@ -40,7 +40,7 @@ const ruleIds = (found) => [...new Set([...found].map((p) => p.rule))];
 const OPERATIONS = {
   validate: (input) => {
     const found = problems(input.instance ?? null, String(input.schema));
-    return { valid: found.length === 0, rules: ruleIds(found) };
+    return { valid: found.length === 0, rules: ruleIds(found).sort() };
   },
   line_hash: (input) => {
     const body = input.body ?? null;
@@ -57,6 +57,9 @@ const OPERATIONS = {
     const keyFile = text(input.key);
     const result = verifyDiary(String(input.dir), { publicKey: keyFile === null ? null : fs.readFileSync(keyFile, "utf8") });
     const failure = result.failure;
+    if (failure === null && result.status === "torn") {
+      return { ok: false, rules: ["diary.file.torn"], line: result.lines }; // the torn line's index
+    }
     const line = failure !== null && failure.file === "diary.jsonl" && failure.line > 0 ? failure.line - 1 : null;
     return { ok: result.status === "ok", rules: failure === null ? [] : [failure.rule], line };
   },

@@ -37,7 +37,12 @@ const now = () => Math.round(Date.now()) / 1000;
  * @returns {string}
  */
 function writeDiary({ dir, events }) {
-  if (!Array.isArray(events)) throw Refused.one("diary.line.type", ["events"], "events must be a list of event objects");
+  if (!Array.isArray(events)) throw Refused.one("diary.event.type", ["events"], "events must be a list of event objects");
+  events.forEach((item, i) => {
+    if (!isObject(item) || typeof item.event !== "string") {
+      throw Refused.one("diary.event.type", ["events", i, "event"], "each event needs its type in the field event");
+    }
+  });
   fs.mkdirSync(dir, { recursive: true });
   const file = path.join(dir, "diary.jsonl");
   let seq = 0n;
@@ -57,7 +62,7 @@ function writeDiary({ dir, events }) {
   const fd = fs.openSync(file, "a", 0o644);
   try {
     for (const item of events) {
-      if (!isObject(item)) throw Refused.one("diary.line.type", ["fields"], "each event must be an object of the event's fields");
+      if (!isObject(item)) throw Refused.one("diary.event.type", ["fields"], "each event must be an object of the event's fields");
       const event = item.event;
       if (typeof event !== "string" || event === "") throw Refused.one("diary.event.format", ["event"], "event must be a non-empty string");
       const reserved = RESERVED.filter((k) => Object.prototype.hasOwnProperty.call(item, k));
@@ -89,8 +94,9 @@ function writeDiary({ dir, events }) {
     fs.fsyncSync(fd);
   } finally {
     fs.closeSync(fd);
+    // DiaryWriter.close() seals whenever the diary has lines, also after a refused event.
+    if (seq > 0n) seal(dir);
   }
-  seal(dir);
   return file;
 }
 
