@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -35,9 +36,14 @@ def seed_snippet(path: Path) -> tuple[int, int | None]:
             n += 1
             line = json.loads(raw)
             body = {k: v for k, v in line.items() if k not in ("prev", "hash")}
-            if line["hash"] != hashlib.sha256(
-                (line["prev"] + json.dumps(body, sort_keys=True, separators=(",", ":"))).encode()
-            ).hexdigest():
+            if (
+                line["hash"]
+                != hashlib.sha256(
+                    (
+                        line["prev"] + json.dumps(body, sort_keys=True, separators=(",", ":"))
+                    ).encode()
+                ).hexdigest()
+            ):
                 return n, n
     return n, None
 
@@ -46,33 +52,80 @@ def write_diary(run: Path, lines: int) -> None:
     """A diary of ``lines`` lines through the real writer (schema checks off for speed)."""
     layers = [f"features.{i}.conv" for i in range(12)]
     with DiaryWriter(run, fsync_policy="critical", validate=False, seal=False) as w:
-        w.append("run_start", {
-            "name": "bench", "tool": "trainrecord bench", "model": "ResNet", "parameters": 11_689_512,
-            "layers": layers, "architecture_sha256": "0" * 64, "optimizer": "SGD",
-            "python": sys.version.split()[0], "torch": None, "platform": sys.platform,
-            "config": {"lr": 0.1, "batch": 32}, "record_version": 1})
+        w.append(
+            "run_start",
+            {
+                "name": "bench",
+                "tool": "trainrecord bench",
+                "model": "ResNet",
+                "parameters": 11_689_512,
+                "layers": layers,
+                "architecture_sha256": "0" * 64,
+                "optimizer": "SGD",
+                "python": sys.version.split()[0],
+                "torch": None,
+                "platform": sys.platform,
+                "config": {"lr": 0.1, "batch": 32},
+                "record_version": 1,
+            },
+        )
         for i in range(1, lines):
             layer = layers[i % len(layers)]
             k = i % 4
             if k == 0:
-                w.append("alarm", {"step": i, "severity": "warning", "layer": layer,
-                                   "kind": "Conv2d", "diagnosis": "vanishing",
-                                   "grad_norm": 1.0 / (i + 7), "baseline": 0.0123456789 + i * 1e-9,
-                                   "sigma": 3.25 + (i % 100) / 7})
+                w.append(
+                    "alarm",
+                    {
+                        "step": i,
+                        "severity": "warning",
+                        "layer": layer,
+                        "kind": "Conv2d",
+                        "diagnosis": "vanishing",
+                        "grad_norm": 1.0 / (i + 7),
+                        "baseline": 0.0123456789 + i * 1e-9,
+                        "sigma": 3.25 + (i % 100) / 7,
+                    },
+                )
             elif k == 1:
-                w.append("alarm_cleared", {"step": i, "layer": layer, "diagnosis": "vanishing",
-                                           "grad_norm": 0.0123 + 1.0 / (i + 3),
-                                           "baseline": 0.0123456789})
+                w.append(
+                    "alarm_cleared",
+                    {
+                        "step": i,
+                        "layer": layer,
+                        "diagnosis": "vanishing",
+                        "grad_norm": 0.0123 + 1.0 / (i + 3),
+                        "baseline": 0.0123456789,
+                    },
+                )
             elif k == 2:
-                w.append("channels", {"step": i, "severity": "warning", "layer": layer,
-                                      "batchnorm": layer + ".bn", "channels": 64, "level": "some",
-                                      "n_certified": 2, "n_flat": 1, "n_observed": 3,
-                                      "n_decayed": 0, "certified": [3, 17], "flat": [5],
-                                      "observed": [1, 2, 9]})
+                w.append(
+                    "channels",
+                    {
+                        "step": i,
+                        "severity": "warning",
+                        "layer": layer,
+                        "batchnorm": layer + ".bn",
+                        "channels": 64,
+                        "level": "some",
+                        "n_certified": 2,
+                        "n_flat": 1,
+                        "n_observed": 3,
+                        "n_decayed": 0,
+                        "certified": [3, 17],
+                        "flat": [5],
+                        "observed": [1, 2, 9],
+                    },
+                )
             else:
-                w.append("loss_spike", {"step": i, "severity": "warning",
-                                        "value": 2.5 + (i % 1000) / 997,
-                                        "baseline": 2.302585092994046})
+                w.append(
+                    "loss_spike",
+                    {
+                        "step": i,
+                        "severity": "warning",
+                        "value": 2.5 + (i % 1000) / 997,
+                        "baseline": 2.302585092994046,
+                    },
+                )
 
 
 def tamper(src: Path, dst: Path, line_no: int) -> None:
@@ -97,9 +150,11 @@ def main() -> int:
         t0 = time.perf_counter()
         write_diary(run, args.lines)
         size = (run / "diary.jsonl").stat().st_size
-        print(f"wrote {args.lines} lines ({size / args.lines:.0f} bytes/line) in "
-              f"{time.perf_counter() - t0:.1f}s")
-        snippet_t, verify_t = [], []
+        print(
+            f"wrote {args.lines} lines ({size / args.lines:.0f} bytes/line) in "
+            f"{time.perf_counter() - t0:.1f}s"
+        )
+        snippet_t, verify_t, single_t = [], [], []
         for _ in range(args.repeat):
             t = time.perf_counter()
             n, bad = seed_snippet(run / "diary.jsonl")
@@ -109,19 +164,38 @@ def main() -> int:
             res = verify(run, workers=args.workers)
             verify_t.append(time.perf_counter() - t)
             assert res.status == "ok" and res.lines == args.lines, res.summary()
+            t = time.perf_counter()
+            res = verify(run, workers=1)
+            single_t.append(time.perf_counter() - t)
+            assert res.status == "ok" and res.lines == args.lines, res.summary()
         bad_line = args.lines // 2 + 1
         tamper(run, tmp / "tampered", bad_line)
         _, snippet_bad = seed_snippet(tmp / "tampered" / "diary.jsonl")
         res = verify(tmp / "tampered", workers=args.workers)
         assert snippet_bad == bad_line and res.failure and res.failure.line == bad_line, (
-            snippet_bad, res.summary())
-        print(f"agreement: both accept all {args.lines} lines of the intact diary; both reject "
-              f"line {bad_line} first in the tampered copy ({res.failure.rule})")
-        s, v = min(snippet_t), min(verify_t)
-        print(f"seed snippet (json + hashlib): {s:7.2f} s  {args.lines / s:10,.0f} lines/s")
-        print(f"trainrecord verify           : {v:7.2f} s  {args.lines / v:10,.0f} lines/s "
-              "(plus schema, seq, links, order)")
-        print(f"ratio: verify is {s / v:.2f}x the seed snippet")
+            snippet_bad,
+            res.summary(),
+        )
+        print(
+            f"agreement: both accept all {args.lines} lines of the intact diary; both reject "
+            f"line {bad_line} first in the tampered copy ({res.failure.rule})"
+        )
+        s, v, one = min(snippet_t), min(verify_t), min(single_t)
+        workers = args.workers or os.cpu_count() or 1
+        print(f"seed snippet (json + hashlib)  : {s:7.2f} s  {args.lines / s:10,.0f} lines/s")
+        print(
+            f"trainrecord verify, 1 process  : {one:7.2f} s  {args.lines / one:10,.0f} lines/s "
+            f"= {s / one:.2f}x (plus schema, seq, links, order)"
+        )
+        print(
+            f"trainrecord verify, {workers} workers  : {v:7.2f} s  {args.lines / v:10,.0f} "
+            f"lines/s = {s / v:.2f}x"
+        )
+        load = os.getloadavg()[0]
+        print(
+            f"ratio: verify is {s / v:.2f}x the seed snippet ({workers} workers, "
+            f"{os.cpu_count()} CPUs, load average {load:.1f} while measuring)"
+        )
         return 0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

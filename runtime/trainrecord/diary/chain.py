@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trainrecord.diary.events import fast_validators, line_problems
@@ -70,6 +70,17 @@ class ChunkResult:
     events: Counter[str] = field(default_factory=Counter)
     run_ends: list[tuple[int, str]] = field(default_factory=list)
     """(line number, metrics_sha256) of every run_end in the range."""
+    total: int = 0
+    """Complete lines in the range, checked or not."""
+
+    def rebase(self, offset: int) -> ChunkResult:
+        """The same result with line numbers moved down by ``offset`` lines."""
+        if offset:
+            self.first_line += offset
+            self.run_ends = [(line + offset, sha) for line, sha in self.run_ends]
+            if self.failure is not None:
+                self.failure = replace(self.failure, line=self.failure.line + offset)
+        return self
 
 
 def _seq_of(value: Any) -> int | None:
@@ -125,6 +136,7 @@ def scan(data: bytes | memoryview, first_line: int) -> ChunkResult:
     res = ChunkResult(first_line=first_line)
     lines = bytes(data).split(b"\n")
     lines.pop()  # after the final newline
+    res.total = len(lines)
     events: dict[str, int] = {}
     count = 0
     sha256 = hashlib.sha256

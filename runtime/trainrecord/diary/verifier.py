@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from trainrecord.diary.chain import ChunkResult, LineFailure, scan
-from trainrecord.diary.events import METRICS_ROW_SCHEMA, fast_problems
+from trainrecord.diary.events import METRICS_ROW_SCHEMA, fast_problems, fast_validators
 from trainrecord.diary.fastline import LineSyntaxError, parse_line
 
 DIARY = "diary.jsonl"
@@ -109,31 +109,26 @@ class VerifyResult:
         }
 
 
-def _scan_range(args: tuple[str, int, int, int]) -> ChunkResult:
-    path, start, end, first_line = args
+def _scan_range(args: tuple[str, int, int]) -> ChunkResult:
+    path, start, end = args
     with open(path, "rb") as fh:
         fh.seek(start)
         data = fh.read(end - start)
-    return scan(data, first_line)
+    return scan(data, 1)
 
 
-def _ranges(buf: mmap.mmap | bytes, end: int, chunk: int) -> list[tuple[int, int, int]]:
-    """Split [0, end) at newlines into (start, stop, first_line) ranges of about ``chunk``."""
-    out: list[tuple[int, int, int]] = []
-    start, line = 0, 1
+def _ranges(buf: mmap.mmap | bytes, end: int, chunk: int) -> list[tuple[int, int]]:
+    """Split [0, end) at newlines into (start, stop) ranges of about ``chunk`` bytes."""
+    out: list[tuple[int, int]] = []
+    start = 0
     while start < end:
         stop = min(start + chunk, end)
         if stop < end:
             nl = buf.find(b"\n", stop - 1, end)
             stop = end if nl < 0 else nl + 1
-        out.append((start, stop, line))
-        line += _count(buf, start, stop)
+        out.append((start, stop))
         start = stop
     return out
-
-
-def _count(buf: mmap.mmap | bytes, start: int, stop: int) -> int:
-    return bytes(buf[start:stop]).count(b"\n")
 
 
 def _join(results: list[ChunkResult]) -> tuple[int, LineFailure | None, ChunkResult]:
@@ -349,21 +344,22 @@ def verify(
 
 def _run_parallel(
     path: str,
-    ranges: list[tuple[int, int, int]],
+    ranges: list[tuple[int, int]],
     n_workers: int,
     report: ProgressFn | None,
     total: int,
 ) -> list[ChunkResult]:
+    fast_validators()  # built once here, inherited by forked workers
     ctx = multiprocessing.get_context(
         "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     )
     results: list[ChunkResult] = []
-    done = 0
+    done = offset = 0
     with ctx.Pool(n_workers) as pool:
-        for (start, stop, _), res in zip(
-            ranges, pool.imap(_scan_range, [(path, s, e, n) for s, e, n in ranges]), strict=True
-        ):
-            results.append(res)
+        jobs = pool.imap(_scan_range, [(path, start, stop) for start, stop in ranges])
+        for (start, stop), res in zip(ranges, jobs, strict=True):
+            results.append(res.rebase(offset))
+            offset += res.total
             done += stop - start
             if report:
                 report(done, total)
