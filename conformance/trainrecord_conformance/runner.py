@@ -34,12 +34,13 @@ from trainrecord_conformance.strategies import StrategyDrift
 from trainrecord_conformance.targets import Target, TargetError
 
 PROFILES: dict[str, dict[str, int]] = {
-    "ci": {"behaviour": 25, "schema": 4},
-    "dev": {"behaviour": 60, "schema": 12},
-    "thorough": {"behaviour": 1000, "schema": 200},
+    "ci": {"behaviour": 25, "io": 6, "schema": 4},
+    "dev": {"behaviour": 60, "io": 20, "schema": 12},
+    "thorough": {"behaviour": 1000, "io": 200, "schema": 200},
 }
 """Examples per check in each Hypothesis profile (HYPOTHESIS_PROFILE). Schema checks (one
-per schema rule, hundreds of them) draw fewer; ``--examples N`` sets both."""
+per schema rule, hundreds of them) and io checks (whole run folders, HTTP exchanges) draw
+fewer; ``--examples N`` sets all."""
 ORDER = {"fail": 0, "error": 1, "pass": 2, "skipped": 3, "not covered": 4}
 
 
@@ -172,7 +173,7 @@ def run_rules(
     """Run every check of the given rules against ``target``."""
     counts = profile_examples(profile)
     if examples is not None:
-        counts = {"behaviour": examples, "schema": examples}
+        counts = {"behaviour": examples, "io": examples, "schema": examples}
     derandomize = (profile or os.environ.get("HYPOTHESIS_PROFILE", "dev")) == "ci"
     registry = rules()
     checks = all_checks()

@@ -18,7 +18,6 @@ bodies and configurations, Foundry environments, diary event sequences.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -273,20 +272,7 @@ def diary_events(max_events: int = 6) -> st.SearchStrategy[list[dict[str, Any]]]
         )
 
     middle = st.sampled_from(
-        [
-            "alarm",
-            "loss_spike",
-            "repair",
-            "certificate",
-            "no_gradients",
-            "nonfinite_loss",
-            "channels",
-            "structure",
-        ]
+        ["alarm", "loss_spike", "no_gradients", "nonfinite_loss", "sink_error", "loss_recovered"]
     )
     rest = st.lists(middle.flatmap(event_of), max_size=max_events - 1)
     return st.tuples(event_of("run_start"), rest).map(lambda t: [t[0], *t[1]])
-
-
-def _finite(value: float) -> bool:
-    return math.isfinite(value)
