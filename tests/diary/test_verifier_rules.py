@@ -1,0 +1,235 @@
+"""Every rule only the writer or the verifier can check (``schema: false`` in
+spec/rules/diary.json) has a case here that breaks it and sees that rule reported, or, for
+guarantees, names the test that holds the writer to it."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SPEC
+from tests.diary import test_canonical_vectors, test_crash, test_writer
+from tests.diary.helpers import write_run
+from trainrecord.diary import generate_keypair, verify, write_seal
+
+
+def _lines(run: Path) -> list[bytes]:
+    return (run / "diary.jsonl").read_bytes().splitlines(keepends=True)
+
+
+def _put(run: Path, lines: list[bytes]) -> None:
+    (run / "diary.jsonl").write_bytes(b"".join(lines))
+
+
+def _edit_line(run: Path, n: int, **changes: object) -> None:
+    lines = _lines(run)
+    line = json.loads(lines[n])
+    line.update(changes)
+    lines[n] = (json.dumps(line, sort_keys=True, separators=(",", ":")) + "\n").encode()
+    _put(run, lines)
+
+
+def _seal_edit(run: Path, edit: Callable[[dict], None]) -> None:
+    seal = json.loads((run / "record.json").read_text())
+    edit(seal)
+    (run / "record.json").write_text(json.dumps(seal, indent=2, sort_keys=True) + "\n")
+
+
+def _relink(run: Path, renumber: bool = True) -> None:
+    """Recompute seq, prev and hash of every line (a forger who knows the recipe)."""
+    import hashlib
+
+    lines = [json.loads(x) for x in _lines(run)]
+    prev = "0" * 64
+    out = []
+    for seq, line in enumerate(lines):
+        if renumber:
+            line["seq"] = seq
+        body = {k: v for k, v in line.items() if k not in ("prev", "hash")}
+        digest = hashlib.sha256(
+            (prev + json.dumps(body, sort_keys=True, separators=(",", ":"))).encode()
+        ).hexdigest()
+        out.append(
+            json.dumps(
+                {**body, "prev": prev, "hash": digest}, sort_keys=True, separators=(",", ":")
+            ).encode()
+            + b"\n"
+        )
+        prev = digest
+    _put(run, out)
+
+
+def _break_seq(run: Path) -> None:
+    _edit_line(run, 5, seq=99)
+    _relink(run, renumber=False)
+
+
+def _break_prev(run: Path) -> None:
+    lines = _lines(run)
+    line = json.loads(lines[5])
+    line["prev"] = "1" * 64
+    lines[5] = (json.dumps(line, sort_keys=True, separators=(",", ":")) + "\n").encode()
+    _put(run, lines)
+
+
+def _break_hash(run: Path) -> None:
+    _edit_line(run, 5, step=12345)
+
+
+def _not_json(run: Path) -> None:
+    lines = _lines(run)
+    lines[3] = b'{"seq": 3, "value": NaN}\n'
+    _put(run, lines)
+
+
+def _torn(run: Path) -> None:
+    with open(run / "diary.jsonl", "ab") as fh:
+        fh.write(b'{"seq":')
+
+
+def _empty(run: Path) -> None:
+    (run / "diary.jsonl").write_bytes(b"")
+
+
+def _not_run_start(run: Path) -> None:
+    _put(run, _lines(run)[1:])
+    _relink(run)
+
+
+def _after_run_end(run: Path) -> None:
+    lines = _lines(run)
+    _put(run, [*lines, lines[3]])
+    _relink(run)
+
+
+def _metrics_sha(run: Path) -> None:
+    with open(run / "metrics.jsonl", "ab") as fh:
+        fh.write(b'{"step":9,"loss":1.0,"grad":{},"stuck":{}}\n')
+
+
+def _metrics_json(run: Path) -> None:
+    (run / "metrics.jsonl").write_bytes(b'{"step": 1, "loss": NaN}\n')
+
+
+def _seal_missing(run: Path) -> None:
+    (run / "record.json").unlink()
+
+
+def _seal_json(run: Path) -> None:
+    (run / "record.json").write_text("{not json")
+
+
+def _seal_lines(run: Path) -> None:
+    _put(run, _lines(run)[:-2])
+
+
+def _seal_head(run: Path) -> None:
+    _seal_edit(run, lambda s: s["diary"].update(head_hash="ab" * 32))
+
+
+def _seal_sha(run: Path) -> None:
+    _seal_edit(run, lambda s: s["diary"].update(sha256="ab" * 32))
+
+
+def _seal_metrics(run: Path) -> None:
+    _seal_edit(run, lambda s: s["metrics"].update(rows=s["metrics"]["rows"] + 1))
+
+
+def _sig_missing(run: Path) -> None:
+    (run / "record.sig").unlink()
+
+
+def _sig_unexpected(run: Path) -> None:
+    sig = (run / "record.sig").read_bytes()
+    write_seal(run)  # an unsigned seal...
+    (run / "record.sig").write_bytes(sig)  # ...with a signature file left beside it
+
+
+def _sig_format(run: Path) -> None:
+    (run / "record.sig").write_text("not base64!\n")
+
+
+def _sig_invalid(run: Path) -> None:
+    raw = bytearray(base64.b64decode((run / "record.sig").read_text()))
+    raw[0] ^= 1
+    (run / "record.sig").write_text(base64.b64encode(bytes(raw)).decode() + "\n")
+
+
+CASES: dict[str, Callable[[Path], None]] = {
+    "diary.chain.seq": _break_seq,
+    "diary.chain.prev": _break_prev,
+    "diary.chain.hash": _break_hash,
+    "diary.file.json": _not_json,
+    "diary.file.empty": _empty,
+    "diary.order.run_start": _not_run_start,
+    "diary.order.run_end": _after_run_end,
+    "diary.metrics.sha256": _metrics_sha,
+    "diary.metrics.json": _metrics_json,
+    "seal.missing": _seal_missing,
+    "seal.file.json": _seal_json,
+    "seal.diary.lines": _seal_lines,
+    "seal.diary.head": _seal_head,
+    "seal.diary.sha256": _seal_sha,
+    "seal.metrics.sha256": _seal_metrics,
+    "seal.signature.missing": _sig_missing,
+    "seal.signature.unexpected": _sig_unexpected,
+    "seal.signature.format": _sig_format,
+    "seal.signature.invalid": _sig_invalid,
+}
+TORN = {"diary.file.torn": _torn}
+ELSEWHERE = {
+    "diary.writer.refuse": test_writer.test_an_invalid_event_is_refused_and_nothing_is_written,
+    "diary.writer.time": test_writer.test_time_is_unix_seconds_rounded_to_milliseconds,
+    "diary.writer.durable": test_crash.test_a_killed_writer_leaves_a_verifiable_prefix,
+    "diary.writer.resume": test_writer.test_resume_refuses_a_diary_that_fails_verification,
+    "diary.writer.reserved": test_writer.test_the_writer_sets_the_common_fields_itself,
+    "diary.writer.locked": test_writer.test_a_second_writer_on_the_same_diary_is_refused,
+    "diary_metrics.writer.locked": test_writer.test_a_second_writer_on_the_same_diary_is_refused,
+    "diary.writer.fsync_policy": test_writer.test_an_unknown_fsync_policy_is_refused,
+    "diary.architecture.text": test_canonical_vectors.test_architecture_vector,
+    "seal.verify": None,  # tests/diary/test_cli_and_seal.py: seal refuses a bad record
+    "seal.key.exists": None,  # test_cli_and_seal.py: keygen never overwrites a key
+    "seal.key.format": None,  # test_cli_and_seal.py: a bad key file names the file only
+    "seal.signature.key": None,  # test_tamper.py: a wrong key fails
+}
+
+
+@pytest.fixture(scope="module")
+def signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("rules")
+    priv, pub, _ = generate_keypair(root / "key")
+    write_run(root / "run", repeat=1, signing_key=priv)
+    return root / "run", pub
+
+
+@pytest.mark.parametrize("rule", sorted(CASES))
+def test_the_verifier_reports_the_rule(signed, tmp_path: Path, rule: str) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(signed[0], run)
+    assert verify(run, public_key=signed[1]).ok
+    CASES[rule](run)
+    result = verify(run, public_key=signed[1])
+    assert result.status == "failed" and result.failure is not None
+    assert result.failure.rule == rule, result.summary()
+
+
+def test_a_torn_tail_is_reported_as_torn(signed, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(signed[0], run)
+    for name in ("record.json", "record.sig"):
+        (run / name).unlink()
+    _torn(run)
+    result = verify(run)
+    assert result.status == "torn" and result.torn_bytes == len(b'{"seq":')
+
+
+def test_every_verifier_or_writer_rule_has_a_case() -> None:
+    rules = json.loads((SPEC / "rules" / "diary.json").read_text())["rules"]
+    ids = {r["id"] for r in rules if r.get("schema") is False}
+    covered = set(CASES) | set(TORN) | set(ELSEWHERE)
+    assert ids == covered, (sorted(ids - covered), sorted(covered - ids))
