@@ -75,3 +75,20 @@ def test_parallel_equals_serial_at_range_boundaries(
     _same(parallel, serial)
     assert parallel.status == "failed"
     assert parallel.failure.line in (first, first + 1)
+
+
+def test_serial_ranges_with_progress_equal_one_pass(
+    big: Path, small_ranges: None, tmp_path: Path
+) -> None:
+    seen: list[tuple[int, int]] = []
+    stepped = verify(big, workers=1, progress=lambda done, total: seen.append((done, total)))
+    _same(stepped, verify(big, workers=2))
+    size = (big / "diary.jsonl").stat().st_size
+    assert len(seen) > 10 and seen[-1] == (size, size)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    run = tmp_path / "run"
+    shutil.copytree(big, run)
+    lines = (run / "diary.jsonl").read_bytes().splitlines(keepends=True)
+    lines[500] = lines[500].replace(b'"seq":', b'"seq":1', 1)
+    (run / "diary.jsonl").write_bytes(b"".join(lines))
+    _same(verify(run, workers=1, progress=lambda d, t: None), verify(run, workers=1))

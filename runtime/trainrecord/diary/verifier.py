@@ -306,6 +306,10 @@ def verify(
             chunk = max(MIN_CHUNK_BYTES, min(CHUNK_BYTES, complete_end // (4 * n_workers) + 1))
             ranges = _ranges(buf, complete_end, chunk)
             results = _run_parallel(str(path), ranges, n_workers, report, complete_end)
+        elif report and complete_end >= PARALLEL_MIN_BYTES:  # in this process, with progress
+            results = _run_serial(
+                buf, _ranges(buf, complete_end, CHUNK_BYTES), report, complete_end
+            )
         else:
             results = [scan(buf[:complete_end], 1)]
             if report:
@@ -340,6 +344,21 @@ def verify(
             "cut (only a seal can tell)"
         )
     return result
+
+
+def _run_serial(
+    buf: mmap.mmap, ranges: list[tuple[int, int]], report: ProgressFn, total: int
+) -> list[ChunkResult]:
+    results: list[ChunkResult] = []
+    offset = 0
+    for start, stop in ranges:
+        res = scan(buf[start:stop], 1).rebase(offset)
+        results.append(res)
+        offset += res.total
+        report(stop, total)
+        if res.failure:
+            break
+    return results
 
 
 def _run_parallel(
