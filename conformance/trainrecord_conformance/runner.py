@@ -112,7 +112,7 @@ def _settings(examples: int, derandomize: bool) -> settings:
 
 def supports(target: Target, check: Check) -> bool:
     """Whether the target offers every operation the check needs."""
-    have = set(target.operations) | ({"@nonfinite"} if target.nonfinite else set())
+    have = set(target.operations) | set(target.capabilities)
     return check.ops <= have
 
 

@@ -50,9 +50,19 @@ class Target(ABC):
     operations: frozenset[str] = frozenset()
     nonfinite: bool = False
     """Whether inputs may carry NaN and infinities (only in-process: JSON has no token)."""
+    capabilities: frozenset[str] = frozenset()
+    """Pseudo-operations: ``@nonfinite`` (Python values JSON cannot carry), ``@exec``."""
     url: str | None = None
     """For a reporting-server target: the endpoint."""
     token: str | None = None
+    ca_file: str | None = None
+    read_url: str | None = None
+
+    def server(self) -> tuple[str, str | None, str | None, str | None]:
+        """(POST URL, token, CA file, read URL) of the reporting server under test."""
+        if self.url is None:
+            raise TargetError(f"{self.name} is not a reporting server")
+        return self.url, self.token, self.ca_file, self.read_url
 
     @abstractmethod
     def run(self, op: str, data: dict[str, Any]) -> Result:
@@ -72,6 +82,7 @@ class PythonTarget(Target):
     """This project's runtime, called in-process."""
 
     nonfinite = True
+    capabilities = frozenset({"@nonfinite"})
 
     def __init__(self) -> None:
         from trainrecord import __version__
@@ -80,7 +91,35 @@ class PythonTarget(Target):
         self.name = "python"
         self.implementation = {"name": "trainrecord", "language": "python", "version": __version__}
         self._ops = OPERATIONS
-        self.operations = frozenset(OPERATIONS)
+        self.operations = frozenset(OPERATIONS) | {"serve", "serve_read"}
+        self._receiver: Any = None
+        self._folder: str | None = None
+
+    def server(self) -> tuple[str, str | None, str | None, str | None]:
+        """The reference receiver (``trainrecord serve``), started in-process on loopback."""
+        if self._receiver is None:
+            import secrets
+
+            from trainrecord.report import ReportStore, make_server
+
+            self._folder = tempfile.mkdtemp(prefix="trc-serve-")
+            self.token = "conformance-" + secrets.token_hex(12)
+            store = ReportStore(os.path.join(self._folder, "reports.sqlite"))
+            self._receiver = make_server("127.0.0.1", 0, token=self.token, store=store)
+            self._receiver.serve_in_thread()
+            self.url = self.read_url = self._receiver.url + "/api/runs"
+        return super().server()
+
+    def close(self) -> None:
+        """Stop the receiver when one was started."""
+        if self._receiver is not None:
+            self._receiver.shutdown()
+            self._receiver.server_close()
+            self._receiver = None
+        if self._folder is not None:
+            import shutil
+
+            shutil.rmtree(self._folder, ignore_errors=True)
 
     def run(self, op: str, data: dict[str, Any]) -> Result:
         """Call the operation; a refusal is a result, any other exception an error."""
@@ -94,6 +133,8 @@ class PythonTarget(Target):
 
 class ExecTarget(Target):
     """A harness program speaking the protocol on stdin/stdout (one process, reused)."""
+
+    capabilities = frozenset({"@exec"})
 
     def __init__(
         self, command: str, *, name: str | None = None, timeout: float = DEFAULT_TIMEOUT
@@ -249,6 +290,10 @@ class HttpTarget(Target):
         self.read_url = read_url
         self.implementation = {"name": url, "language": "http"}
         self.operations = frozenset({"serve"} | ({"serve_read"} if read_url else set()))
+
+    def server(self) -> tuple[str, str | None, str | None, str | None]:
+        """The server under test, as given on the command line."""
+        return self.url or "", self.token, self.ca_file, self.read_url
 
     def run(self, op: str, data: dict[str, Any]) -> Result:
         """A server target has no harness operations."""

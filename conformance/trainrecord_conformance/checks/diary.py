@@ -41,7 +41,7 @@ def chain(events: list[dict[str, Any]], t0: float = 1_767_000_000.0) -> list[dic
     prev, out = GENESIS, []
     for seq, event in enumerate(events):
         body = {
-            **{k: v for k, v in event.items() if k not in RESERVED + ("prev",)},
+            **{k: v for k, v in event.items() if k not in (*RESERVED, "prev")},
             "seq": seq,
             "time": round(t0 + seq * 0.25, 3),
         }
@@ -420,7 +420,7 @@ def chain_problem(
                 f"line {i} has time {t!r}, not round(time.time(), 3) "
                 f"within the call ({window[0]:.3f}..{window[1]:.3f})",
             )
-        fields = {k: v for k, v in line.items() if k not in RESERVED + ("hash",)}
+        fields = {k: v for k, v in line.items() if k not in (*RESERVED, "hash")}
         if fields != event:
             return "diary.chain.hash", f"line {i} does not carry its event's fields: {fields}"
         prev = line["hash"]

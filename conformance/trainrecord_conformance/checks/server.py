@@ -1,10 +1,191 @@
-"""Checks for the server rules (being written)."""
+"""Reporting API v2, the server side: status codes of §2 and the ordering of §4.
+
+Against an ``http(s)://`` target (or, in-process, the reference receiver): valid,
+unauthorised, oversized, wrongly typed, non-JSON and invalid reports, and sequences of
+reports for one run_id posted out of order and duplicated. With a read URL (``--read-url``;
+the reference receiver's ``GET /api/runs/<run_id>``) the suite also checks that the stored
+report is the one with the greatest seq.
+"""
 
 from __future__ import annotations
 
-from trainrecord_conformance.checks.base import Check
+import json
+from typing import Any
+
+import requests
+from hypothesis import strategies as st
+
+from trainrecord_conformance import strategies as S
+from trainrecord_conformance.checks.base import Check, Context, Failed
+from trainrecord_conformance.checks.reporting import REPORT, reports
+from trainrecord_conformance.targets import Target, TargetError
+
+SERVE = frozenset({"serve"})
+MAX_BODY = 256 * 1024
+
+
+def post(
+    ctx: Context, body: bytes, *, token: str | None = "", content_type: str = "application/json"
+) -> requests.Response:
+    """POST raw bytes to the server; ``token=""`` means the right token, None none."""
+    url, right, ca_file, _ = ctx.target.server()
+    headers = {"Content-Type": content_type, "User-Agent": "CORread-reporter/2"}
+    tok = right if token == "" else token
+    if tok is not None:
+        headers["Authorization"] = f"Bearer {tok}"
+    try:
+        return requests.post(
+            url,
+            data=body,
+            headers=headers,
+            timeout=10,
+            allow_redirects=False,
+            verify=ca_file or True,
+        )
+    except requests.RequestException as exc:
+        raise TargetError(f"the server did not answer: {exc}") from exc
+
+
+def encode(report: Any) -> bytes:
+    """A report as the client sends it."""
+    return json.dumps(report, allow_nan=False).encode("utf-8")
+
+
+def expect(resp: requests.Response, codes: set[int], what: str) -> None:
+    """The answer's status is one of ``codes``."""
+    if resp.status_code not in codes:
+        raise Failed(
+            f"{what}: answered {resp.status_code} ({resp.text[:200]!r}), expected {sorted(codes)}"
+        )
+
+
+def auth(ctx: Context, case: tuple[Any, str | None]) -> None:
+    """A valid report is accepted with the token and refused with 401/403 without it."""
+    report, wrong = case
+    expect(
+        post(ctx, encode(report), token=wrong),
+        {401, 403} if wrong else {401},
+        "a report with a wrong token" if wrong else "a report without a token",
+    )
+    expect(post(ctx, encode(report)), {200, 201, 202, 204}, "a valid report with the token")
+
+
+def too_large(ctx: Context, case: tuple[Any, int]) -> None:
+    """A body over 256 KB is answered 413 (it is valid JSON, padded with spaces)."""
+    report, extra = case
+    body = encode(report)
+    body = body[:-1] + b" " * (MAX_BODY + extra - len(body)) + b"}"
+    expect(post(ctx, body), {413}, f"a {len(body)}-byte report")
+
+
+def content_type(ctx: Context, case: tuple[Any, str]) -> None:
+    """A body that is not declared application/json is answered 415."""
+    report, kind = case
+    expect(post(ctx, encode(report), content_type=kind), {415}, f"Content-Type {kind}")
+
+
+def not_json(ctx: Context, body: bytes) -> None:
+    """A body that is not strict JSON is answered 400."""
+    expect(post(ctx, body), {400}, f"the body {body[:60]!r}")
+
+
+def invalid(ctx: Context, broken: S.Broken) -> None:
+    """A report the schema rejects is answered 422."""
+    expect(post(ctx, encode(broken.instance)), {422}, f"a report breaking {broken.site}")
+
+
+def newest_wins(ctx: Context, case: tuple[Any, list[int]]) -> None:
+    """Every report of a run is answered 200, in any order; the greatest seq is stored."""
+    report, seqs = case
+    for seq in seqs:
+        expect(
+            post(ctx, encode({**report, "seq": seq})),
+            {200},
+            f"report seq {seq} (posted in the order {seqs})",
+        )
+    _, tok, ca_file, read_url = ctx.target.server()
+    if read_url is None or "serve_read" not in ctx.target.operations:
+        return
+    resp = requests.get(
+        f"{read_url.rstrip('/')}/{report['run_id']}",
+        timeout=10,
+        headers={"Authorization": f"Bearer {tok}"},
+        verify=ca_file or True,
+    )
+    expect(resp, {200}, "reading the stored report back")
+    stored = resp.json().get("seq")
+    if stored != max(seqs):
+        raise Failed(f"after seqs {seqs} the server stores seq {stored}, not {max(seqs)}")
 
 
 def checks() -> list[Check]:
-    """None yet."""
-    return []
+    """Every server check."""
+    with_ = lambda s: lambda t: st.tuples(reports(t), s)  # noqa: E731
+    broken = lambda t: st.sampled_from(
+        sorted(
+            r
+            for r in S.schema_rules()
+            if r.startswith(  # noqa: E731
+                "report."
+            )
+        )
+    ).flatmap(lambda r: S.breaking_instances(r, schema_id=REPORT))
+    junk = st.sampled_from(
+        [b"{not json", b"NaN", b'{"seq": NaN}', b"\xff\xfe{}", b"[1,", b'{"a": Infinity}']
+    )
+    seqs = st.lists(st.integers(0, 2**40), min_size=1, max_size=6).flatmap(
+        lambda xs: st.permutations(xs + xs[: len(xs) // 2])
+    )
+    return [
+        Check(
+            "report.server.auth",
+            "401/403 without or with a wrong token",
+            SERVE,
+            with_(st.sampled_from([None, "wrong", "Bearer"])),
+            auth,
+            scale="io",
+        ),
+        Check(
+            "report.server.too_large",
+            "413 over 256 KB",
+            SERVE,
+            with_(st.integers(1, 4096)),
+            too_large,
+            scale="io",
+        ),
+        Check(
+            "report.server.content_type",
+            "415 for another Content-Type",
+            SERVE,
+            with_(st.sampled_from(["text/plain", "application/x-www-form-urlencoded"])),
+            content_type,
+            scale="io",
+        ),
+        Check(
+            "report.server.not_json",
+            "400 for a body that is not strict JSON",
+            SERVE,
+            lambda t: junk,
+            not_json,
+            scale="io",
+        ),
+        Check(
+            "report.server.invalid",
+            "422 for a report the schema rejects",
+            SERVE,
+            broken,
+            invalid,
+            scale="io",
+        ),
+        Check(
+            "report.server.newest_wins",
+            "200 in any order; the greatest seq is stored",
+            SERVE,
+            with_(seqs),
+            newest_wins,
+            scale="io",
+        ),
+    ]
+
+
+__all__ = ["REPORT", "Target", "checks"]
