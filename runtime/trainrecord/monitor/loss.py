@@ -1,17 +1,22 @@
 """The loss at check steps: non-finite values, spikes against a running baseline.
 
-The baseline is an exponentially weighted mean of the finite loss values seen at checks
-(plain mean over the first ``1/alpha`` of them), with an exponentially weighted standard
-deviation. After ``warmup`` checks a value is a spike when it exceeds the baseline by more
-than both ``sigma`` standard deviations and ``ratio`` times the baseline's magnitude; it
-has recovered when it comes back within half of that margin. Spike values and non-finite
-values never enter the baseline.
+The baseline is the median of the last ``window_base`` (10) finite loss values seen at
+checks; the noise is estimated from the last ``window`` (20) of them as
+``1.4826 * median(|successive difference|) / sqrt(2)`` (the standard deviation of white
+noise; robust to the loss's downward trend and to the big drops of the first checks).
+After ``warmup`` checks a value is a spike when it exceeds the baseline by more than both
+``sigma`` noise units and ``ratio`` times the baseline's magnitude; it has recovered when
+it comes back within half of that margin. Spike values and non-finite values never enter
+the windows.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from dataclasses import dataclass
+import statistics
+from collections import deque
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -27,17 +32,25 @@ class LossTracker:
     """Spike and non-finite detection over the loss values of successive checks."""
 
     warmup: int = 5
-    sigma: float = 4.0
+    sigma: float = 6.0
     ratio: float = 1.0
-    alpha: float = 0.1
-    mean: float = 0.0
-    var: float = 0.0
-    count: int = 0
+    window: int = 20
+    window_base: int = 10
+    values: deque[float] = field(default_factory=deque)
     checks: int = 0
     spiking: bool = False
+    _frozen: tuple[float, float] = (0.0, 0.0)
 
-    def _margin(self) -> float:
-        return max(self.sigma * math.sqrt(max(self.var, 0.0)), self.ratio * abs(self.mean))
+    @property
+    def baseline(self) -> float:
+        """Median of the most recent values."""
+        return statistics.median(list(self.values)[-self.window_base :])
+
+    def _margin(self, baseline: float) -> float:
+        values = list(self.values)
+        diffs = [abs(b - a) for a, b in itertools.pairwise(values)]
+        noise = 1.4826 * statistics.median(diffs) / math.sqrt(2.0) if diffs else 0.0
+        return max(self.sigma * noise, self.ratio * abs(baseline))
 
     def observe(self, step: int, value: float) -> list[tuple[str, dict[str, Any]]]:
         """Events for this check's loss value."""
@@ -50,23 +63,27 @@ class LossTracker:
                 )
             ]
         events: list[tuple[str, dict[str, Any]]] = []
-        ready = self.checks > self.warmup and self.count >= 2
-        excess = value - self.mean
-        if ready and not self.spiking and excess > self._margin():
-            self.spiking = True
-            events.append(
-                (
-                    "loss_spike",
-                    {"step": step, "severity": "warning", "value": value, "baseline": self.mean},
+        if self.spiking:
+            baseline, margin = self._frozen
+            if value - baseline <= 0.5 * margin:
+                self.spiking = False
+                events.append(
+                    ("loss_recovered", {"step": step, "value": value, "baseline": baseline})
                 )
-            )
-        elif self.spiking and excess <= 0.5 * self._margin():
-            self.spiking = False
-            events.append(("loss_recovered", {"step": step, "value": value, "baseline": self.mean}))
+        elif self.checks > self.warmup and len(self.values) >= 3:
+            baseline = self.baseline
+            margin = self._margin(baseline)
+            if value - baseline > margin:
+                self.spiking = True
+                self._frozen = (baseline, margin)
+                events.append(
+                    (
+                        "loss_spike",
+                        {"step": step, "severity": "warning", "value": value, "baseline": baseline},
+                    )
+                )
         if not self.spiking:
-            self.count += 1
-            weight = max(self.alpha, 1.0 / self.count)
-            delta = value - self.mean
-            self.mean += weight * delta
-            self.var = (1.0 - weight) * (self.var + weight * delta * delta)
+            self.values.append(value)
+            while len(self.values) > self.window:
+                self.values.popleft()
         return events
