@@ -229,3 +229,25 @@ def test_metrics_changed_after_run_end_is_detected(tmp_path: Path) -> None:
         fh.write(b'{"step":9,"loss":1.0,"grad":{},"stuck":{}}\n')
     result = verify(tmp_path)
     assert result.failure.rule == "diary.metrics.sha256"
+
+
+@given(data=st.data())
+@pytest.mark.parametrize("name", ["diary.jsonl", "metrics.jsonl", "record.json", "record.sig"])
+def test_arbitrary_bytes_never_crash_the_verifier(record, tmp_path_factory, name, data) -> None:
+    run = _copy(record[0], tmp_path_factory.mktemp("t") / "run")
+    original = (run / name).read_bytes()
+    garbage = data.draw(
+        st.one_of(
+            st.binary(max_size=300),
+            st.builds(
+                lambda cut, junk: original[:cut] + junk,
+                st.integers(0, len(original)),
+                st.binary(max_size=40),
+            ),
+        )
+    )
+    (run / name).write_bytes(garbage)
+    result = verify(run, public_key=record[1])  # a verdict, never an exception
+    assert result.status in ("ok", "torn", "failed")
+    if result.ok:
+        assert garbage == original

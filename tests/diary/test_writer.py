@@ -243,3 +243,26 @@ def test_fsync_happens_at_run_start_critical_events_and_close(tmp_path: Path, mo
     assert len(calls) == 2
     w.close()
     assert len(calls) == 3
+
+
+def test_non_string_keys_are_refused_rather_than_silently_converted(tmp_path: Path):
+    with DiaryWriter(tmp_path, seal=False) as w:
+        w.append("run_start", BODIES["run_start"])
+        with pytest.raises(RecordRefused) as err:
+            w.append("structure", {**BODIES["structure"], "pairs": {1: "bn"}})
+    assert err.value.rule == "diary.file.json"
+    assert verify(tmp_path).lines == 1
+
+
+def test_tuples_and_float_subclasses_are_written_as_json_has_them(tmp_path: Path):
+    class Norm(float):
+        pass
+
+    with DiaryWriter(tmp_path, seal=False) as w:
+        w.append("run_start", BODIES["run_start"])
+        line = w.append(
+            "nonfinite_gradient", {"step": 1, "severity": "critical", "layers": ("a", "b")}
+        )
+        alarm = w.append("alarm", {**BODIES["alarm"], "grad_norm": Norm(0.5)})
+    assert line["layers"] == ["a", "b"] and type(alarm["grad_norm"]) is float
+    assert seed_verify_file(tmp_path / "diary.jsonl") == 3

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from trainrecord.errors import RecordRefused
+
 NAN = "NaN"
 INFINITY = "Infinity"
 NEG_INFINITY = "-Infinity"
@@ -29,11 +31,20 @@ def encode(obj: Any) -> Any:
     """A copy of ``obj`` with every non-finite float replaced by its string token.
 
     Floats of other types that subclass ``float`` (e.g. numpy.float64) become plain
-    floats; dicts, lists and tuples are copied (tuples become lists, as JSON has them).
+    floats; dicts, lists and tuples are copied (tuples become lists, as JSON has them). A
+    dict key that is not a string is refused (JSON would silently turn it into one).
     """
     if isinstance(obj, float):
         return float(obj) if math.isfinite(obj) else token(obj)
     if isinstance(obj, dict):
+        for k in obj:
+            if not isinstance(k, str):
+                raise RecordRefused.one(
+                    "diary.file.json",
+                    [repr(k)],
+                    "JSON object keys must be strings; convert the key",
+                    k,
+                )
         return {k: encode(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [encode(v) for v in obj]
