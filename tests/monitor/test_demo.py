@@ -58,3 +58,38 @@ def test_demo_command_repair_replaces_the_previous_record(
     assert {c["layer"] for c in events(lines, "channels_cleared")} >= {"conv2.0", "conv3.0"}
     rows = metrics(out)
     assert rows[-1]["grad"]["conv2.0"] > 0 and rows[-1]["stuck"]["conv2.0"] == [0, 0, 0, 0]
+
+
+def test_demo_break_is_caught_and_repaired(tmp_path: Path) -> None:
+    result = run_demo(
+        tmp_path,
+        repair=True,
+        steps=200,
+        break_at=100,
+        check_every=5,
+        width=8,
+        size=16,
+        samples=1024,
+        seed=0,
+    )
+    lines = read_run(tmp_path)
+    assert [(s["step"]) for s in events(lines, "loss_spike")] == [100]
+    assert {(c["step"], c["layer"]) for c in events(lines, "certificate")} == {
+        (100, "conv2.0"),
+        (100, "conv3.0"),
+    }
+    assert {(r["step"], r["layer"]) for r in events(lines, "repair")} == {
+        (100, "conv2.0"),
+        (100, "conv3.0"),
+    }
+    assert {a["layer"] for a in events(lines, "alarm") if a["diagnosis"] == "no_gradient"} == {
+        "conv1.0",
+        "conv1.1",
+        "conv2.0",
+        "conv2.1",
+        "conv3.0",
+        "conv3.1",
+    }
+    recovered = events(lines, "loss_recovered")
+    assert len(recovered) == 1 and recovered[0]["step"] > 100
+    assert result.accuracy_after > 0.8 * result.accuracy_before
