@@ -14,7 +14,7 @@ from trainrecord.canonical import canonical_line, dumps_strict, loads_strict
 @pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity"])
 def test_non_finite_tokens_are_refused(token: str) -> None:
     with pytest.raises(ValueError, match="non-finite"):
-        loads_strict('{"loss": ' + token + '}')
+        loads_strict('{"loss": ' + token + "}")
 
 
 @pytest.mark.parametrize(
