@@ -433,6 +433,10 @@ def _steps_match(steps: tuple, kind: str) -> bool:
     return bool(steps) and steps[0][0] == kind
 
 
+_VALID_MEMO: dict[tuple[tuple[int, ...], int], tuple[tuple, st.SearchStrategy[Json]]] = {}
+"""Valid strategies by the identity of their schemas (kept alive here, so ids stay unique)."""
+
+
 def gen(
     raws: list[dict[str, Any]],
     steps: tuple = (),
@@ -442,6 +446,23 @@ def gen(
     nonfinite: bool = False,
 ) -> st.SearchStrategy[Json]:
     """Instances of ``raws``; with a site, valid everywhere except there."""
+    if site is None and not steps:
+        key = (tuple(id(r) for r in raws), depth)
+        if key not in _VALID_MEMO:
+            _VALID_MEMO[key] = (tuple(raws), _gen(raws, (), None, depth, nonfinite=False))
+        return _VALID_MEMO[key][1]
+    return _gen(raws, steps, site, depth, nonfinite=nonfinite)
+
+
+def _gen(
+    raws: list[dict[str, Any]],
+    steps: tuple,
+    site: Site | None,
+    depth: int,
+    *,
+    nonfinite: bool,
+) -> st.SearchStrategy[Json]:
+    """:func:`gen` without the memo of valid strategies."""
     if site is not None and not steps and site.keyword == "anyOf":
         valid = gen(raws, (), None, depth)
         return st.one_of(

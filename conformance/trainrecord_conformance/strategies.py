@@ -19,6 +19,7 @@ bodies and configurations, Foundry environments, diary event sequences.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from hypothesis import strategies as st
@@ -79,6 +80,7 @@ def _checked_valid(schema_id: str) -> Any:
     return check
 
 
+@cache
 def valid_instances(schema_id: str) -> st.SearchStrategy[Any]:
     """Instances the schema ``schema_id`` accepts, each confirmed by the oracle."""
     raw = schemagen.root_raw(_full_id(schema_id))
@@ -127,6 +129,7 @@ def _site_strategy(site: Site, nonfinite: bool) -> st.SearchStrategy[Broken]:
     )
 
 
+@cache
 def breaking_instances(
     rule: str, *, nonfinite: bool = False, schema_id: str | None = None
 ) -> st.SearchStrategy[Broken]:

@@ -209,15 +209,12 @@ def checks() -> list[Check]:
     fails = st.sampled_from([400, 401, 403, 404, 422, 500, 502, 503])
     with_code = lambda c: lambda t: st.tuples(reports(t), c)  # noqa: E731
     variant = lambda t: st.tuples(reports(t), st.sampled_from(["", "?x=1", "#f"]))  # noqa: E731
-    invalid = lambda t: st.sampled_from(
-        sorted(
-            r
-            for r in S.schema_rules()
-            if r.startswith(  # noqa: E731
-                "report."
-            )
-        )
-    ).flatmap(lambda r: S.breaking_instances(r, schema_id=REPORT))
+
+    def invalid(t):
+        return st.sampled_from(
+            sorted(r for r in S.schema_rules() if r.startswith("report."))
+        ).flatmap(lambda r: S.breaking_instances(r, schema_id=REPORT))
+
     return [
         Check(
             "report.transport.post_url",

@@ -121,15 +121,12 @@ def newest_wins(ctx: Context, case: tuple[Any, list[int]]) -> None:
 def checks() -> list[Check]:
     """Every server check."""
     with_ = lambda s: lambda t: st.tuples(reports(t), s)  # noqa: E731
-    broken = lambda t: st.sampled_from(
-        sorted(
-            r
-            for r in S.schema_rules()
-            if r.startswith(  # noqa: E731
-                "report."
-            )
-        )
-    ).flatmap(lambda r: S.breaking_instances(r, schema_id=REPORT))
+
+    def broken(t):
+        return st.sampled_from(
+            sorted(r for r in S.schema_rules() if r.startswith("report."))
+        ).flatmap(lambda r: S.breaking_instances(r, schema_id=REPORT))
+
     junk = st.sampled_from(
         [b"{not json", b"NaN", b'{"seq": NaN}', b"\xff\xfe{}", b"[1,", b'{"a": Infinity}']
     )
