@@ -150,29 +150,27 @@ def scan(data: bytes | memoryview, first_line: int) -> ChunkResult:
     for raw in lines:
         line_no += 1
         body = None
-        value: Any = None
-        if loads is not None:
-            try:
-                value = loads(raw)
-            except decode_error:
-                value = None
-            if value.__class__ is dict:
-                event = value.get("event")
-                check = valid.get(event, common) if event.__class__ is str else common
-                if check(value):
-                    prev = value.pop("prev")
-                    digest_given = value.pop("hash")
-                    out = dumps(value, option=sort)
-                    if (
-                        out.isascii()
-                        and b"\x7f" not in out
-                        and b"0.0000" not in out
-                        and (b"-" not in out or b"e-" not in out)
-                        and (b"+" not in out or b"e+" not in out)
-                    ):
-                        body = out
-                    else:
-                        body = exact_body(value, raw, out)
+        try:
+            value = loads(raw)
+        except decode_error:
+            value = None
+        if value.__class__ is dict:
+            event = value.get("event")
+            check = valid.get(event, common) if event.__class__ is str else common
+            if check(value):
+                prev = value.pop("prev")
+                digest_given = value.pop("hash")
+                out = dumps(value, option=sort)
+                if (
+                    out.isascii()
+                    and b"\x7f" not in out
+                    and b"0.0000" not in out
+                    and (b"-" not in out or b"e-" not in out)
+                    and (b"+" not in out or b"e+" not in out)
+                ):
+                    body = out
+                else:
+                    body = exact_body(value, raw, out)
         if body is None:
             slow = _slow_line(raw, line_no)
             if slow.__class__ is LineFailure:

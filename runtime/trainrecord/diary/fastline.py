@@ -80,10 +80,18 @@ def parse_line(raw: bytes) -> tuple[Any, bytes | None]:
         return value, None
 
 
+def _no_fast_parse(raw: bytes) -> Any:  # pragma: no cover - without orjson
+    raise ValueError("orjson is not installed")
+
+
 def fast_json() -> tuple[Any, Any, Any, int]:
-    """(loads, dumps, decode error, sort option) of orjson, or Nones without it."""
+    """(loads, dumps, decode error, sort option) of orjson.
+
+    Without orjson, ``loads`` always fails, so every line takes the standard library's
+    path (correct, only slower).
+    """
     if orjson is None:  # pragma: no cover
-        return None, None, ValueError, 0
+        return _no_fast_parse, None, ValueError, 0
     return orjson.loads, orjson.dumps, orjson.JSONDecodeError, orjson.OPT_SORT_KEYS
 
 
