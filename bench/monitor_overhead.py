@@ -151,7 +151,7 @@ def foreach_norm_time(
         torch.stack(torch._foreach_norm(grads)).tolist()
         times.append(time.perf_counter() - start)
     model.zero_grad()
-    return statistics.median(times)
+    return statistics.median(times), min(times)
 
 
 def main() -> int:
@@ -201,7 +201,16 @@ def main() -> int:
     for index in range(rounds):  # one step of each loop per round, the order alternating
         for loop in loops if index % 2 == 0 else loops[::-1]:
             loop.times.append(loop.step())
-    norm = foreach_norm_time(copy.deepcopy(base), data, 20 if args.quick else 50)
+    norm_median, norm_fastest = foreach_norm_time(
+        copy.deepcopy(base), data, 20 if args.quick else 50
+    )
+    counter = loops[1].monitor
+    assert isinstance(counter, Monitor)
+    calls = 100_000
+    start = time.perf_counter()
+    for _ in range(calls):  # what a non-check step adds, timed directly: the counter
+        counter.step()
+    step_call = (time.perf_counter() - start) / calls
     for loop in loops:
         if isinstance(loop.monitor, Monitor):
             loop.monitor.close()
@@ -211,28 +220,50 @@ def main() -> int:
         for loop in loops
     }
     median = {loop.name: statistics.median(loop.times) for loop in loops}
-    plain = median["plain"]
-    print(f"\n{'loop':<10} {'median step':>12} {'fastest':>10} {'vs plain (paired median)':>25}")
+    fastest = {loop.name: min(loop.times) for loop in loops}
+    loaded = median["plain"] > 1.3 * fastest["plain"]
+    print(
+        f"\n{'loop':<10} {'median step':>12} {'fastest':>10} {'paired ratio':>13} "
+        f"{'fastest ratio':>14}"
+    )
     for loop in loops:
         print(
-            f"{loop.name:<10} {median[loop.name] * 1e3:>9.1f} ms {min(loop.times) * 1e3:>7.1f} ms "
-            f"{ratio[loop.name]:>25.4f}"
+            f"{loop.name:<10} {median[loop.name] * 1e3:>9.1f} ms {fastest[loop.name] * 1e3:>7.1f} ms "
+            f"{ratio[loop.name]:>13.4f} {fastest[loop.name] / fastest['plain']:>14.4f}"
         )
+    if loaded:  # other processes took the CPU for much of the run: uncontended steps are best
+        print(
+            "\nthe machine was loaded (median plain step > 1.3 x the fastest): the figures "
+            "below use the fastest steps"
+        )
+        ratio = {name: fastest[name] / fastest["plain"] for name in fastest}
+        plain, norm = fastest["plain"], norm_fastest
+    else:
+        print("\nthe figures below use the paired ratios")
+        plain, norm = median["plain"], norm_median
     check_cost = (ratio["check"] - 1) * plain
-    amortised = (ratio["check"] - 1) / DEFAULT_CHECK_EVERY + (ratio["non-check"] - 1)
+    every = DEFAULT_CHECK_EVERY
+    checks_alone = (ratio["check"] - 1) / every
+    # non-check steps add exactly the counter, timed alone above (their loop ratio is the
+    # same work plus the machine's noise)
+    amortised = checks_alone + (every - 1) / every * step_call / plain
     print(
         f"\none _foreach_norm pass over all gradients: {norm * 1e3:.2f} ms "
         f"({norm / plain:.2%} of a plain step)"
     )
     print(f"non-check step vs plain:     {ratio['non-check'] - 1:+.2%}  (target within 1%)")
+    print(
+        f"  monitor.step() on a non-check step, timed alone: {step_call * 1e6:.2f} us = "
+        f"{step_call / plain:.4%} of a plain step"
+    )
     print(f"check step vs plain:         {ratio['check'] - 1:+.2%}  (target <= +5%)")
     print(
         f"cost of a check:             {check_cost * 1e3:.2f} ms = "
         f"{check_cost / norm:.1f} x one _foreach_norm pass"
     )
     print(
-        f"amortised at check_every={DEFAULT_CHECK_EVERY}: {amortised:+.3%}  (target <= 0.5%; "
-        "one check per 50 steps plus 49 non-check steps)"
+        f"amortised at check_every={every}: {amortised:+.3%}  (target <= 0.5%; one check and "
+        f"{every - 1} non-check steps; the checks alone {checks_alone:+.3%})"
     )
     print(f"per-step hook monitor (wandb.watch kind) vs plain: {ratio['hooks'] - 1:+.2%}")
     print(
