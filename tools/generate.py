@@ -63,6 +63,15 @@ def banner(source: str) -> str:
     )
 
 
+_MISSING_IMPORT = "from pydantic.experimental.missing_sentinel import MISSING\n"
+_MISSING_COMPAT = (
+    "try:\n"
+    "    from pydantic import MISSING\n"
+    "except ImportError:  # pydantic < 2.14 has it under experimental\n"
+    "    from pydantic.experimental.missing_sentinel import MISSING  # type: ignore[no-redef]\n"
+)
+
+
 def _codegen_bin() -> str:
     exe = Path(sys.executable).with_name("datamodel-codegen")
     return str(exe) if exe.exists() else "datamodel-codegen"
@@ -137,6 +146,7 @@ def generate_python(dest: Path) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             if rel.name == "__init__.py" and not body.strip():
                 body = '"""Generated models, one module per schema file."""\n'
+            body = body.replace(_MISSING_IMPORT, _MISSING_COMPAT)
             target.write_text(banner(src) + body, encoding="utf-8")
     finally:
         shutil.rmtree(raw, ignore_errors=True)

@@ -5,7 +5,10 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
-from pydantic.experimental.missing_sentinel import MISSING
+try:
+    from pydantic import MISSING
+except ImportError:  # pydantic < 2.14 has it under experimental
+    from pydantic.experimental.missing_sentinel import MISSING  # type: ignore[no-redef]
 from trainrecord_spec._base import StrictModel
 
 
