@@ -13,12 +13,29 @@ from typing import Any
 from trainrecord.errors import Problem, RecordRefused
 
 __version__ = "0.1.0"
-__all__ = ["Monitor", "Problem", "RecordRefused", "__version__"]
+_LAZY = {
+    "Monitor": "trainrecord.monitor",
+    "DiaryWriter": "trainrecord.diary",
+    "MetricsWriter": "trainrecord.diary",
+    "verify": "trainrecord.diary",
+    "config_sha": "trainrecord.foundry",
+    "write_witness": "trainrecord.foundry",
+    "write_metrics": "trainrecord.foundry",
+    "read_witness": "trainrecord.foundry",
+    "read_metrics": "trainrecord.foundry",
+    "Reporter": "trainrecord.report",
+    "ReportSettings": "trainrecord.report",
+}
+"""Names re-exported from their modules on first use, so ``import trainrecord`` stays light
+(it never imports torch, jsonschema or requests until one of these is asked for)."""
+
+__all__ = ["Problem", "RecordRefused", "__version__", *sorted(_LAZY)]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "Monitor":  # lazy: importing trainrecord must not import torch
-        from trainrecord.monitor import Monitor
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'trainrecord' has no attribute {name!r}")
+    import importlib
 
-        return Monitor
-    raise AttributeError(f"module 'trainrecord' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
