@@ -65,18 +65,38 @@ function translatePattern(pattern) {
   return out;
 }
 
+/** Keywords whose value is a map from names to subschemas. */
+const SCHEMA_MAPS = new Set(["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"]);
+/** Keywords whose value is data or an annotation, never a subschema. */
+const DATA = new Set(["const", "enum", "default", "examples", "required", "discriminator"]);
+
+const ONE_OF_KEYWORD = "x-tr-oneof";
+
 /**
- * The schema with integer types rewritten (see the module comment).
+ * The schema with integer types rewritten (see the module comment), and each `oneOf` that
+ * carries a `discriminator` (of `$ref` branches) replaced by the keyword `x-tr-oneof`,
+ * which reports the errors of the branch the discriminator selects, as the oracle does.
  * @param {any} node
+ * @param {string} base the base URI (the root schema's $id) for relative $refs
+ * @param {boolean} [isMap] node is a map from names to subschemas (e.g. properties)
  * @returns {any}
  */
-function rewrite(node) {
-  if (Array.isArray(node)) return node.map(rewrite);
+function rewrite(node, base, isMap = false) {
+  if (Array.isArray(node)) return node.map((v) => rewrite(v, base));
   if (node === null || typeof node !== "object") return node;
   /** @type {Record<string, any>} */
   const out = {};
   for (const [k, v] of Object.entries(node)) {
-    out[k] = k === "const" || k === "enum" || k === "x-rules" ? v : rewrite(v);
+    if (isMap) out[k] = rewrite(v, base);
+    else if (DATA.has(k) || k.startsWith("x-")) out[k] = v;
+    else out[k] = rewrite(v, base, SCHEMA_MAPS.has(k));
+  }
+  if (isMap) return out;
+  const prop = out.discriminator?.propertyName;
+  if (typeof prop === "string" && Array.isArray(out.oneOf) &&
+      out.oneOf.every((/** @type {any} */ b) => b && typeof b.$ref === "string" && Object.keys(b).length === 1)) {
+    out[ONE_OF_KEYWORD] = { propertyName: prop, refs: out.oneOf.map((/** @type {any} */ b) => new URL(b.$ref, base).href) };
+    delete out.oneOf;
   }
   const types = typeof out.type === "string" ? [out.type] : out.type;
   if (Array.isArray(types) && types.includes("integer")) {
@@ -151,10 +171,56 @@ ajv.addKeyword({
   },
 });
 
+/** @type {Map<string, import("ajv").ValidateFunction>} */
+const refValidators = new Map();
+
+/** @param {string} ref an absolute schema URI with an optional #pointer */
+function refValidator(ref) {
+  let fn = refValidators.get(ref);
+  if (fn === undefined) {
+    fn = ajv.compile({ $ref: ref });
+    refValidators.set(ref, fn);
+  }
+  return fn;
+}
+
+/** @param {string} key */
+const pointerEscape = (key) => key.replace(/~/g, "~0").replace(/\//g, "~1");
+
+/**
+ * oneOf over $ref branches, judged as the oracle does when a discriminator names a property:
+ * a branch whose errors include one at that property is set aside, and the errors of the
+ * remaining branches (all branches when every one fails there) are the errors reported.
+ * @type {any}
+ */
+const discriminatedOneOf = function (/** @type {any} */ schema, /** @type {any} */ data, /** @type {any} */ parentSchema, /** @type {any} */ cxt) {
+  const results = schema.refs.map((/** @type {string} */ ref) => {
+    const fn = refValidator(ref);
+    const ok = fn(data);
+    return { ok, errors: ok ? [] : [...(fn.errors ?? [])] };
+  });
+  const passing = results.filter((/** @type {any} */ r) => r.ok).length;
+  if (passing === 1) return true;
+  const here = cxt?.instancePath ?? "";
+  const oneOfError = { keyword: "oneOf", instancePath: here, schemaPath: "#/oneOf", params: { passingSchemas: passing > 1 ? [] : null }, message: "must match exactly one schema in oneOf", parentSchema };
+  if (passing > 1 || parentSchema["x-rules"]?.oneOf) {
+    discriminatedOneOf.errors = [oneOfError];
+    return false;
+  }
+  const at = `/${pointerEscape(schema.propertyName)}`;
+  const isObj = data !== null && typeof data === "object" && !Array.isArray(data);
+  let kept = results.filter((/** @type {any} */ r) => !(isObj && r.errors.some((/** @type {any} */ e) => e.instancePath === at)));
+  if (kept.length === 0) kept = results;
+  discriminatedOneOf.errors = kept.flatMap((/** @type {any} */ r) => r.errors.map((/** @type {any} */ e) => ({ ...e, instancePath: here + e.instancePath })));
+  return false;
+};
+
+ajv.addKeyword({ keyword: ONE_OF_KEYWORD, schemaType: "object", errors: true, validate: discriminatedOneOf });
+
 /** @type {Map<string, any>} */
 const schemas = new Map();
 for (const id of spec.schemaIds) {
-  const schema = rewrite(spec.loadSchema(id));
+  const schema = rewrite(spec.loadSchema(id), id);
   schemas.set(id, schema);
   ajv.addSchema(schema, id);
 }
@@ -177,10 +243,33 @@ const pointers = new Map();
 function compiledPointer(pointer) {
   let fn = pointers.get(pointer);
   if (fn === undefined) {
-    fn = ajv.compile({ $ref: pointer });
+    fn = ajv.compile({ $ref: throughOneOf(pointer) });
     pointers.set(pointer, fn);
   }
   return fn;
+}
+
+/**
+ * A pointer into a schema whose discriminated oneOf was rewritten (`#/oneOf/<k>/...`),
+ * as a reference to the branch itself.
+ * @param {string} pointer `<$id>#<JSON pointer>`
+ * @returns {string}
+ */
+function throughOneOf(pointer) {
+  const [base, fragment = ""] = pointer.split("#", 2);
+  const parts = fragment.split("/").slice(1);
+  let node = schemas.get(/** @type {string} */ (base));
+  for (let i = 0; i < parts.length && node; i++) {
+    const seg = /** @type {string} */ (parts[i]).replace(/~1/g, "/").replace(/~0/g, "~");
+    if (seg === "oneOf" && node[ONE_OF_KEYWORD] && i + 1 < parts.length) {
+      const ref = node[ONE_OF_KEYWORD].refs[Number(parts[i + 1])];
+      const rest = parts.slice(i + 2);
+      if (rest.length === 0) return ref;
+      return throughOneOf(`${ref}${ref.includes("#") ? "" : "#"}/${rest.join("/")}`);
+    }
+    node = node[seg];
+  }
+  return pointer;
 }
 
 /**
@@ -244,7 +333,8 @@ function problems(instance, schemaName) {
     if (e.keyword === "if") continue; // the then/else branch errors carry the rule
     const rules = e.parentSchema?.["x-rules"] ?? {};
     const isCombinator = e.keyword === "anyOf" || e.keyword === "oneOf";
-    if (isCombinator && !rules[e.keyword]) continue; // its branch errors carry the rules
+    const several = e.keyword === "oneOf" && /** @type {any} */ (e.params)?.passingSchemas;
+    if (isCombinator && !rules[e.keyword] && !several) continue; // its branch errors carry the rules
     const inside = owned.some(([ip, sp]) =>
       e.schemaPath.startsWith(`${sp}/`) && (e.instancePath === ip || e.instancePath.startsWith(`${ip}/`)));
     if (inside) continue;
