@@ -49,7 +49,9 @@ class GradientNorms:
 
     def compute(self, scale: float = 1.0) -> tuple[dict[str, float | None], bool]:
         """Norm per layer (``None`` for a layer with no gradient at all), and whether any
-        gradient existed. ``scale`` divides the norms (a GradScaler's scale)."""
+        gradient existed. ``scale`` divides the norms (a GradScaler's scale). One batched
+        norm per parameter, one transfer; the per-layer sums of squares are taken in
+        double precision on the host (a non-finite norm stays non-finite)."""
         grads: list[torch.Tensor] = []
         owners: list[int] = []
         for p, owner in zip(self.params, self.owner, strict=True):
@@ -61,15 +63,14 @@ class GradientNorms:
             return result, False
         device = grads[0].device
         per_param = torch._foreach_norm(grads, 2.0, dtype=torch.float32)
-        squares = torch.stack([n.to(device) for n in per_param]).double().square()
-        index = torch.tensor(owners, device=device)
-        sums = torch.zeros(len(self.names), dtype=torch.float64, device=device)
-        sums.index_add_(0, index, squares)
-        values = sums.sqrt().div_(scale).tolist()
+        values = torch.stack([n.to(device) for n in per_param]).tolist()
+        sums = [0.0] * len(self.names)
+        for owner, value in zip(owners, values, strict=True):
+            sums[owner] += value * value
         present = set(owners)
         for i, name in enumerate(self.names):
             if i in present:
-                result[name] = values[i]
+                result[name] = math.sqrt(sums[i]) / scale
         return result, True
 
 

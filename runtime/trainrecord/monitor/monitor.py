@@ -397,11 +397,7 @@ class Monitor:
         lows = torch.cat([stats[n][1] for n in self.producers])
         relu = self._relu_mask()
         stuck = ((highs <= 0) & relu) | (highs == lows)
-        scales = [
-            channel_scale(self.producer_info[n].module, self.producer_info[n].bn_module)
-            for n in self.producers
-        ]
-        present = [sc for sc in scales if sc is not None and sc.numel()]
+        present = self._scales()
         if present:
             padded = torch.nn.utils.rnn.pad_sequence(
                 present, batch_first=True, padding_value=math.nan
@@ -410,6 +406,21 @@ class Monitor:
             decayed = ((padded < self.decay_ratio * median) & (median > 0)).any()
             return not bool(torch.stack([stuck.any(), decayed]).any())
         return not bool(stuck.any())
+
+    def _scales(self) -> list[torch.Tensor]:
+        """Every producer's per-channel scale, the BatchNorm ones in one foreach call."""
+        gammas, others = [], []
+        for name in self.producers:
+            info = self.producer_info[name]
+            weight = getattr(info.bn_module, "weight", None) if info.bn_module else None
+            if weight is not None:
+                gammas.append(weight.detach())
+            else:
+                scale = channel_scale(info.module, None)
+                if scale is not None and scale.numel():
+                    others.append(scale)
+        scales = [g.float().cpu() for g in torch._foreach_abs(gammas)] if gammas else []
+        return scales + others
 
     def _relu_mask(self) -> torch.Tensor:
         if self._relu_cache is None:
