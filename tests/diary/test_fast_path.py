@@ -195,3 +195,21 @@ def test_malformed_prev_or_hash_is_reported_with_its_schema_rule() -> None:
             res = scan(raw, 1)
             assert res.failure is not None and res.failure.rule == rule, (key, position)
             assert res.failure.line == position + 1
+
+
+@given(
+    extra=bodies,
+    where=st.sampled_from(["event at the top", "a name in a nested object", "prev", "hash"]),
+)
+def test_a_name_twice_in_one_object_is_refused_as_strict_json_requires(extra, where) -> None:
+    line = _line({**extra, "k": {"a": 1, "b": [1.5e-7, "x:y"]}})
+    raw = json.dumps(line, sort_keys=True, separators=(",", ":")).encode()
+    assert scan(raw + b"\n", 1).failure is None
+    if where == "a name in a nested object":
+        forged = raw.replace(b'"k":{', b'"k":{"a":2,', 1)
+    else:
+        name = "event" if where == "event at the top" else where
+        forged = b'{"' + name.encode() + b'":' + json.dumps(line[name]).encode() + b"," + raw[1:]
+    res = scan(forged + b"\n", 1)
+    assert res.failure is not None and res.failure.rule == "diary.file.json", res.failure
+    assert "twice" in res.failure.message

@@ -19,6 +19,7 @@ from trainrecord.diary.fastline import (
     canonical_body_std,
     exact_body,
     fast_json,
+    no_duplicate_names,
     parse_std,
 )
 
@@ -171,6 +172,8 @@ def scan(data: bytes | memoryview, first_line: int) -> ChunkResult:
                     body = out
                 else:
                     body = exact_body(value, raw, out)
+                if not no_duplicate_names(raw, out):
+                    body = None
         if body is None:
             slow = _slow_line(raw, line_no)
             if slow.__class__ is LineFailure:
