@@ -155,6 +155,8 @@ class Monitor:
         self.closed = False
         self._silent_streak: dict[str, dict[int, int]] = {}
         self._relu_cache: torch.Tensor | None = None
+        first = next(self.model.parameters(), None)
+        self._device = first.device if first is not None else torch.device("cpu")
         self._said: set[str] = set()
         self._structure_probe: StructureProbe | None = None
         self._activation_probe: ActivationProbe | None = None
@@ -439,7 +441,7 @@ class Monitor:
         """Per producer, the channels' max and min over the batch (and over ranks)."""
         if probe is None or not names:
             if self.dist.active:  # every rank takes part in the same collectives
-                self.dist.reduce_max(torch.zeros(1))
+                self.dist.reduce_max(torch.zeros(1, device=self._device))
             return {}
         assert self.structure is not None
         measured = [self.structure.pairs.get(name, name) for name in names]
