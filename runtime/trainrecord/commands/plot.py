@@ -41,12 +41,33 @@ def plot(run_dir: Path, output: Path) -> Path:
     lines = read_diary(run_dir)
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
     layers = list(dict.fromkeys(k for r in rows for k in r["grad"]))
+    positive = [
+        v
+        for r in rows
+        for v in r["grad"].values()
+        if isinstance(v, (int, float)) and math.isfinite(v) and v > 0
+    ]
+    floor = min(positive) / 10 if positive else 1e-12  # where zero norms are drawn
     for layer in layers:
         pts = [(r["step"], r["grad"].get(layer)) for r in rows]
-        pts = [(s, v) for s, v in pts if isinstance(v, (int, float)) and math.isfinite(v) and v > 0]
-        if pts:
-            top.plot([p[0] for p in pts], [p[1] for p in pts], label=layer, linewidth=1)
+        pts = [(s, v) for s, v in pts if isinstance(v, (int, float)) and math.isfinite(v)]
+        if not pts:
+            continue
+        (line,) = top.plot(
+            [s for s, _ in pts], [v if v > 0 else floor for _, v in pts], label=layer, linewidth=1
+        )
+        zeros = [s for s, v in pts if v <= 0]
+        if zeros:
+            top.plot(zeros, [floor] * len(zeros), "v", color=line.get_color(), markersize=4)
     top.set_yscale("log")
+    if any(isinstance(v, (int, float)) and v == 0 for r in rows for v in r["grad"].values()):
+        top.text(
+            0.01,
+            0.02,
+            "v: zero gradient norm (drawn at the bottom)",
+            fontsize="x-small",
+            transform=top.transAxes,
+        )
     top.set_ylabel("gradient norm")
     top.set_title(f"{run_dir.name}: gradient norm per layer")
     producers = list(dict.fromkeys(k for r in rows for k in r.get("stuck", {})))
