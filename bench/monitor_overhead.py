@@ -126,17 +126,25 @@ class Loop:
         self.optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
         self.monitor = monitor(model, self.optimizer) if monitor else None
         self.times: list[float] = []
+        self.forward_times: list[float] = []
+        self.monitor_times: list[float] = []
 
     def step(self) -> float:
-        """One timed training step."""
+        """One timed training step (its forward and monitor-call times kept apart too)."""
         start = time.perf_counter()
         loss = F.cross_entropy(self.model(self.x), self.y)
+        forward = time.perf_counter()
         loss.backward()
+        before = time.perf_counter()
         if self.monitor is not None:
             self.monitor.step(loss)  # type: ignore[attr-defined]
+        after = time.perf_counter()
         self.optimizer.step()
         self.optimizer.zero_grad()
-        return time.perf_counter() - start
+        end = time.perf_counter()
+        self.forward_times.append(forward - start)
+        self.monitor_times.append(after - before)
+        return end - start
 
 
 def foreach_norm_time(
@@ -266,6 +274,17 @@ def main() -> int:
         f"{every - 1} non-check steps; the checks alone {checks_alone:+.3%})"
     )
     print(f"per-step hook monitor (wandb.watch kind) vs plain: {ratio['hooks'] - 1:+.2%}")
+    check_loop, plain_loop = loops[2], loops[0]
+    call = min(check_loop.monitor_times)
+    hooks = max(0.0, min(check_loop.forward_times) - min(plain_loop.forward_times))
+    fastest_plain = min(plain_loop.times)
+    print(
+        f"\ncheck cost timed directly (fastest of {len(check_loop.times)}): monitor.step() "
+        f"{call * 1e3:.2f} ms + forward hooks {hooks * 1e3:.2f} ms = "
+        f"{(call + hooks) / fastest_plain:.2%} of the fastest plain step "
+        f"({(call + hooks) / norm:.1f} x one _foreach_norm pass); amortised at "
+        f"check_every={every}: {(call + hooks) / every / fastest_plain:+.3%}"
+    )
     print(
         "\n(ratios: median over rounds of each loop's step time over the plain step next to "
         "it; on a loaded machine differences below ~1% are within the spread)"
