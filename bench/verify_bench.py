@@ -19,6 +19,7 @@ import argparse
 import hashlib
 import json
 import os
+import resource
 import shutil
 import sys
 import tempfile
@@ -26,6 +27,13 @@ import time
 from pathlib import Path
 
 from trainrecord.diary import DiaryWriter, verify
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of its finished children (the verifier's workers)."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def seed_snippet(path: Path) -> tuple[int, int | None]:
@@ -155,14 +163,17 @@ def main() -> int:
             f"{time.perf_counter() - t0:.1f}s"
         )
         snippet_t, verify_t, single_t = [], [], []
+        snippet_cpu = verify_cpu = 0.0
         for _ in range(args.repeat):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), cpu_seconds()
             n, bad = seed_snippet(run / "diary.jsonl")
             snippet_t.append(time.perf_counter() - t)
+            snippet_cpu = cpu_seconds() - c
             assert n == args.lines and bad is None, (n, bad)
-            t = time.perf_counter()
+            t, c = time.perf_counter(), cpu_seconds()
             res = verify(run, workers=args.workers)
             verify_t.append(time.perf_counter() - t)
+            verify_cpu = cpu_seconds() - c
             assert res.status == "ok" and res.lines == args.lines, res.summary()
             t = time.perf_counter()
             res = verify(run, workers=1)
@@ -190,6 +201,11 @@ def main() -> int:
         print(
             f"trainrecord verify, {workers} workers  : {v:7.2f} s  {args.lines / v:10,.0f} "
             f"lines/s = {s / v:.2f}x"
+        )
+        print(
+            f"CPU seconds used: snippet {snippet_cpu:.2f}, verify {verify_cpu:.2f} over "
+            f"{min(verify_t):.2f} s of wall time (the cores it got: "
+            f"{verify_cpu / max(min(verify_t), 1e-9):.2f})"
         )
         load = os.getloadavg()[0]
         print(
