@@ -1,0 +1,98 @@
+"""Properties of the monitor's pure parts: channel categories, levels, loss and gradient
+baselines (Hypothesis; the training scenarios are in the other files)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from trainrecord.monitor.channels import ChannelCounts, channel_extremes, classify
+from trainrecord.monitor.gradients import GradientAlarms
+from trainrecord.monitor.loss import LossTracker
+
+values = st.floats(min_value=-5, max_value=5, allow_nan=False, width=32)
+
+
+@given(
+    st.lists(st.tuples(values, values), min_size=1, max_size=40),
+    st.sets(st.integers(min_value=0, max_value=39)),
+    st.booleans(),
+)
+def test_categories_are_disjoint_and_follow_precedence(
+    pairs: list[tuple[float, float]], certified: set[int], relu: bool
+) -> None:
+    total = len(pairs)
+    certified = {c for c in certified if c < total}
+    high = torch.tensor([max(a, b) for a, b in pairs])
+    low = torch.tensor([min(a, b) for a, b in pairs])
+    counts = classify(total, certified, high, low, relu, None, 1e-3)
+    groups = [set(counts.certified), set(counts.observed), set(counts.flat)]
+    assert sum(len(g) for g in groups) == len(set().union(*groups))  # disjoint
+    assert set(counts.certified) == certified
+    for c in range(total):
+        if c in certified:
+            continue
+        silent = relu and float(high[c]) <= 0
+        assert (c in counts.observed) == silent
+        assert (c in counts.flat) == (not silent and float(high[c]) == float(low[c]))
+
+
+@given(st.integers(min_value=1, max_value=64), st.integers(min_value=0, max_value=64))
+def test_level_thresholds(total: int, stuck: int) -> None:
+    stuck = min(stuck, total)
+    counts = ChannelCounts(total=total, observed=list(range(stuck)))
+    expected = (
+        "none"
+        if stuck == 0
+        else "all"
+        if stuck == total
+        else "most"
+        if 2 * stuck >= total
+        else "some"
+    )
+    assert counts.level == expected
+    assert counts.row() == [0, 0, stuck, 0]
+
+
+@given(
+    st.integers(min_value=1, max_value=3),
+    st.integers(min_value=1, max_value=5),
+    st.integers(min_value=1, max_value=4),
+    st.integers(min_value=1, max_value=3),
+)
+def test_channel_extremes_match_amax_amin(n: int, c: int, h: int, w: int) -> None:
+    x = torch.randn(n, c, h, w)
+    high, low = channel_extremes(x, 1)
+    assert torch.equal(high, x.amax(dim=(0, 2, 3)))
+    assert torch.equal(low, x.amin(dim=(0, 2, 3)))
+    y = torch.randn(n, h, c)
+    high, low = channel_extremes(y, -1)
+    assert torch.equal(high, y.amax(dim=(0, 1))) and torch.equal(low, y.amin(dim=(0, 1)))
+
+
+@given(
+    st.lists(st.floats(min_value=0.0, max_value=0.2), min_size=5, max_size=60),
+    st.floats(min_value=0.05, max_value=5.0),
+)
+def test_a_falling_loss_never_spikes(drops: list[float], start: float) -> None:
+    tracker = LossTracker()
+    value = start
+    for step, drop in enumerate(drops):
+        value *= 1.0 - drop
+        assert tracker.observe(step, value) == []
+
+
+@given(st.floats(min_value=1e-6, max_value=1e3), st.integers(min_value=6, max_value=30))
+def test_steady_norms_never_alarm_and_zero_is_no_gradient(norm: float, checks: int) -> None:
+    alarms = GradientAlarms({"layer": "Linear"}, warmup=5)
+    for step in range(checks):
+        assert alarms.observe(step, {"layer": norm * (1.0 + 0.01 * (step % 3))}) == []
+    [(event, fields)] = alarms.observe(checks, {"layer": 0.0})
+    assert event == "alarm" and fields["diagnosis"] == "no_gradient" and fields["sigma"] is None
+    assert math.isclose(fields["baseline"], norm, rel_tol=0.03)
+    [(event, fields)] = alarms.observe(checks + 1, {"layer": norm})
+    assert event == "alarm_cleared"
+    assert alarms.observe(checks + 2, {"layer": float("inf")}) == []  # never an alarm
