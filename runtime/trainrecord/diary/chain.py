@@ -9,6 +9,7 @@ ranges in parallel processes. Each failure names the rule (``spec/rules/diary.js
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -23,6 +24,7 @@ from trainrecord.diary.fastline import (
     parse_std,
 )
 
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 PREV_BROKEN = (
     "prev is not the hash of the line before (a line was removed, inserted, reordered or changed)"
 )
@@ -188,7 +190,14 @@ def scan(data: bytes | memoryview, first_line: int) -> ChunkResult:
         if expect_seq is None:
             res.first_seq, res.first_prev, res.first_event = seq, prev, event
             # the caller checks this line's seq and prev: make sure their format is checked
-            failure = _fail_schema(line_no, {**value, "prev": prev, "hash": digest_given})
+            # (the fast check left only the format of prev and hash to check)
+            if not (
+                prev.__class__ is str
+                and digest_given.__class__ is str
+                and _HEX64.fullmatch(prev)
+                and _HEX64.fullmatch(digest_given)
+            ):
+                failure = _fail_schema(line_no, {**value, "prev": prev, "hash": digest_given})
         elif seq != expect_seq:
             failure = LineFailure(
                 line_no, seq, "diary.chain.seq", f"seq is {seq}, expected {expect_seq}"
