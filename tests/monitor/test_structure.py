@@ -9,7 +9,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from tests.monitor.conftest import events, read_run
+from tests.monitor.conftest import events, metrics, read_run
 from trainrecord.monitor import Monitor
 
 
@@ -111,3 +111,46 @@ def test_ddp_prefix_is_not_in_layer_names_and_fsdp_is_refused(run_dir: Path) -> 
     with pytest.raises(UnsupportedModel, match="FSDP"):
         Monitor(FullyShardedDataParallel(), None, run_dir / "fsdp")
     assert not (run_dir / "fsdp").exists()
+
+
+class TokenModel(nn.Module):
+    """Embedding, LayerNorm and a Linear-ReLU-Linear on (batch, tokens, features)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(20, 8)
+        self.norm = nn.LayerNorm(8)
+        self.up = nn.Linear(8, 16)
+        self.act = nn.ReLU()
+        self.down = nn.Linear(16, 20)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Next-token scores."""
+        return self.down(self.act(self.up(self.norm(self.embed(tokens)))))
+
+
+@pytest.mark.parametrize("producers", [True, False])
+def test_token_model_with_and_without_producers(run_dir: Path, producers: bool) -> None:
+    torch.manual_seed(0)
+    model = TokenModel() if producers else nn.Sequential(nn.Embedding(20, 8), nn.LayerNorm(8))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with Monitor(model, optimizer, run_dir, check_every=1) as monitor:
+        for _ in range(4):
+            tokens = torch.randint(0, 20, (4, 6))
+            out = model(tokens)
+            loss = (
+                F.cross_entropy(out.reshape(-1, 20), tokens.reshape(-1))
+                if producers
+                else out.square().mean()
+            )
+            loss.backward()
+            monitor.step(loss)
+            optimizer.step()
+            optimizer.zero_grad()
+    lines = read_run(run_dir)
+    assert [line["event"] for line in lines] == ["run_start", "structure", "manifest", "run_end"]
+    if producers:
+        assert events(lines, "structure")[0]["relu_after"] == ["up"]
+        rows = [r for r in metrics(run_dir)]
+        assert set(rows[0]["stuck"]) == {"up", "down"}
+        assert rows[0]["stuck"]["up"] == [0, 0, 0, 0]

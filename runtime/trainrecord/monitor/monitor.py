@@ -346,6 +346,8 @@ class Monitor:
 
     def _channels(self, step: int, probe: ActivationProbe | None) -> dict[str, ChannelCounts]:
         assert self.structure is not None
+        if not self.producers:
+            return {}
         names: list[str] = []
         if probe is not None:
             for name in self.producers:
