@@ -53,3 +53,32 @@ def main(rank: int, world: int, init_file: str, run_dir: str, out_dir: str) -> N
         torch.save(state, Path(out_dir) / f"rank{rank}.pt")
     finally:
         dist.destroy_process_group()
+
+
+def opposite_inputs(rank: int, world: int, init_file: str, run_dir: str) -> None:
+    """Each rank feeds a constant input, +1 on rank 0 and -1 on rank 1: every hidden unit
+    of a bias-free layer is silent on one rank and active on the other."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tests.monitor.conftest import TinyMLP
+    from trainrecord.monitor import Monitor
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    try:
+        torch.manual_seed(0)
+        model = TinyMLP()
+        with torch.no_grad():
+            model.fc1.bias.zero_()
+        ddp = DistributedDataParallel(model)
+        optimizer = torch.optim.SGD(ddp.parameters(), lr=0.0)
+        x = torch.full((8, 3, 8, 8), 1.0 if rank == 0 else -1.0)
+        y = torch.zeros(8, dtype=torch.long)
+        with Monitor(ddp, optimizer, run_dir, check_every=1) as monitor:
+            for _ in range(3):
+                loss = F.cross_entropy(ddp(x), y)
+                loss.backward()
+                monitor.step(loss)
+                optimizer.step()
+                optimizer.zero_grad()
+    finally:
+        dist.destroy_process_group()

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import torch
 import torch.multiprocessing as mp
+from torch.nn import functional as F
 
 from tests.monitor import ddp_worker
-from tests.monitor.conftest import events, read_run
+from tests.monitor.conftest import TinyMLP, events, metrics, read_run
+from trainrecord.monitor import Monitor
 
 
 def test_ddp_two_ranks_one_writer_identical_repair(tmp_path: Path) -> None:
@@ -39,3 +41,30 @@ def test_ddp_two_ranks_one_writer_identical_repair(tmp_path: Path) -> None:
         assert rank0[kind].keys() == rank1[kind].keys()
         for name, value in rank0[kind].items():
             assert torch.equal(value, rank1[kind][name]), (kind, name)
+
+
+def test_observations_are_reduced_across_ranks(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    mp.spawn(
+        ddp_worker.opposite_inputs,
+        args=(2, str(tmp_path / "init"), str(run_dir)),
+        nprocs=2,
+        join=True,
+    )
+    rows = metrics(run_dir)
+    # each unit is silent (and constant) on one rank's batch, but not over both ranks
+    assert [r["stuck"]["fc1"] for r in rows] == [[0, 0, 0, 0]] * 3
+    assert not events(read_run(run_dir), "channels")
+    # the control: rank 0's batch alone shows about half the units silent
+    torch.manual_seed(0)
+    model = TinyMLP()
+    with torch.no_grad():
+        model.fc1.bias.zero_()
+    with Monitor(model, None, tmp_path / "alone", check_every=1) as monitor:
+        loss = F.cross_entropy(
+            model(torch.full((8, 3, 8, 8), 1.0)), torch.zeros(8, dtype=torch.long)
+        )
+        loss.backward()
+        monitor.step(loss)
+    silent = metrics(tmp_path / "alone")[0]["stuck"]["fc1"][2]
+    assert 0 < silent < 16
