@@ -144,6 +144,25 @@ def test_zeroed_layer_without_repair_stays_dead(run_dir: Path) -> None:
     assert all(r["grad"]["conv2"] == 0.0 for r in rows if r["step"] >= 10)
 
 
+def test_decayed_channels_are_counted_and_reported(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = sgd(model, lr=0.01, momentum=0.0)
+    with Monitor(model, optimizer, run_dir, check_every=2, warmup=3) as monitor:
+        train(model, optimizer, monitor, 6)
+        with torch.no_grad():  # two channels' BatchNorm scale decayed to almost nothing
+            model.bn2.weight[[1, 5]] = 1e-7
+            model.bn2.bias[[1, 5]] = 0.5
+        train(model, optimizer, monitor, 4, seed=1)
+    lines = read_run(run_dir)
+    channels = events(lines, "channels")
+    assert [(c["step"], c["layer"], c["level"], c["n_decayed"]) for c in channels] == [
+        (6, "conv2", "some", 2)
+    ]
+    assert channels[0]["observed"] == [] and channels[0]["flat"] == []
+    assert [r["stuck"]["conv2"] for r in metrics(run_dir)][3:] == [[0, 0, 0, 2]] * 2
+
+
 def test_momentum_left_in_the_optimizer_refuses_the_certificate(run_dir: Path) -> None:
     torch.manual_seed(0)
     model = TinyCNN()
