@@ -141,6 +141,8 @@ def test_zeroed_layer_without_repair_stays_dead(run_dir: Path) -> None:
     assert channels["certified"] == [0, 1, 2] and channels["n_certified"] == 8
     rows = metrics(run_dir)
     assert [r["stuck"]["conv2"] for r in rows if r["step"] >= 10] == [[8, 0, 0, 0]] * 10
+    # the head now sees all-zero inputs: its outputs are its bias, constant over the batch
+    assert [r["stuck"]["head"] for r in rows if r["step"] >= 10] == [[0, 4, 0, 0]] * 10
     assert all(r["grad"]["conv2"] == 0.0 for r in rows if r["step"] >= 10)
 
 
