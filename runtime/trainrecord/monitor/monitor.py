@@ -164,12 +164,7 @@ class Monitor:
         self._diary: Any = None
         self._metrics: Any = None
         sink_list: list[Any] = []
-        if self.dist.writer:
-            from trainrecord.diary import DiaryWriter, MetricsWriter
-
-            kwargs = {"fsync_policy": fsync_policy} if fsync_policy is not None else {}
-            self._diary = DiaryWriter(self.run_dir, **kwargs)
-            self._metrics = MetricsWriter(self.run_dir)
+        if self.dist.writer:  # sinks first: a sink that cannot start leaves no files behind
             if log:
                 sink_list.append(LoggingSink())
             if callback is not None:
@@ -177,6 +172,15 @@ class Monitor:
             if tensorboard is not None:
                 sink_list.append(TensorBoardSink(tensorboard))
             sink_list += list(sinks or [])
+            from trainrecord.diary import DiaryWriter, MetricsWriter
+
+            kwargs = {"fsync_policy": fsync_policy} if fsync_policy is not None else {}
+            self._diary = DiaryWriter(self.run_dir, **kwargs)
+            try:
+                self._metrics = MetricsWriter(self.run_dir)
+            except BaseException:
+                self._diary.close()
+                raise
         self._sinks = SinkDispatcher(sink_list, self._sink_failed)
         self._emit("run_start", self._run_start(config))
         self._arm()
