@@ -600,11 +600,30 @@ def _mutated_strings(valid: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 def _other_types(allowed: set[str], nonfinite: bool) -> st.SearchStrategy[Json]:
     banned = set(JSON_TYPES) - allowed
     options = [_of_type(t) for t in sorted(banned)]
+    near: list[Json] = []
     if "integer" in allowed and "number" not in allowed:
-        options.append(st.integers(-50, 50).map(float))
+        near += [0.0, 1.0, 3.0, -2.0, 1e16]
+    if allowed & {"integer", "number"}:
+        near += [v for v in (True, False, "1", "0") if _json_type(v) in banned]
     if nonfinite and "number" in allowed:
-        options.append(_of_type("number", nonfinite=True))
+        near += [math.nan, math.inf, -math.inf]
+    if near:
+        # The near misses (3.0 for an integer, true for a number, NaN) are what
+        # implementations get wrong: drawn as often as every other type together.
+        return st.one_of(st.sampled_from(near), st.one_of(options) if options else st.nothing())
     return st.one_of(options) if options else st.nothing()
+
+
+def _json_type(value: Json) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    return "string" if isinstance(value, str) else "object"
 
 
 def breaker(flat: Flat, site: Site, depth: int, *, nonfinite: bool = False) -> st.SearchStrategy:
