@@ -185,6 +185,12 @@ MUTATIONS: dict[str, list[tuple[str, Any, str, str]]] = {
             "diary.run_start.record_version.unsupported",
             "record_version 2 is refused: only 1 is known",
         ),
+        (
+            "record_version",
+            True,
+            "diary.run_start.record_version.unsupported",
+            "record_version true is refused: 1 is an integer, not a boolean",
+        ),
         ("parameters", -5, "diary.count.negative", "a negative parameter count is refused"),
         (
             "parameters",
@@ -854,6 +860,12 @@ def seal_group() -> dict[str, Any]:
         (
             "record_version 2 is refused",
             setf(s, "record_version", 2),
+            False,
+            "seal.record_version.unsupported",
+        ),
+        (
+            "record_version true is refused",
+            setf(s, "record_version", True),
             False,
             "seal.record_version.unsupported",
         ),

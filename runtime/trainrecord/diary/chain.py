@@ -75,6 +75,8 @@ class ChunkResult:
     """(line number, metrics_sha256) of every run_end in the range."""
     total: int = 0
     """Complete lines in the range, checked or not."""
+    colons: int = 0
+    """Colons the checked lines must hold when no name appears twice (see :func:`scan`)."""
 
     def rebase(self, offset: int) -> ChunkResult:
         """The same result with line numbers moved down by ``offset`` lines."""
@@ -135,9 +137,24 @@ def scan(data: bytes | memoryview, first_line: int) -> ChunkResult:
     ``first_line`` is the 1-based number of the first line in the file. Within the range,
     seq must increase by one from the first line's seq and each prev must be the hash of
     the line before; the first line's seq and prev are left to the caller.
+
+    Duplicate names are ruled out for the whole range at once: with no ``\\u`` escape in
+    it, the range has exactly two colons per line more than the bodies hashed (the names
+    prev and hash) only when no name was dropped (see :func:`no_duplicate_names`). When
+    that does not hold, or a line fails, the range is checked again line by line, so the
+    first failing line and its rule are the line-by-line answer.
     """
+    raw_all = bytes(data)
+    if b"\\u" not in raw_all:
+        res = _scan(raw_all, first_line, strict=False)
+        if res.failure is None and res.colons == raw_all.count(b":"):
+            return res
+    return _scan(raw_all, first_line, strict=True)
+
+
+def _scan(raw_all: bytes, first_line: int, *, strict: bool) -> ChunkResult:
     res = ChunkResult(first_line=first_line)
-    lines = bytes(data).split(b"\n")
+    lines = raw_all.split(b"\n")
     lines.pop()  # after the final newline
     res.total = len(lines)
     events: dict[str, int] = {}
@@ -150,6 +167,7 @@ def scan(data: bytes | memoryview, first_line: int) -> ChunkResult:
     prev_hash: str | None = None
     prev_event: str | None = None
     expect_seq: int | None = None
+    bodies: list[bytes] = []
     for raw in lines:
         line_no += 1
         body = None
@@ -174,7 +192,7 @@ def scan(data: bytes | memoryview, first_line: int) -> ChunkResult:
                     body = out
                 else:
                     body = exact_body(value, raw, out)
-                if not no_duplicate_names(raw, out):
+                if strict and not no_duplicate_names(raw, out):
                     body = None
         if body is None:
             slow = _slow_line(raw, line_no)
@@ -226,7 +244,9 @@ def scan(data: bytes | memoryview, first_line: int) -> ChunkResult:
         prev_event = event
         expect_seq = seq + 1
         count += 1
+        bodies.append(body)
     _finish(res, events, count)
+    res.colons = b"".join(bodies).count(b":") + 2 * count
     res.last_seq = None if expect_seq is None else expect_seq - 1
     res.last_hash = prev_hash
     res.last_event = prev_event

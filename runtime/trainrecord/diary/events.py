@@ -99,7 +99,10 @@ def _field_schema(name: str, schema: Any, relax: frozenset[str]) -> Any:
     if name in relax:
         return core_schema.str_schema()
     if schema.get("type") == "function-after" and schema["schema"].get("type") == "literal":
-        return schema["schema"]  # Literal["alarm"] with a min_length the literal implies
+        schema = schema["schema"]  # Literal["alarm"] with a min_length the literal implies
+    if schema.get("type") == "literal" and all(type(v) is int for v in schema.get("expected", ())):
+        # pydantic's Literal[1] takes True (True == 1); JSON Schema's const 1 does not
+        return core_schema.chain_schema([core_schema.int_schema(strict=True), schema])
     return schema
 
 
@@ -154,3 +157,17 @@ def fast_validators() -> dict[str | None, Any]:
     }
     table[None] = _dict_validator(trainrecord_spec.MODELS[COMMON_SCHEMA], relax)
     return table
+
+
+def check_line(line: dict[str, Any]) -> list[Problem]:
+    """Every schema problem of a line about to be written (fast check first, then the oracle).
+
+    The writer's own prev and hash are well formed by construction, which is all the fast
+    check leaves out.
+    """
+    event = line.get("event")
+    valid = fast_validators()
+    check = valid.get(event, valid[None]) if isinstance(event, str) else valid[None]
+    if check(line):
+        return []
+    return problems(line, event_schema(event))

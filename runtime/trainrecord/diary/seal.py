@@ -25,9 +25,10 @@ from trainrecord import __version__
 from trainrecord.canonical import loads_strict
 from trainrecord.diary.chain import LineFailure
 from trainrecord.diary.durability import fsync_dir
-from trainrecord.diary.events import RECORD_VERSION, SEAL_SCHEMA, fast_problems
+from trainrecord.diary.events import RECORD_VERSION, SEAL_SCHEMA
 from trainrecord.diary.keys import fingerprint, load_private_key, load_public_key
 from trainrecord.errors import RecordRefused
+from trainrecord.schemas import problems
 
 if TYPE_CHECKING:
     from trainrecord.diary.verifier import VerifyResult
@@ -142,7 +143,7 @@ def check_seal(
         seal = loads_strict(data)
     except ValueError as exc:
         return _fail("seal.file.json", f"record.json is not strict JSON: {exc}")
-    found = fast_problems(seal, SEAL_SCHEMA)
+    found = problems(seal, SEAL_SCHEMA)  # the oracle: one small document
     if found:
         return _fail(found[0].rule, str(found[0]))
     diary = seal["diary"]

@@ -25,7 +25,7 @@ from trainrecord.diary.durability import AppendFile, FsyncPolicy, fsync_dir
 from trainrecord.diary.events import (
     COMMON_FIELDS,
     METRICS_ROW_SCHEMA,
-    event_schema,
+    check_line,
     fast_problems,
 )
 from trainrecord.diary.nonfinite import encode
@@ -135,7 +135,7 @@ class DiaryWriter:
             )
         body = {"seq": self.seq, "time": round(time.time(), 3), "event": event, **encode(fields)}
         if self.validate:
-            found = fast_problems({**body, "prev": self.head, "hash": GENESIS}, event_schema(event))
+            found = check_line({**body, "prev": self.head, "hash": GENESIS})
             if found:
                 raise RecordRefused(found)
         try:
