@@ -6,7 +6,7 @@ PIP := $(PY) -m pip
 # torch is pinned: an open-ended torch would make pip fetch a multi-GB CUDA build.
 TORCH_PIN ?= torch==2.13.0
 HYPOTHESIS_PROFILE ?= dev
-TARGET ?= python
+TARGET ?= python,harness
 
 TS_TOOLS := tools/ts
 NODE_IMPL := conformance/implementations/node

@@ -34,7 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         required=True,
         metavar="TARGET",
-        help="python, harness, node, exec:<command> or an http(s):// URL (repeat for several)",
+        help="python, harness, node, exec:<command> or an http(s):// URL; repeat for several, "
+        "or join the simple ones with commas (python,harness)",
     )
     run.add_argument(
         "--rules",
@@ -83,7 +84,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not rule_ids:
         print(f"no rule matches {args.rules}", file=sys.stderr)
         return 2
-    for spec in args.target:
+    specs = [
+        part
+        for spec in args.target
+        for part in (
+            spec.split(",") if not spec.startswith(("exec:", "http://", "https://")) else [spec]
+        )
+    ]
+    for spec in specs:
         try:
             target = make_target(
                 spec,
