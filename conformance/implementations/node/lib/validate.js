@@ -4,7 +4,7 @@
  * giving the same verdict and rule ids as the Python oracle (runtime/trainrecord/schemas.py).
  *
  * Three things differ between ajv on plain JavaScript values and the oracle, and are
- * bridged here (docs/harness-guide.md, "Notes for implementers outside Python"):
+ * bridged here (docs/harness-guide.md, section 5, "Details from the Node implementation"):
  *
  * - integer means an integer token: `3.0` is a float and not an integer. JSON.parse loses
  *   that, so instances come from pyjson.parse (ints as BigInt, floats as number); the schemas
@@ -13,7 +13,9 @@
  * - regular expressions are Python's `re` (search semantics, Unicode \s \d \w, `$` also
  *   matching before a final newline); patterns are translated to JavaScript equivalents;
  * - rule ids come from the `x-rules` annotation of the subschema where the error arose,
- *   descending into anyOf/oneOf branches unless the combinator itself names a rule.
+ *   descending into anyOf/oneOf branches unless the combinator itself names a rule; a oneOf
+ *   with a `discriminator` reports only the branch the instance selects (keyword
+ *   `x-tr-oneof`, which replaces it).
  */
 "use strict";
 
