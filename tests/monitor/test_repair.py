@@ -104,3 +104,43 @@ def test_certified_channels_stay_dead_through_training(run_dir: Path) -> None:
     for out in seen:  # what the certificate claims: zero for every input, at every step
         assert torch.count_nonzero(out[:, :3]) == 0
     assert torch.count_nonzero(seen[-1][:, 3:]) > 0
+
+
+def test_linear_units_with_zero_weights_and_negative_bias_are_certified(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyMLP()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, weight_decay=1e-3)
+    with torch.no_grad():
+        model.fc1.weight[:3] = 0.0
+        model.fc1.bias[:3] = torch.tensor([-0.1, -2.0, 0.0])
+    seen: list[torch.Tensor] = []
+    handle = model.relu.register_forward_hook(lambda m, a, out: seen.append(out.detach()))
+    with Monitor(model, optimizer, run_dir, check_every=4) as monitor:
+        train(model, optimizer, monitor, 40)
+    handle.remove()
+    lines = read_run(run_dir)
+    [certificate] = events(lines, "certificate")
+    assert certificate["layer"] == "fc1" and certificate["batchnorm"] is None
+    assert certificate["channels"] == [0, 1, 2]
+    assert "all-zero incoming weights and bias <= 0" in certificate["statement"]
+    assert any("lr x weight_decay" in a for a in certificate["assumes"])
+    assert all(torch.count_nonzero(out[:, :3]) == 0 for out in seen)
+    assert [r["stuck"]["fc1"][0] for r in metrics(run_dir)] == [3] * 10
+    assert not events(lines, "certificate_refused")
+
+
+def test_momentum_built_by_weight_decay_refuses_rather_than_guesses(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyMLP()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-3)
+    with torch.no_grad():
+        model.fc1.weight[:3] = 0.0
+        model.fc1.bias[:3] = -0.5
+    with Monitor(model, optimizer, run_dir, check_every=4) as monitor:
+        train(model, optimizer, monitor, 12)
+    lines = read_run(run_dir)
+    assert [c["step"] for c in events(lines, "certificate")] == [0]  # no state yet at step 0
+    [refused] = events(lines, "certificate_refused")
+    assert refused["step"] == 4 and "momentum_buffer" in refused["reason"]
+    # the channels are still reported, as silent: observed, no longer proved
+    assert [r["stuck"]["fc1"] for r in metrics(run_dir)][1:] == [[0, 0, 3, 0]] * 2
