@@ -306,10 +306,9 @@ def verify(
             chunk = max(MIN_CHUNK_BYTES, min(CHUNK_BYTES, complete_end // (4 * n_workers) + 1))
             ranges = _ranges(buf, complete_end, chunk)
             results = _run_parallel(str(path), ranges, n_workers, report, complete_end)
-        elif report and complete_end >= PARALLEL_MIN_BYTES:  # in this process, with progress
-            results = _run_serial(
-                buf, _ranges(buf, complete_end, CHUNK_BYTES), report, complete_end
-            )
+        elif complete_end > CHUNK_BYTES:  # in this process, a range at a time
+            ranges = _ranges(buf, complete_end, CHUNK_BYTES)
+            results = _run_serial(buf, ranges, report or _no_progress, complete_end)
         else:
             results = [scan(buf[:complete_end], 1)]
             if report:
@@ -344,6 +343,10 @@ def verify(
             "cut (only a seal can tell)"
         )
     return result
+
+
+def _no_progress(done: int, total: int) -> None:
+    return None
 
 
 def _run_serial(
