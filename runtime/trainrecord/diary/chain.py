@@ -167,7 +167,7 @@ def _scan(raw_all: bytes, first_line: int, *, strict: bool) -> ChunkResult:
     prev_hash: str | None = None
     prev_event: str | None = None
     expect_seq: int | None = None
-    bodies: list[bytes] = []
+    colons = 0
     for raw in lines:
         line_no += 1
         body = None
@@ -244,9 +244,9 @@ def _scan(raw_all: bytes, first_line: int, *, strict: bool) -> ChunkResult:
         prev_event = event
         expect_seq = seq + 1
         count += 1
-        bodies.append(body)
+        colons += body.count(b":")
     _finish(res, events, count)
-    res.colons = b"".join(bodies).count(b":") + 2 * count
+    res.colons = colons + 2 * count
     res.last_seq = None if expect_seq is None else expect_seq - 1
     res.last_hash = prev_hash
     res.last_event = prev_event
