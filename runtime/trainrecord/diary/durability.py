@@ -11,18 +11,22 @@ critical events, run_end, close), and in between by policy:
   since the last fsync;
 * ``"critical"``: only at the mandatory points.
 
-An exclusive ``flock`` keeps a second writer off the same file.
+An exclusive ``flock`` keeps a second writer off the same file (where the platform has it).
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import time
 from pathlib import Path
 from typing import Literal
 
 from trainrecord.errors import RecordRefused
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no advisory locks; one writer is on you
+    fcntl = None  # type: ignore[assignment]
 
 FsyncPolicy = Literal["always", "interval", "critical"]
 FSYNC_POLICIES: tuple[str, ...] = ("always", "interval", "critical")
@@ -51,7 +55,8 @@ class AppendFile:
         self.fsync_interval = float(fsync_interval)
         self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if fcntl is not None:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(self.fd)
             raise RecordRefused.one(
