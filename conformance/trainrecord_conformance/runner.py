@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import FailedHealthCheck, Unsatisfiable
 
 from trainrecord_conformance.checks import Check, Context, Failed, all_checks
@@ -98,7 +98,8 @@ def profile_examples(profile: str | None = None) -> dict[str, int]:
     return PROFILES.get(name, PROFILES["dev"])
 
 
-def _settings(examples: int, derandomize: bool) -> settings:
+def _settings(examples: int, derandomize: bool, shrink: bool = True) -> settings:
+    phases = list(Phase) if shrink else [p for p in Phase if p not in (Phase.shrink, Phase.explain)]
     return settings(
         max_examples=examples,
         derandomize=derandomize,
@@ -106,6 +107,7 @@ def _settings(examples: int, derandomize: bool) -> settings:
         deadline=None,
         print_blob=False,
         report_multiple_bugs=False,
+        phases=phases,
         suppress_health_check=list(HealthCheck),
     )
 
@@ -116,7 +118,9 @@ def supports(target: Target, check: Check) -> bool:
     return check.ops <= have
 
 
-def run_check(check: Check, ctx: Context, examples: int, derandomize: bool) -> CheckOutcome:
+def run_check(
+    check: Check, ctx: Context, examples: int, derandomize: bool, shrink: bool = True
+) -> CheckOutcome:
     """Run one check as a Hypothesis property."""
     if not supports(ctx.target, check):
         missing = sorted(check.ops - set(ctx.target.operations))
@@ -127,7 +131,7 @@ def run_check(check: Check, ctx: Context, examples: int, derandomize: bool) -> C
     except Exception as exc:
         return CheckOutcome(check.name, "error", f"the suite cannot build its strategy: {exc}")
 
-    @_settings(examples, derandomize)
+    @_settings(examples, derandomize, shrink)
     @given(strategy)
     def prop(value: Any) -> None:
         if state["error"] is not None:
@@ -169,8 +173,13 @@ def run_rules(
     examples: int | None = None,
     profile: str | None = None,
     progress: Callable[[int, int, RuleOutcome], None] | None = None,
+    shrink: bool = True,
 ) -> list[RuleOutcome]:
-    """Run every check of the given rules against ``target``."""
+    """Run every check of the given rules against ``target``.
+
+    ``shrink=False`` reports the first failing example as it was drawn (faster; the command
+    line always shrinks).
+    """
     counts = profile_examples(profile)
     if examples is not None:
         counts = {"behaviour": examples, "io": examples, "schema": examples}
@@ -190,7 +199,7 @@ def run_rules(
                     rule, kind, "not covered", [CheckOutcome("-", "not covered", reason)]
                 )
             else:
-                results = [run_check(c, ctx, counts[c.scale], derandomize) for c in found]
+                results = [run_check(c, ctx, counts[c.scale], derandomize, shrink) for c in found]
                 status = min((r.status for r in results), key=ORDER.__getitem__)
                 outcome = RuleOutcome(rule, kind, status, results)
             outcome.seconds = time.monotonic() - start

@@ -47,10 +47,22 @@ def test_there_are_mutants_for_every_format() -> None:
 def test_mutant_is_killed_on_its_rule(path: Path) -> None:
     rule = breaks(path)
     with ExecTarget(f"{sys.executable} {path}", name=path.stem, timeout=60) as target:
-        [outcome] = run_rules(target, [rule], profile="ci", examples=25)
+        [outcome] = run_rules(target, [rule], profile="ci", examples=50, shrink=False)
     assert outcome.status == "fail", f"{path.stem} survived {rule}: {outcome.to_json()}"
     failing = [c for c in outcome.checks if c.status == "fail"]
     assert failing and failing[0].counterexample is not None
+
+
+def test_failures_show_the_shrunk_counterexample() -> None:
+    """The lenient metrics writer's counterexample shrinks to one row with a boolean horizon."""
+    path = ROOT / "conformance" / "mutants" / "horizon_accepts_true.py"
+    with ExecTarget(f"{sys.executable} {path}", name=path.stem, timeout=60) as target:
+        [outcome] = run_rules(target, ["metrics.horizon.type"], profile="ci", examples=50)
+    [check] = [c for c in outcome.checks if c.status == "fail"]
+    _, broken = check.counterexample
+    assert len(broken.instance) == 1, broken.instance
+    assert isinstance(broken.instance[0]["horizon"], bool)
+    assert broken.instance[0]["benchmark"] == broken.instance[0]["metric"] == "0"
 
 
 def test_server_mutant_is_killed_on_newest_wins() -> None:
@@ -61,7 +73,7 @@ def test_server_mutant_is_killed_on_newest_wins() -> None:
         assert proc.stdout is not None
         url = json.loads(proc.stdout.readline())["url"]
         target = HttpTarget(url, token=token, read_url=url)
-        [outcome] = run_rules(target, [breaks(path)], profile="ci", examples=25)
+        [outcome] = run_rules(target, [breaks(path)], profile="ci", examples=50, shrink=False)
     finally:
         proc.terminate()
         proc.wait(10)
