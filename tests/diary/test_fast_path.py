@@ -214,3 +214,28 @@ def test_a_name_twice_in_one_object_is_refused_as_strict_json_requires(extra, wh
     res = scan(forged + b"\n", 1)
     assert res.failure is not None and res.failure.rule == "diary.file.json", res.failure
     assert "twice" in res.failure.message
+
+
+def test_a_changed_line_with_exponent_floats_is_a_hash_failure_not_a_schema_one() -> None:
+    from tests.diary.helpers import BODIES as B
+
+    first = _full("run_start", {**B["run_start"], "config": {"lr": 1e-07, "big": 1e17}})
+    first.update(seq=0, prev="0" * 64)
+    body = {k: v for k, v in first.items() if k not in ("prev", "hash")}
+    first["hash"] = hashlib.sha256(
+        ("0" * 64 + json.dumps(body, sort_keys=True, separators=(",", ":"))).encode()
+    ).hexdigest()
+    second = {**_full("alarm", {**B["alarm"], "grad_norm": 3e-09}), "prev": first["hash"]}
+    body = {k: v for k, v in second.items() if k not in ("prev", "hash")}
+    second["hash"] = hashlib.sha256(
+        (first["hash"] + json.dumps(body, sort_keys=True, separators=(",", ":"))).encode()
+    ).hexdigest()
+    raw = b"".join(
+        json.dumps(x, sort_keys=True, separators=(",", ":")).encode() + b"\n"
+        for x in (first, second)
+    )
+    assert scan(raw, 1).failure is None
+    for target in (b'"lr":1e-07', b'"grad_norm":3e-09'):
+        bad = raw.replace(target, target[:-1] + b"8", 1)
+        res = scan(bad, 1)
+        assert res.failure is not None and res.failure.rule == "diary.chain.hash", res.failure

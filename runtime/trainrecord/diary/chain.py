@@ -102,6 +102,16 @@ def _fail_schema(line_no: int, value: dict[str, Any]) -> LineFailure | None:
     return LineFailure(line_no, _seq_of(value), p.rule, f"{p.field}: {p.message}{shown}")
 
 
+def _fail_schema_raw(line_no: int, raw: bytes) -> LineFailure | None:
+    """The schema (or strict JSON) failure of a line, parsed afresh by the definition (the
+    fast path's copy may hold pre-spelled floats)."""
+    try:
+        value = parse_std(raw)
+    except LineSyntaxError as exc:
+        return LineFailure(line_no, None, "diary.file.json", str(exc))
+    return _fail_schema(line_no, value) if isinstance(value, dict) else None
+
+
 def _slow_line(raw: bytes, line_no: int) -> tuple[dict[str, Any], bytes] | LineFailure:
     """The definition, with the standard library: parse, check the schema, canonicalise."""
     try:
@@ -215,7 +225,7 @@ def _scan(raw_all: bytes, first_line: int, *, strict: bool) -> ChunkResult:
                 and _HEX64.fullmatch(prev)
                 and _HEX64.fullmatch(digest_given)
             ):
-                failure = _fail_schema(line_no, {**value, "prev": prev, "hash": digest_given})
+                failure = _fail_schema_raw(line_no, raw)
         elif seq != expect_seq:
             failure = LineFailure(
                 line_no, seq, "diary.chain.seq", f"seq is {seq}, expected {expect_seq}"
@@ -234,8 +244,7 @@ def _scan(raw_all: bytes, first_line: int, *, strict: bool) -> ChunkResult:
             failure = LineFailure(line_no, seq, "diary.chain.hash", HASH_BROKEN)
         if failure is not None:
             # the schema comes first: prev and hash formats are checked only here
-            full = {**value, "prev": prev, "hash": digest_given}
-            res.failure = _fail_schema(line_no, full) or failure
+            res.failure = _fail_schema_raw(line_no, raw) or failure
             return _finish(res, events, count)
         events[event] = events.get(event, 0) + 1
         if event == "run_end":

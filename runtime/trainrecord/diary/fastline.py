@@ -113,28 +113,20 @@ def fast_json() -> tuple[Any, Any, Any, int]:
 _HUGE = float(2**63)  # at and above this, a parsed float may be an integer orjson could not hold
 
 
-def _spell(value: float, fragment: Any, huge: list[bool]) -> Any:
-    mag = abs(value)
-    if mag != 0.0 and (mag < 1e-4 or mag >= 1e16):
-        if mag >= _HUGE:
-            huge.append(True)
-        return fragment(repr(value).encode())
-    return value
-
-
-def _python_floats(obj: Any, fragment: Any, huge: list[bool]) -> Any:
-    """A copy where every float Python spells with an exponent is a pre-spelled fragment."""
-    is_dict = obj.__class__ is dict
-    items: Any = obj.items() if is_dict else enumerate(obj)
-    out: Any = {} if is_dict else [None] * len(obj)
-    for k, v in items:
+def _python_floats(obj: Any, fragment: Any, huge: list[bool]) -> None:
+    """Replace, in place, every float Python spells with an exponent by a pre-spelled
+    fragment (``obj`` is a freshly parsed dict or list that nothing else holds)."""
+    items: Any = obj.items() if obj.__class__ is dict else enumerate(obj)
+    for k, v in items:  # values change, keys do not: safe while iterating
         cls = v.__class__
         if cls is float:
-            v = _spell(v, fragment, huge)
+            mag = v if v >= 0.0 else -v
+            if mag != 0.0 and (mag < 1e-4 or mag >= 1e16):
+                if mag >= _HUGE:
+                    huge.append(True)
+                obj[k] = fragment(repr(v).encode())
         elif cls is dict or cls is list:
-            v = _python_floats(v, fragment, huge)
-        out[k] = v
-    return out
+            _python_floats(v, fragment, huge)
 
 
 def exact_body(body: dict[str, Any], raw: bytes, out: bytes) -> bytes | None:
@@ -152,7 +144,7 @@ def exact_body(body: dict[str, Any], raw: bytes, out: bytes) -> bytes | None:
     if orjson is None:  # pragma: no cover
         return None
     huge: list[bool] = []
-    fixed = _python_floats(body, orjson.Fragment, huge)
+    _python_floats(body, orjson.Fragment, huge)  # the parsed line is the caller's own copy
     if huge and _BIG_INT.search(raw) is not None:
         return None
-    return orjson.dumps(fixed, option=orjson.OPT_SORT_KEYS)
+    return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
