@@ -150,11 +150,29 @@ def run_check(
     except (StrategyDrift, Unsatisfiable, FailedHealthCheck) as exc:
         return CheckOutcome(check.name, "error", f"suite strategy: {exc}"[:800])
     except Exception as exc:
+        failed = _failed_inside(exc)
+        if failed is not None:
+            note = " (it did not fail on every replay: a race or other nondeterminism)"
+            return CheckOutcome(
+                check.name, "fail", str(failed) + note, state["last"], state["count"]
+            )
         tail = "".join(traceback.format_exception(exc))[-800:]
         return CheckOutcome(check.name, "error", f"the check crashed: {tail}", state["last"])
     if state["error"] is not None:
         return CheckOutcome(check.name, "error", str(state["error"]), state["last"], state["count"])
     return CheckOutcome(check.name, "pass", examples=state["count"])
+
+
+def _failed_inside(exc: BaseException) -> Failed | None:
+    """The Failed inside an exception group (Hypothesis's FlakyFailure), if any."""
+    if isinstance(exc, Failed):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _failed_inside(inner)
+            if found is not None:
+                return found
+    return None
 
 
 def select(patterns: Iterable[str] | None) -> list[str]:

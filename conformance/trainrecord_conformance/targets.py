@@ -82,7 +82,7 @@ class PythonTarget(Target):
     """This project's runtime, called in-process."""
 
     nonfinite = True
-    capabilities = frozenset({"@nonfinite"})
+    capabilities = frozenset({"@nonfinite", "@race"})
 
     def __init__(self) -> None:
         from trainrecord import __version__
@@ -134,7 +134,7 @@ class PythonTarget(Target):
 class ExecTarget(Target):
     """A harness program speaking the protocol on stdin/stdout (one process, reused)."""
 
-    capabilities = frozenset({"@exec"})
+    capabilities = frozenset({"@exec", "@race"})
 
     def __init__(
         self, command: str, *, name: str | None = None, timeout: float = DEFAULT_TIMEOUT
