@@ -52,25 +52,26 @@ class GradientNorms:
         gradient existed. ``scale`` divides the norms (a GradScaler's scale). One batched
         norm per parameter, one transfer; the per-layer sums of squares are taken in
         double precision on the host (a non-finite norm stays non-finite)."""
-        grads: list[torch.Tensor] = []
-        owners: list[int] = []
-        for p, owner in zip(self.params, self.owner, strict=True):
-            if p.grad is not None:
-                grads.append(p.grad.detach())
-                owners.append(owner)
+        params = self.params
+        grads = [p.grad for p in params]
+        owners = self.owner
+        if any(g is None for g in grads):  # some parameters have no gradient: keep the ones that do
+            owners = [o for o, g in zip(self.owner, grads, strict=True) if g is not None]
+            grads = [g for g in grads if g is not None]
         result: dict[str, float | None] = dict.fromkeys(self.names)
         if not grads:
             return result, False
         device = grads[0].device
-        per_param = torch._foreach_norm(grads, 2.0, dtype=torch.float32)
-        values = torch.stack([n.to(device) for n in per_param]).tolist()
+        with torch.no_grad():  # no graph, whatever the gradients require (create_graph=True)
+            per_param = torch._foreach_norm(grads, 2.0, dtype=torch.float32)
+            if any(n.device != device for n in per_param):
+                per_param = [n.to(device) for n in per_param]
+            values = torch.stack(per_param).tolist()
         sums = [0.0] * len(self.names)
         for owner, value in zip(owners, values, strict=True):
             sums[owner] += value * value
-        present = set(owners)
-        for i, name in enumerate(self.names):
-            if i in present:
-                result[name] = math.sqrt(sums[i]) / scale
+        for i in set(owners):
+            result[self.names[i]] = math.sqrt(sums[i]) / scale
         return result, True
 
 

@@ -155,6 +155,7 @@ class Monitor:
         self.closed = False
         self._silent_streak: dict[str, dict[int, int]] = {}
         self._relu_cache: torch.Tensor | None = None
+        self._pad_index: dict[tuple[int, ...], torch.Tensor] = {}
         first = next(self.model.parameters(), None)
         self._device = first.device if first is not None else torch.device("cpu")
         self._said: set[str] = set()
@@ -328,8 +329,9 @@ class Monitor:
                         {"step": step, "severity": "info", "elements": int(detached.numel())},
                     )
                     detached = detached.mean()
-                detached = detached.reshape(1).clone()
-                self.dist.reduce_mean(detached)
+                if self.dist.active:  # all_reduce works in place: on a copy
+                    detached = detached.reshape(1).clone()
+                    self.dist.reduce_mean(detached)
                 return float(detached.item())
         if isinstance(loss, bool) or not isinstance(loss, (int, float)):
             raise TypeError(
@@ -358,8 +360,8 @@ class Monitor:
                 measured = self.structure.pairs.get(name, name)
                 if measured in probe.maxima:
                     names.append(name)
-        stats = self._reduced_stats(names, probe)
-        if len(names) == len(self.producers) and self._quiet(stats):
+        stats, flat = self._reduced_stats(names, probe)
+        if len(names) == len(self.producers) and flat is not None and self._quiet(*flat):
             return {
                 n: ChannelCounts(total=int(self.modules[n].weight.shape[0])) for n in self.producers
             }
@@ -392,43 +394,62 @@ class Monitor:
                 self._maybe_repair(step, info, counts)
         return out
 
-    def _quiet(self, stats: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> bool:
+    def _quiet(self, highs: torch.Tensor, lows: torch.Tensor) -> bool:
         """True when no producer has a stuck channel now or had one at the last check.
 
-        The common case, decided with a few batched tensor operations over every
-        producer's channels at once instead of a loop of small ones per producer."""
+        ``highs`` and ``lows`` are every producer's channel maxima and minima, concatenated
+        in producer order. The common case, decided with a few batched tensor operations
+        over every producer's channels at once instead of a loop of small ones per
+        producer."""
         if self.certifier.certified or any(self._silent_streak.values()):
             return False
         if any(level != "none" for level, _ in self.channels.state.values()):
             return False
-        highs = torch.cat([stats[n][0] for n in self.producers])
-        lows = torch.cat([stats[n][1] for n in self.producers])
         relu = self._relu_mask()
         stuck = ((highs <= 0) & relu) | (highs == lows)
-        present = self._scales()
-        if present:
-            padded = torch.nn.utils.rnn.pad_sequence(
-                present, batch_first=True, padding_value=math.nan
-            )
+        padded = self._padded_scales()
+        if padded is not None:
             median = padded.nanmedian(dim=1).values.unsqueeze(1)
             decayed = ((padded < self.decay_ratio * median) & (median > 0)).any()
             return not bool(torch.stack([stuck.any(), decayed]).any())
         return not bool(stuck.any())
 
-    def _scales(self) -> list[torch.Tensor]:
-        """Every producer's per-channel scale, the BatchNorm ones in one foreach call."""
-        gammas, others = [], []
+    def _padded_scales(self) -> torch.Tensor | None:
+        """Every producer's per-channel scale, one row each, padded with NaN (None: none).
+
+        Rows in producer order, the BatchNorm ones (|gamma|) first, then the others (norms
+        of incoming weights): the rows ``pad_sequence`` of the scales would give, gathered
+        from one concatenated vector with an index built once per set of channel counts."""
+        gammas: list[torch.Tensor] = []
+        others: list[torch.Tensor] = []
         for name in self.producers:
-            info = self.producer_info[name]
-            weight = getattr(info.bn_module, "weight", None) if info.bn_module else None
+            bn = self.producer_info[name].bn_module
+            weight = getattr(bn, "weight", None) if bn is not None else None
             if weight is not None:
-                gammas.append(weight.detach())
+                gammas.append(weight)
             else:
-                scale = channel_scale(info.module, None)
+                scale = channel_scale(self.producer_info[name].module, None)
                 if scale is not None and scale.numel():
                     others.append(scale)
-        scales = [g.float().cpu() for g in torch._foreach_abs(gammas)] if gammas else []
-        return scales + others
+        if not gammas and not others:
+            return None
+        with torch.no_grad():
+            if gammas and len({g.device for g in gammas}) == 1:
+                head = [torch.cat(gammas).abs().float().cpu()]  # |x| and float32 are exact
+            else:
+                head = [g.abs().float().cpu() for g in gammas]
+        sizes = tuple(int(g.numel()) for g in gammas) + tuple(int(t.numel()) for t in others)
+        index = self._pad_index.get(sizes)
+        if index is None:
+            width, total = max(sizes), sum(sizes)
+            index = torch.full((len(sizes), width), total, dtype=torch.long)
+            start = 0
+            for row, size in enumerate(sizes):
+                index[row, :size] = torch.arange(start, start + size)
+                start += size
+            self._pad_index[sizes] = index
+        nan = torch.full((1,), math.nan, dtype=torch.float32)
+        return torch.cat([*head, *others, nan])[index]
 
     def _relu_mask(self) -> torch.Tensor:
         if self._relu_cache is None:
@@ -443,23 +464,32 @@ class Monitor:
 
     def _reduced_stats(
         self, names: list[str], probe: ActivationProbe | None
-    ) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-        """Per producer, the channels' max and min over the batch (and over ranks)."""
+    ) -> tuple[
+        dict[str, tuple[torch.Tensor, torch.Tensor]], tuple[torch.Tensor, torch.Tensor] | None
+    ]:
+        """Per producer, the channels' max and min over the batch (and over ranks); and
+        the same maxima and minima concatenated in the order of ``names``."""
         if probe is None or not names:
             if self.dist.active:  # every rank takes part in the same collectives
                 self.dist.reduce_max(torch.zeros(1, device=self._device))
-            return {}
+            return {}, None
         assert self.structure is not None
         measured = [self.structure.pairs.get(name, name) for name in names]
-        parts = [probe.maxima[m] for m in measured] + [-probe.minima[m] for m in measured]
-        flat = torch.cat([p.to(parts[0].device) for p in parts])
+        maxima = [probe.maxima[m] for m in measured]
+        parts = maxima + [-probe.minima[m] for m in measured]
+        device = parts[0].device
+        if any(p.device != device for p in parts):
+            parts = [p.to(device) for p in parts]
+        flat = torch.cat(parts)
         if self.dist.active:
             self.dist.reduce_max(flat)
         flat = flat.cpu()
-        sizes = [int(probe.maxima[m].numel()) for m in measured]
-        highs = flat[: sum(sizes)].split(sizes)
-        lows = (-flat[sum(sizes) :]).split(sizes)
-        return {name: (highs[i], lows[i]) for i, name in enumerate(names)}
+        sizes = [int(m.numel()) for m in maxima]
+        count = sum(sizes)
+        high = flat[:count]
+        low = -flat[count:]
+        highs, lows = high.split(sizes), low.split(sizes)
+        return {name: (highs[i], lows[i]) for i, name in enumerate(names)}, (high, low)
 
     def _maybe_repair(self, step: int, info: Producer, counts: ChannelCounts) -> None:
         streak = self._silent_streak.setdefault(info.name, {})
