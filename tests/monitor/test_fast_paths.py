@@ -152,3 +152,36 @@ def test_gradient_norms_with_missing_and_graph_gradients() -> None:
     model.zero_grad(set_to_none=True)
     values, any_grad = norms.compute()
     assert not any_grad and all(v is None for v in values.values())
+
+
+class RowSink:
+    """A user sink that keeps the metrics rows it is given."""
+
+    name = "rows"
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, object]] = []
+
+    def event(self, line: dict[str, object]) -> None:
+        """Events are not kept."""
+
+    def metrics(self, row: dict[str, object]) -> None:
+        """Keep the row."""
+        self.rows.append(row)
+
+
+def test_metrics_rows_reach_sinks_that_take_them_and_skip_the_others(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    sink = RowSink()
+    seen: list[dict[str, object]] = []
+    with Monitor(
+        model, optimizer, tmp_path / "a", check_every=2, sinks=[sink], callback=seen.append
+    ) as monitor:
+        assert monitor._sinks._wants_metrics
+        train(model, optimizer, monitor, 6)
+    assert [r["step"] for r in sink.rows] == [0, 2, 4]
+    assert [r["event"] for r in seen][:3] == ["run_start", "structure", "manifest"]
+    with Monitor(model, optimizer, tmp_path / "b", callback=seen.append) as quiet:
+        assert not quiet._sinks._wants_metrics  # logging and callback sinks: rows not queued

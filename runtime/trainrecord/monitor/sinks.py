@@ -127,6 +127,10 @@ class TensorBoardSink:
         self.writer.flush()
 
 
+_NO_METRICS = (LoggingSink.metrics, CallbackSink.metrics)
+"""``metrics`` methods that do nothing."""
+
+
 class SinkDispatcher:
     """Runs sinks on a background thread; reports failures through ``on_error``."""
 
@@ -137,12 +141,17 @@ class SinkDispatcher:
         self._seen: set[tuple[str, str]] = set()
         self._queue: queue.Queue[tuple[str, dict[str, Any]] | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="trainrecord-sinks", daemon=True)
+        # metrics rows are queued only when a sink does something with them (the logging
+        # and callback sinks do not): no thread wake-up on every check for nothing
+        self._wants_metrics = any(
+            getattr(getattr(s, "metrics", None), "__func__", None) not in _NO_METRICS for s in sinks
+        )
         if sinks:
             self._thread.start()
 
     def put(self, kind: str, payload: dict[str, Any]) -> None:
         """Queue an event ('event') or a metrics row ('metrics') for every sink."""
-        if self.sinks:
+        if self.sinks and (kind != "metrics" or self._wants_metrics):
             self._queue.put((kind, payload))
 
     def _run(self) -> None:
