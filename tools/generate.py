@@ -72,6 +72,35 @@ _MISSING_COMPAT = (
 )
 
 
+def _exact_integers(node: object) -> object:
+    """Rewrite ``"const": <int>`` as an integer range of one value, for the code generator.
+
+    datamodel-code-generator writes ``Literal[1]`` for ``const: 1``, and pydantic's Literal
+    accepts ``true`` and ``1.0`` for it even in strict mode (``True == 1`` in Python), where
+    the oracle refuses both. A strict ``int`` bounded to ``[1, 1]`` agrees with the oracle.
+    """
+    if isinstance(node, dict):
+        out = {k: _exact_integers(v) for k, v in node.items()}
+        const = node.get("const")
+        if isinstance(const, int) and not isinstance(const, bool):
+            del out["const"]
+            out.update(type="integer", minimum=const, maximum=const)
+        return out
+    if isinstance(node, list):
+        return [_exact_integers(v) for v in node]
+    return node
+
+
+def _codegen_input(dest: Path) -> Path:
+    """A copy of spec/schemas prepared for the code generator (see :func:`_exact_integers`)."""
+    for path in sorted((SPEC / "schemas").rglob("*.schema.json")):
+        target = dest / path.relative_to(SPEC / "schemas")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        schema = _exact_integers(json.loads(path.read_text(encoding="utf-8")))
+        target.write_text(json.dumps(schema, indent=2, ensure_ascii=False), encoding="utf-8")
+    return dest
+
+
 def _codegen_bin() -> str:
     exe = Path(sys.executable).with_name("datamodel-codegen")
     return str(exe) if exe.exists() else "datamodel-codegen"
@@ -127,7 +156,7 @@ def generate_python(dest: Path) -> None:
             [
                 _codegen_bin(),
                 "--input",
-                str(SPEC / "schemas"),
+                str(_codegen_input(raw / "schemas")),
                 "--output",
                 str(out),
                 *CODEGEN_FLAGS,

@@ -18,18 +18,6 @@ from trainrecord.schemas import all_schemas, problems, schema_by_id
 SCHEMA_FILES = sorted((SPEC / "schemas").rglob("*.schema.json"))
 META_FILES = sorted((SPEC / "meta").glob("*.schema.json"))
 VECTOR_FILES = sorted(p for p in (SPEC / "vectors").rglob("*.json") if p.parent.name != "canonical")
-_LITERAL_INT_TAKES_TRUE = (
-    "pydantic's Literal[1] accepts true (True == 1 in Python), JSON Schema's const 1 does not; "
-    "datamodel-code-generator writes Literal[1] for const 1 and for an integer enum [1]. The "
-    "diary verifier's own checks chain a strict int before the literal."
-)
-_LITERAL_UPDATE = {
-    (
-        "vectors/diary/events.json",
-        "record_version true is refused: 1 is an integer, not a boolean",
-    ): _LITERAL_INT_TAKES_TRUE,
-    ("vectors/diary/seal.json", "record_version true is refused"): _LITERAL_INT_TAKES_TRUE,
-}
 _DIARY_LINE_IF_THEN = (
     "DiaryLine selects the event schema with if/then, which datamodel-code-generator drops: "
     "the generated DiaryLine model checks only the common fields. Use DiaryKnownLine (a "
@@ -42,7 +30,7 @@ KNOWN_MODEL_DIFFERENCES: dict[tuple[str, str], str] = {
         "DiaryLine checks fixed values of known events: an alarm with severity info is refused",
         "DiaryLine checks record_version of run_start: 2 is refused",
     )
-} | _LITERAL_UPDATE
+}
 """(vector file, case description) -> why the models may disagree with the oracle there."""
 
 

@@ -106,7 +106,7 @@ class DiaryRecordSeal(StrictModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    record_version: Literal[1]
+    record_version: Annotated[int, Field(ge=1, le=1)]
     """
     The record format version the sealed diary follows; 1. A verifier refuses a version it does not know.
     """

@@ -42,7 +42,7 @@ class HarnessStartResponse(StrictModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    version: Literal[1]
+    version: Annotated[int, Field(ge=1, le=1)]
     """
     The protocol version the harness speaks: 1.
     """

@@ -2,9 +2,9 @@
 # Change the source and run the command again; CI fails when this file drifts.
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field
 from trainrecord_spec._base import StrictModel
 
 
@@ -20,7 +20,7 @@ class HarnessStartRequest(StrictModel):
     """
     Always "start".
     """
-    version: Literal[1]
+    version: Annotated[int, Field(ge=1, le=1)]
     """
     The protocol version the suite speaks: 1.
     """

@@ -627,7 +627,7 @@ class ReportTraining(StrictModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    schema_: Annotated[Literal[2], Field(alias='schema')]
+    schema_: Annotated[int, Field(alias='schema', ge=2, le=2)]
     """
     The payload format version: 2. A breaking change increases it; a receiver refuses versions it does not understand.
     """
@@ -733,7 +733,7 @@ class ReportWordset(StrictModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    schema_: Annotated[Literal[2], Field(alias='schema')]
+    schema_: Annotated[int, Field(alias='schema', ge=2, le=2)]
     """
     The payload format version: 2. A breaking change increases it; a receiver refuses versions it does not understand.
     """
@@ -949,7 +949,7 @@ class ReportLesion(StrictModel):
     model_config = ConfigDict(
         extra='forbid',
     )
-    schema_: Annotated[Literal[2], Field(alias='schema')]
+    schema_: Annotated[int, Field(alias='schema', ge=2, le=2)]
     """
     The payload format version: 2. A breaking change increases it; a receiver refuses versions it does not understand.
     """

@@ -65,7 +65,7 @@ class DiaryRunStart(DiaryLineCommon):
     """
     The run's configuration as the caller gave it (any JSON object), or null.
     """
-    record_version: Literal[1]
+    record_version: Annotated[int, Field(ge=1, le=1)]
     """
     The record format version, currently 1. It changes when a field is removed or its meaning changes; a reader refuses a version it does not know.
     """
