@@ -305,6 +305,7 @@ MUTATIONS: dict[str, list[tuple[str, Any, str, str]]] = {
         ),
         ("sigma", "3", "diary.alarm.sigma.type", "sigma as a string is refused"),
         ("baseline", MISSING, "diary.alarm.fields.missing", "an alarm without baseline is refused"),
+        ("baseline", -1.0, "diary.norm.negative", "a negative baseline is refused"),
         ("layer", MISSING, "diary.alarm.fields.missing", "an alarm without layer is refused"),
         ("kind", "", "diary.text.empty", "an empty kind is refused"),
     ],
@@ -594,6 +595,15 @@ def event_group(event: str) -> dict[str, Any]:
             "rule": "diary.event.mismatch",
         },
     ]
+    if event == "alarm":
+        tests.append(
+            {
+                "description": "a no_gradient alarm on a layer that never had a gradient has a null "
+                "baseline",
+                "data": setf(setf(valid, "diagnosis", "no_gradient"), "baseline", None),
+                "valid": True,
+            }
+        )
     fields = list(BODIES[event])
     muts = list(MUTATIONS[event])
     if "step" in fields:

@@ -211,6 +211,8 @@ def test_detached_branch_is_no_gradient_then_cleared(run_dir: Path) -> None:
     alarms = events(lines, "alarm")
     assert {a["layer"] for a in alarms} == {"block1.0", "block1.1"}
     assert all(a["diagnosis"] == "no_gradient" and a["grad_norm"] == 0.0 for a in alarms)
+    # The detached layers never had a gradient: there is no running mean, so no baseline.
+    assert all(a["baseline"] is None for a in alarms)
     assert alarms[0]["step"] == 6 and alarms[0]["kind"] == "Conv2d"  # after the warm-up
     cleared = events(lines, "alarm_cleared")
     assert {c["layer"] for c in cleared} == {"block1.0", "block1.1"}

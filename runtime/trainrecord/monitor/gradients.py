@@ -11,7 +11,7 @@ of ``log10`` of its gradient norm; ``s`` is the running standard deviation of th
 The layer's band is ``m ± max(sigma_band * s, min_decades)``. After a warm-up of
 ``warmup`` checks, a layer that leaves its band raises one ``alarm`` (diagnosis
 ``vanishing`` or ``exploding``; ``no_gradient`` when its norm is exactly zero or it has no
-gradient at all; its baseline is 0 when the layer never had a finite non-zero norm) and one ``alarm_cleared`` when it comes back. Non-finite norms and norms
+gradient at all; its baseline is null when the layer never had a finite non-zero norm) and one ``alarm_cleared`` when it comes back. Non-finite norms and norms
 outside the band never enter a baseline, so a broken layer cannot drag its baseline along.
 """
 
@@ -148,7 +148,7 @@ class GradientAlarms:
                             "kind": self.kinds[layer],
                             "diagnosis": diagnosis,
                             "grad_norm": 0.0 if norm is None else norm,
-                            "baseline": base.value if base.count else 0.0,
+                            "baseline": base.value if base.count else None,
                             "sigma": sigma,
                         },
                     )

@@ -42,9 +42,11 @@ def describe(line: dict[str, Any]) -> str:
     where = f"step {step}: " if step is not None else ""
     layer = line.get("layer")
     if event == "alarm":
+        base = line["baseline"]
+        shown = "none yet" if base is None else f"{base:.3g}"
         return (
             f"{where}{layer} gradient {line['diagnosis']} (norm {line['grad_norm']:.3g}, "
-            f"baseline {line['baseline']:.3g})"
+            f"baseline {shown})"
         )
     if event == "channels":
         return (

@@ -223,9 +223,9 @@ export type DiaryAlarm = DiaryLineCommon & {
    */
   grad_norm: number;
   /**
-   * The layer's baseline: 10 to the running mean of log10 gradient norm.
+   * The layer's baseline: 10 to the running mean of log10 gradient norm; null for a no_gradient alarm on a layer that never had a finite non-zero norm, which has no running mean.
    */
-  baseline: number;
+  baseline: number | null;
   /**
    * How many standard deviations of log10 gradient norm the norm lies from the baseline, or null when it cannot be computed (a zero norm).
    */

@@ -42,9 +42,9 @@ class DiaryAlarm(DiaryLineCommon):
     """
     The layer's gradient norm at this check (finite: non-finite gradients are nonfinite_gradient events).
     """
-    baseline: Annotated[float, Field(ge=0.0)]
+    baseline: Annotated[float | None, Field(ge=0.0)]
     """
-    The layer's baseline: 10 to the running mean of log10 gradient norm.
+    The layer's baseline: 10 to the running mean of log10 gradient norm; null for a no_gradient alarm on a layer that never had a finite non-zero norm, which has no running mean.
     """
     sigma: float | None
     """
