@@ -449,7 +449,10 @@ class Monitor:
                 start += size
             self._pad_index[sizes] = index
         nan = torch.full((1,), math.nan, dtype=torch.float32)
-        return torch.cat([*head, *others, nan])[index]
+        # index_select: a 2-D advanced index runs a parallel kernel that, on a busy CPU,
+        # waits milliseconds for a pool thread
+        values = torch.cat([*head, *others, nan])
+        return values.index_select(0, index.view(-1)).view(index.shape)
 
     def _relu_mask(self) -> torch.Tensor:
         if self._relu_cache is None:
