@@ -42,7 +42,7 @@ def config_sha(config: Any) -> str:
 
 
 def _refuse_constant(token: str) -> Any:
-    raise ValueError(f"non-finite number token {token!r} is not strict JSON (RFC 8259)")
+    raise ValueError(f"the non-finite number token {token} is not strict JSON (RFC 8259)")
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -50,7 +50,10 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     if len(out) != len(pairs):
         seen: set[str] = set()
         dup = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
-        raise ValueError(f"duplicate key {dup!r}: a record's object names must be unique")
+        raise ValueError(
+            f"duplicate key: the name {dup!r} appears twice in one object (strict JSON: "
+            "parsers disagree on which one wins)"
+        )
     return out
 
 

@@ -19,7 +19,7 @@ import json
 import re
 from typing import Any
 
-from trainrecord.canonical import canonical_line
+from trainrecord.canonical import canonical_line, loads_strict
 
 try:
     import orjson
@@ -34,35 +34,17 @@ class LineSyntaxError(ValueError):
     """The line is not one strict JSON object."""
 
 
-def _refuse_constant(token: str) -> Any:
-    raise LineSyntaxError(f"the non-finite number token {token} is not strict JSON")
-
-
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise LineSyntaxError(
-                    f"the name {key!r} appears twice in one object (strict "
-                    "JSON: parsers disagree on which one wins)"
-                )
-            seen.add(key)
-    return out
-
-
 def parse_std(raw: bytes) -> Any:
     """Parse with the standard library (the definition), refusing what strict JSON refuses:
     non-finite tokens and an object with the same name twice (see spec/README.md)."""
     try:
-        return json.loads(
-            raw.decode("utf-8"), parse_constant=_refuse_constant, object_pairs_hook=_unique
-        )
+        return loads_strict(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise LineSyntaxError(f"the line is not UTF-8 ({exc.reason})") from None
     except json.JSONDecodeError as exc:
         raise LineSyntaxError(f"the line is not JSON: {exc.msg} at column {exc.colno}") from None
+    except ValueError as exc:  # a non-finite token or a duplicate name (loads_strict)
+        raise LineSyntaxError(str(exc)) from None
 
 
 def no_duplicate_names(raw: bytes, out: bytes) -> bool:
