@@ -124,6 +124,125 @@ def send_report(data: dict[str, Any]) -> dict[str, Any]:
     return {"delivered": bool(outcome.ok), "status": outcome.status}
 
 
+def read_metrics(data: dict[str, Any]) -> dict[str, Any]:
+    """Read and check ``metrics.json`` as a version 1 reader."""
+    from trainrecord.foundry import read_metrics as read
+
+    return {"rows": [row.model_dump(mode="json") for row in read(data["path"])]}
+
+
+STATE_FIELDS = (
+    "kind",
+    "run_id",
+    "name",
+    "group",
+    "host",
+    "started_at",
+    "finished_at",
+    "running",
+    "epochs_first",
+    "epochs_total",
+    "phase",
+    "batch",
+    "batches",
+    "initial_validation",
+    "history",
+    "words_done",
+    "words_total",
+)
+
+
+def _secrets(data: dict[str, Any] | None) -> Any:
+    from trainrecord.report import Secrets
+
+    if data is None:
+        return Secrets()
+    return Secrets(token=data["token"], home=data["home"], user=data["user"], pid=data["pid"])
+
+
+def _job_state(state: dict[str, Any], secrets: Any) -> Any:
+    """A runtime JobState from the input: the job's config cut to the kind's report config
+    (§5), and the raw error turned into the scrubbed error the report carries (§7)."""
+    from trainrecord.report import JobState, config
+    from trainrecord.report.payload import fields_of
+
+    kind = state["kind"]
+    allowed = set(fields_of(f"{kind}_config"))
+    cfg = config(kind, **{k: v for k, v in state["config"].items() if k in allowed})
+    error = state.get("error")
+    if error is not None:
+        from trainrecord.report import error_info
+
+        name = str(error.get("type") or "Exception")
+        exc_type = type(name if name.isidentifier() else "Exception", (Exception,), {})
+        error = error_info(exc_type(str(error.get("message", ""))), secrets)
+    fields = {k: state[k] for k in STATE_FIELDS if k in state}
+    fields["history"] = list(fields.get("history") or [])
+    return JobState(**{**fields, "config": cfg, "error": error})
+
+
+def build_report(data: dict[str, Any]) -> dict[str, Any]:
+    """The report a reporter would send for a job state, checked as before sending."""
+    from trainrecord.report import build_report as build
+    from trainrecord.report import check_report
+
+    secrets = _secrets(data["secrets"])
+    state = _job_state(data["state"], secrets)
+    report = build(
+        state, event=data["event"], status=data["status"], seq=data["seq"], sent_at=data["sent_at"]
+    )
+    check_report(report, secrets)
+    return {"report": report}
+
+
+def report_status(data: dict[str, Any]) -> dict[str, Any]:
+    """Send one snapshot now with ``report_status()``; say whether it raised and why."""
+    from trainrecord.report import ReportNotDelivered, ReportSettings, SeqClock
+    from trainrecord.report import report_status as status_now
+
+    settings = ReportSettings(
+        url=data["url"], every=60, token=data["token"], ca_bundle=data.get("ca_file")
+    )
+    state = _job_state(data["state"], _secrets(None))
+    try:
+        seq = status_now(settings, state, data["status"], seq=SeqClock())
+    except ReportNotDelivered as exc:
+        return {"raised": True, "message": str(exc), "seq": None}
+    return {"raised": False, "message": "", "seq": seq}
+
+
+def load_settings(data: dict[str, Any]) -> dict[str, Any]:
+    """Load the reporting settings from a paths.toml file and the given environment."""
+    from trainrecord.report import load_settings as load
+
+    settings = load(data["path"], env=data["env"])
+    return {"url": settings.url, "every": settings.every, "ca_bundle": bool(settings.ca_bundle)}
+
+
+def keygen(data: dict[str, Any]) -> dict[str, Any]:
+    """Write a new key pair (never over an existing file)."""
+    from trainrecord.diary import generate_keypair
+
+    _, _, fingerprint = generate_keypair(data["private"], data["public"])
+    return {"fingerprint": fingerprint}
+
+
+def load_key(data: dict[str, Any]) -> dict[str, Any]:
+    """Load a private or public key file; its public key's fingerprint."""
+    from trainrecord.diary import fingerprint, load_private_key, load_public_key
+
+    if data["kind"] == "private":
+        return {"fingerprint": fingerprint(load_private_key(data["path"]).public_key())}
+    return {"fingerprint": fingerprint(load_public_key(data["path"]))}
+
+
+def seal(data: dict[str, Any]) -> dict[str, Any]:
+    """Seal a run folder (verifying it first)."""
+    from trainrecord.diary import write_seal
+
+    return {"seal": write_seal(data["dir"], signing_key=data.get("key"))}
+
+
 OPERATIONS: dict[str, Operation] = {
     "validate": validate,
     "line_hash": line_hash_op,
@@ -134,6 +253,13 @@ OPERATIONS: dict[str, Operation] = {
     "write_diary": write_diary,
     "verify_diary": verify_diary,
     "send_report": send_report,
+    "read_metrics": read_metrics,
+    "build_report": build_report,
+    "report_status": report_status,
+    "load_settings": load_settings,
+    "keygen": keygen,
+    "load_key": load_key,
+    "seal": seal,
 }
 """Every operation of the protocol, by name."""
 

@@ -38,6 +38,13 @@ OUTPUTS = {
     "read_witness": "ReadWitnessOutput",
     "verify_diary": "VerifyDiaryOutput",
     "send_report": "SendReportOutput",
+    "read_metrics": "ReadMetricsOutput",
+    "build_report": "BuildReportOutput",
+    "report_status": "ReportStatusOutput",
+    "load_settings": "LoadSettingsOutput",
+    "keygen": "KeyOutput",
+    "load_key": "KeyOutput",
+    "seal": "SealOutput",
 }
 """Each operation's output shape: a ``$defs`` entry of run-response.schema.json."""
 OPERATIONS = tuple(OUTPUTS)

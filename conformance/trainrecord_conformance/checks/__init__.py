@@ -1,8 +1,8 @@
 """Every check of the suite, by rule id.
 
 Checks come from one module per format (:mod:`.schema` for every rule a schema expresses,
-:mod:`.canonical`, :mod:`.foundry`, :mod:`.diary`, :mod:`.reporting`, :mod:`.server`,
-:mod:`.harness`). :func:`all_checks` collects them; rules without any check are listed by
+:mod:`.canonical`, :mod:`.foundry`, :mod:`.reading`, :mod:`.diary`, :mod:`.keys`,
+:mod:`.reporting`, :mod:`.payload`, :mod:`.settings`, :mod:`.server`, :mod:`.harness`). :func:`all_checks` collects them; rules without any check are listed by
 :func:`trainrecord_conformance.registry.uncovered` with the reason (``coverage.py``).
 """
 
@@ -21,13 +21,29 @@ def all_checks() -> dict[str, tuple[Check, ...]]:
         diary,
         foundry,
         harness,
+        keys,
+        payload,
+        reading,
         reporting,
         schema,
         server,
+        settings,
     )
 
     out: dict[str, list[Check]] = {}
-    for module in (schema, canonical, foundry, diary, reporting, server, harness):
+    for module in (
+        schema,
+        canonical,
+        foundry,
+        reading,
+        diary,
+        keys,
+        reporting,
+        payload,
+        settings,
+        server,
+        harness,
+    ):
         for check in module.checks():
             out.setdefault(check.rule, []).append(check)
     return {rule: tuple(found) for rule, found in out.items()}

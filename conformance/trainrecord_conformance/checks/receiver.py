@@ -1,7 +1,8 @@
 """A loopback HTTP(S) receiver that records every request, for the client checks.
 
 Paths decide the answer: ``/status/<code>/...`` answers that status, ``/redirect/...``
-answers 302 to ``/landing/...`` on the same server, anything else 200 ``{"ok": true}``.
+answers 302 to ``/landing/...`` on the same server, ``/body/<code>/<n>/...`` answers that
+status with an n-character body (:func:`answer_body`), anything else 200 ``{"ok": true}``.
 Every request is recorded (method, path, headers, body) so a check can see exactly what
 arrived, and what did not.
 """
@@ -49,6 +50,8 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             code = 200
         payload = b'{"ok": true}' if 200 <= code < 300 else b'{"ok": false, "error": "test"}'
+        if len(parts) > 3 and parts[1] == "body" and parts[2].isdigit() and parts[3].isdigit():
+            code, payload = int(parts[2]), answer_body(int(parts[3])).encode("ascii")
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
@@ -57,6 +60,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(payload)
 
     do_POST = do_GET = do_PUT = _handle
+
+
+def answer_body(length: int) -> str:
+    """The body ``/body/<code>/<length>/...`` answers: numbered chunks, so any cut shows."""
+    return "".join(f"<{i:04d}>" for i in range(length // 6 + 1))[:length]
 
 
 class Receiver(ThreadingHTTPServer):

@@ -14,7 +14,7 @@ export interface HarnessRunRequest {
    */
   seq: number;
   /**
-   * The operation: validate (an instance against a schema), line_hash (diary canonical JSON and hash), config_hash (Foundry config hash), write_witness, write_metrics, read_witness, write_diary, verify_diary, send_report.
+   * The operation: validate (an instance against a schema), line_hash (diary canonical JSON and hash), config_hash (Foundry config hash), write_witness, write_metrics, read_witness, write_diary, verify_diary, send_report, read_metrics, build_report, report_status, load_settings, keygen, load_key, seal.
    */
   op:
     | "validate"
@@ -25,7 +25,14 @@ export interface HarnessRunRequest {
     | "read_witness"
     | "write_diary"
     | "verify_diary"
-    | "send_report";
+    | "send_report"
+    | "read_metrics"
+    | "build_report"
+    | "report_status"
+    | "load_settings"
+    | "keygen"
+    | "load_key"
+    | "seal";
   /**
    * The operation's input; its shape depends on op (see $defs).
    */

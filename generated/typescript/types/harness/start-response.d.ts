@@ -39,5 +39,12 @@ export interface HarnessStartResponse {
     | "write_diary"
     | "verify_diary"
     | "send_report"
+    | "read_metrics"
+    | "build_report"
+    | "report_status"
+    | "load_settings"
+    | "keygen"
+    | "load_key"
+    | "seal"
   )[];
 }

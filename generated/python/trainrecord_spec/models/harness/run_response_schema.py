@@ -162,3 +162,103 @@ class SendReportOutput(StrictModel):
     """
     The HTTP status received, or null when none (timeout, connection refused).
     """
+
+
+class ReadMetricsOutput(StrictModel):
+    """
+    read_metrics: the rows as read.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    rows: list[Any]
+    """
+    The metrics rows.
+    """
+
+
+class BuildReportOutput(StrictModel):
+    """
+    build_report: the report the client would send.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    report: dict[str, Any]
+    """
+    The report.
+    """
+
+
+class ReportStatusOutput(StrictModel):
+    """
+    report_status: whether it returned (the report got through) or raised, and what the raised error says.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    raised: bool
+    """
+    True when report_status raised because the report did not get through.
+    """
+    message: str
+    """
+    The raised error's message (empty when it returned).
+    """
+    seq: int | None | MISSING = MISSING
+    """
+    The seq of the report sent, when it returned.
+    """
+
+
+class LoadSettingsOutput(StrictModel):
+    """
+    load_settings: the settings as loaded.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    url: str
+    """
+    The report URL.
+    """
+    every: float
+    """
+    Seconds between progress reports.
+    """
+    ca_bundle: bool
+    """
+    True when a CA bundle is configured.
+    """
+
+
+class KeyOutput(StrictModel):
+    """
+    keygen and load_key: the public key's fingerprint (SHA-256 hex of its raw 32 bytes).
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    fingerprint: str
+    """
+    64 lowercase hex characters.
+    """
+
+
+class SealOutput(StrictModel):
+    """
+    seal: the seal written (the content of record.json).
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    seal: dict[str, Any]
+    """
+    The seal.
+    """

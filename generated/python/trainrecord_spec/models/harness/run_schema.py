@@ -28,9 +28,9 @@ class HarnessRunRequest(StrictModel):
     """
     A number the suite gives each run; the response repeats it.
     """
-    op: Literal['validate', 'line_hash', 'config_hash', 'write_witness', 'write_metrics', 'read_witness', 'write_diary', 'verify_diary', 'send_report']
+    op: Literal['validate', 'line_hash', 'config_hash', 'write_witness', 'write_metrics', 'read_witness', 'write_diary', 'verify_diary', 'send_report', 'read_metrics', 'build_report', 'report_status', 'load_settings', 'keygen', 'load_key', 'seal']
     """
-    The operation: validate (an instance against a schema), line_hash (diary canonical JSON and hash), config_hash (Foundry config hash), write_witness, write_metrics, read_witness, write_diary, verify_diary, send_report.
+    The operation: validate (an instance against a schema), line_hash (diary canonical JSON and hash), config_hash (Foundry config hash), write_witness, write_metrics, read_witness, write_diary, verify_diary, send_report, read_metrics, build_report, report_status, load_settings, keygen, load_key, seal.
     """
     input: dict[str, Any]
     """
@@ -209,4 +209,180 @@ class SendReportInput(StrictModel):
     ca_file: str | None | MISSING = MISSING
     """
     A PEM file of extra certificate authorities to trust for https URLs, or null.
+    """
+
+
+class ReadMetricsInput(StrictModel):
+    """
+    read_metrics: read and check the metrics.json file at path (a version 1 reader).
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    path: str
+    """
+    The metrics.json file; its folder may hold witnesses.
+    """
+
+
+class Secrets(StrictModel):
+    """
+    What this process must never send: the report token, the home folder, the user name and the process id (the harness treats these as its own, never its real ones).
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    token: str
+    """
+    The report token.
+    """
+    home: str
+    """
+    The home folder, an absolute path.
+    """
+    user: str
+    """
+    The user name.
+    """
+    pid: int
+    """
+    The process id.
+    """
+
+
+class BuildReportInput(StrictModel):
+    """
+    build_report: build the report a client would send for state with this event, status, seq and sent_at, as a reporter does, without sending it.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    state: dict[str, Any]
+    """
+    The job state a report is built from, the fields of the runtime's JobState: kind, run_id, name, group, host, started_at, finished_at, config, running, epochs_first, epochs_total, phase, batch, batches, initial_validation, history, words_done, words_total, and error as the raw exception ({type, message}, unscrubbed) or null. config is the job's whole configuration, which may hold more than a report may carry.
+    """
+    event: str
+    """
+    The report's event (started, progress, epoch_end, complete, interrupted, failed, snapshot).
+    """
+    status: str
+    """
+    The status the job is in.
+    """
+    seq: int
+    """
+    The report's seq.
+    """
+    sent_at: str
+    """
+    The report's sent_at.
+    """
+    secrets: Secrets
+    """
+    What this process must never send: the report token, the home folder, the user name and the process id (the harness treats these as its own, never its real ones).
+    """
+
+
+class ReportStatusInput(StrictModel):
+    """
+    report_status: send one snapshot report of state with status to url now, synchronously, as report_status() does; say whether it raised.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    url: str
+    """
+    The endpoint, exactly as configured.
+    """
+    token: str
+    """
+    The bearer token (CORREAD_REPORT_TOKEN).
+    """
+    state: dict[str, Any]
+    """
+    The job state, as for build_report (error null).
+    """
+    status: str
+    """
+    The status the snapshot reports (any status of section 6).
+    """
+    ca_file: str | None | MISSING = MISSING
+    """
+    A PEM file of extra certificate authorities to trust, or null.
+    """
+
+
+class LoadSettingsInput(StrictModel):
+    """
+    load_settings: load the reporting settings from the paths.toml file at path and the environment env (never the harness's own environment).
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    path: str
+    """
+    The paths.toml file; a relative ca_bundle is relative to its folder.
+    """
+    env: dict[str, str]
+    """
+    The environment variables the client sees.
+    """
+
+
+class KeygenInput(StrictModel):
+    """
+    keygen: write a new Ed25519 key pair: the private key at private, the public key at public.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    private: str
+    """
+    The private key file to create.
+    """
+    public: str
+    """
+    The public key file to create.
+    """
+
+
+class LoadKeyInput(StrictModel):
+    """
+    load_key: load the key file at path as a private or a public key.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    path: str
+    """
+    The key file.
+    """
+    kind: Literal['private', 'public']
+    """
+    private (for sealing) or public (for verifying).
+    """
+
+
+class SealInput(StrictModel):
+    """
+    seal: seal the run folder dir (write record.json, and record.sig when key is given), verifying it first.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    dir: str
+    """
+    The run folder holding diary.jsonl (and metrics.jsonl when present).
+    """
+    key: str | None | MISSING = MISSING
+    """
+    A private key file to sign with, or null.
     """

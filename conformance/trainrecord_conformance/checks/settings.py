@@ -1,0 +1,175 @@
+"""Reporting API v2, §1: the settings (``load_settings``).
+
+The suite writes a ``paths.toml`` and gives the environment; a valid one loads with its
+url and every, and each broken variant is refused naming its rule: no url
+(``report.settings.url_missing``), a ca_bundle that names no file
+(``report.settings.ca_bundle``), an every that is not a finite number above 0
+(``report.settings.every``), a token missing from the environment or put in the file
+(``report.settings.token``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hypothesis import strategies as st
+
+from trainrecord_conformance.checks.base import Check, Context, Failed
+from trainrecord_conformance.targets import Target
+
+LOAD = frozenset({"load_settings"})
+TOKEN_ENV = "CORREAD_REPORT_TOKEN"
+
+Toml = dict[str, Any]
+"""The ``[report]`` table (None for no table at all), the other tables, and the env."""
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, int | float):
+        return repr(value)
+    return json.dumps(value)
+
+
+def toml_text(tables: dict[str, dict[str, Any] | Any]) -> str:
+    """A paths.toml for ``tables`` (a non-dict value is written as a plain key)."""
+    out = []
+    for name, table in tables.items():
+        if isinstance(table, dict):
+            out.append(f"[{name}]")
+            out.extend(f"{k} = {_value(v)}" for k, v in table.items())
+        else:
+            out.insert(0, f"{name} = {_value(table)}")
+    return "\n".join(out) + "\n"
+
+
+URLS = st.sampled_from(
+    [
+        "https://reports.example.org/api/runs",
+        "https://10.1.2.3:8443/api/runs",
+        "http://127.0.0.1:8080/api/runs",
+        "http://localhost/api/runs",
+        "http://[::1]:9000/r",
+    ]
+)
+EVERY = st.one_of(st.integers(1, 86_400), st.floats(0.001, 86_400.0))
+
+
+def valid_settings(t: Target) -> st.SearchStrategy[tuple[str, float, str]]:
+    """(url, every, token)."""
+    return st.tuples(URLS, EVERY, st.text("0123456789abcdef", min_size=8, max_size=32))
+
+
+def _load(ctx: Context, folder: Path, tables: dict[str, Any], env: dict[str, str]) -> Any:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "paths.toml"
+    path.write_text(toml_text(tables), encoding="utf-8")
+    return {"path": str(path), "env": env}
+
+
+def settings_check(
+    rule: str, broken: Callable[[dict[str, Any], dict[str, str], Any], tuple[dict, dict]]
+) -> Callable[[Context, Any], None]:
+    """The valid settings load as written; ``broken`` of them is refused naming ``rule``."""
+
+    def body(ctx: Context, case: tuple[tuple[str, float, str], Any]) -> None:
+        (url, every, tok), variant = case
+        folder = ctx.folder(create=True)
+        (folder / "ca.pem").write_text(ctx.service("settings-ca", _ca_pem), encoding="ascii")
+        tables = {"paths": {"data": "data"}, "report": {"url": url, "every": every}}
+        env = {TOKEN_ENV: tok, "HOME": "/nonexistent"}
+        out = ctx.ok("load_settings", _load(ctx, folder, tables, env))
+        if out["url"] != url or out["every"] != every or out["ca_bundle"]:
+            raise Failed(f"loaded {out}, wrote url {url!r}, every {every!r}, no ca_bundle")
+        with_ca = {**tables, "report": {**tables["report"], "ca_bundle": "ca.pem"}}
+        out = ctx.ok("load_settings", _load(ctx, folder, with_ca, env))
+        if not out["ca_bundle"]:
+            raise Failed("a ca_bundle naming an existing PEM file was not loaded")
+        bad_tables, bad_env = broken(tables, env, variant)
+        ctx.refused("load_settings", _load(ctx, folder, bad_tables, bad_env), rule)
+
+    return body
+
+
+def _ca_pem() -> str:
+    import trustme
+
+    return trustme.CA().cert_pem.bytes().decode("ascii")
+
+
+def _no_url(tables: dict, env: dict, variant: Any) -> tuple[dict, dict]:
+    report = {k: v for k, v in tables["report"].items() if k != "url"}
+    if variant == "no table":
+        return {"paths": tables["paths"]}, env
+    if variant == "not a table":
+        return {"paths": tables["paths"], "report": "https://reports.example.org/"}, env
+    if variant == "no url":
+        return {**tables, "report": report}, env
+    return {**tables, "report": {**report, "url": variant}}, env
+
+
+def _ca(tables: dict, env: dict, variant: Any) -> tuple[dict, dict]:
+    return {**tables, "report": {**tables["report"], "ca_bundle": variant}}, env
+
+
+def _every(tables: dict, env: dict, variant: Any) -> tuple[dict, dict]:
+    return {**tables, "report": {**tables["report"], "every": variant}}, env
+
+
+def _token(tables: dict, env: dict, variant: Any) -> tuple[dict, dict]:
+    if variant == "in the file":
+        report = {**tables["report"], "token": env[TOKEN_ENV]}
+        return {**tables, "report": report}, {k: v for k, v in env.items() if k != TOKEN_ENV}
+    if variant == "unset":
+        return tables, {k: v for k, v in env.items() if k != TOKEN_ENV}
+    return tables, {**env, TOKEN_ENV: variant}
+
+
+def checks() -> list[Check]:
+    """The settings checks."""
+
+    def cases(variants: st.SearchStrategy[Any]) -> Callable[[Target], st.SearchStrategy[Any]]:
+        return lambda t: st.tuples(valid_settings(t), variants)
+
+    every = st.one_of(
+        st.sampled_from([0, 0.0, -0.0, True, False, "60", math.inf, -math.inf, math.nan]),
+        st.integers(-(10**6), -1),
+        st.floats(max_value=-1e-9, allow_nan=False, allow_infinity=False),
+    )
+    return [
+        Check(
+            "report.settings.url_missing",
+            "no url in paths.toml",
+            LOAD,
+            cases(st.sampled_from(["no table", "not a table", "no url", "", "   "])),
+            settings_check("report.settings.url_missing", _no_url),
+        ),
+        Check(
+            "report.settings.ca_bundle",
+            "a ca_bundle that names no file",
+            LOAD,
+            cases(st.sampled_from(["missing.pem", "/nonexistent/ca.pem", ".", "sub/ca.pem"])),
+            settings_check("report.settings.ca_bundle", _ca),
+        ),
+        Check(
+            "report.settings.every",
+            "every is a finite number above 0",
+            LOAD,
+            cases(every),
+            settings_check("report.settings.every", _every),
+        ),
+        Check(
+            "report.settings.token",
+            "the token only from CORREAD_REPORT_TOKEN",
+            LOAD,
+            cases(st.sampled_from(["unset", "in the file", ""])),
+            settings_check("report.settings.token", _token),
+        ),
+    ]
