@@ -1,0 +1,123 @@
+"""The checks of the API operations (build_report, report_status, load_settings, keygen,
+load_key, seal, read_metrics) have teeth: an in-process target whose operation is made to
+break one rule fails that rule (the exec mutants in conformance/mutants/ do the same for a
+few of them through the protocol)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trainrecord_conformance import operations as ops
+from trainrecord_conformance.runner import run_rules
+from trainrecord_conformance.targets import PythonTarget
+
+Faulty = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _after_build(change: Callable[[dict[str, Any], dict[str, Any]], None]) -> Faulty:
+    def faulty(data: dict[str, Any]) -> dict[str, Any]:
+        out = ops.build_report(data)
+        change(out["report"], data)
+        return out
+
+    return faulty
+
+
+def _event_kept(report: dict[str, Any], data: dict[str, Any]) -> None:
+    if data["event"] == "complete":
+        report["status"] = "in progress"
+
+
+def _error_kept(report: dict[str, Any], data: dict[str, Any]) -> None:
+    if data["state"]["error"] is not None:
+        report["error"] = {"type": "OSError", "message": "boom"}
+
+
+def _finished_kept(report: dict[str, Any], data: dict[str, Any]) -> None:
+    if data["state"]["finished_at"] is not None:
+        report["finished_at"] = data["state"]["finished_at"]
+
+
+def _eta_always(report: dict[str, Any], data: dict[str, Any]) -> None:
+    report["eta_seconds"] = 60
+
+
+def _build_unchecked(data: dict[str, Any]) -> dict[str, Any]:
+    """Build without the check before sending (unsorted units go out as given)."""
+    from trainrecord.report import build_report
+
+    secrets = ops._secrets(data["secrets"])
+    state = ops._job_state(data["state"], secrets)
+    kw = {k: data[k] for k in ("event", "status", "seq", "sent_at")}
+    return {"report": build_report(state, **kw)}
+
+
+def _status_cut_short(data: dict[str, Any]) -> dict[str, Any]:
+    out = ops.report_status(data)
+    return {**out, "message": out["message"][:80]}
+
+
+def _settings_lenient(data: dict[str, Any]) -> dict[str, Any]:
+    """Every defaults to 60 and a missing url to a fixed endpoint."""
+    import tomllib
+
+    table = tomllib.loads(Path(data["path"]).read_text(encoding="utf-8")).get("report")
+    table = table if isinstance(table, dict) else {}
+    every = table.get("every", 60)
+    ok = isinstance(every, int | float) and not isinstance(every, bool) and every > 0
+    return {
+        "url": table.get("url") or "https://fallback.example.org/",
+        "every": float(every) if ok and every < float("inf") else 60.0,
+        "ca_bundle": bool(table.get("ca_bundle")),
+    }
+
+
+def _key_shown(data: dict[str, Any]) -> dict[str, Any]:
+    from trainrecord.errors import RecordRefused
+
+    try:
+        return ops.load_key(data)
+    except RecordRefused:
+        content = Path(data["path"]).read_bytes().decode("utf-8", "replace")
+        raise RecordRefused.one("seal.key.format", ["key"], f"not a key: {content}") from None
+
+
+def _reader_ignores_witness(data: dict[str, Any]) -> dict[str, Any]:
+    from trainrecord.canonical import loads_strict
+
+    return {"rows": loads_strict(Path(data["path"]).read_text(encoding="utf-8"))}
+
+
+FAULTS: dict[str, tuple[str, Faulty]] = {
+    "report.consistency.event_status": ("build_report", _after_build(_event_kept)),
+    "report.consistency.error": ("build_report", _after_build(_error_kept)),
+    "report.consistency.finished_at": ("build_report", _after_build(_finished_kept)),
+    "report.consistency.eta": ("build_report", _after_build(_eta_always)),
+    "report.consistency.lesioned_units": ("build_report", _build_unchecked),
+    "report.transport.snapshot_raises": ("report_status", _status_cut_short),
+    "report.settings.url_missing": ("load_settings", _settings_lenient),
+    "report.settings.every": ("load_settings", _settings_lenient),
+    "seal.key.format": ("load_key", _key_shown),
+    "metrics.read.sibling_version": ("read_metrics", _reader_ignores_witness),
+}
+
+
+@pytest.mark.parametrize("rule", sorted(FAULTS))
+def test_a_target_breaking_the_rule_fails_it(rule: str) -> None:
+    op, faulty = FAULTS[rule]
+    with PythonTarget() as target:
+        target._ops = {**ops.OPERATIONS, op: faulty}
+        [outcome] = run_rules(target, [rule], profile="ci", examples=50, shrink=False)
+    assert outcome.status == "fail", json.dumps(outcome.to_json())[:600]
+
+
+def test_the_runtime_passes_the_same_rules() -> None:
+    with PythonTarget() as target:
+        outcomes = run_rules(target, sorted(FAULTS), profile="ci", shrink=False)
+    bad = [o.to_json() for o in outcomes if o.status != "pass"]
+    assert not bad, json.dumps(bad)[:1000]
