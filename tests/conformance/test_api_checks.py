@@ -121,3 +121,17 @@ def test_the_runtime_passes_the_same_rules() -> None:
         outcomes = run_rules(target, sorted(FAULTS), profile="ci", shrink=False)
     bad = [o.to_json() for o in outcomes if o.status != "pass"]
     assert not bad, json.dumps(bad)[:1000]
+
+
+def test_every_operation_is_in_the_protocol_schemas() -> None:
+    """The reference operations, the output shapes and both schemas' op enums agree."""
+    from trainrecord.schemas import schema_by_id
+    from trainrecord_conformance.protocol import OUTPUTS, SCHEMAS
+
+    run = schema_by_id(SCHEMAS + "run.schema.json")
+    start = schema_by_id(SCHEMAS + "start-response.schema.json")
+    listed = start["properties"]["operations"]["items"]["enum"]
+    assert sorted(ops.OPERATIONS) == sorted(OUTPUTS) == sorted(run["properties"]["op"]["enum"])
+    assert sorted(listed) == sorted(OUTPUTS)
+    outputs = schema_by_id(SCHEMAS + "run-response.schema.json")["$defs"]
+    assert all(name in outputs for name in OUTPUTS.values())
