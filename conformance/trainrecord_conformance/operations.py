@@ -243,6 +243,25 @@ def seal(data: dict[str, Any]) -> dict[str, Any]:
     return {"seal": write_seal(data["dir"], signing_key=data.get("key"))}
 
 
+def report_job(data: dict[str, Any]) -> dict[str, Any]:
+    """One job (or one resume of it) reported from start to end by a :class:`Reporter`."""
+    from trainrecord.report import Reporter, ReportSettings, SeqClock
+
+    settings = ReportSettings(url=data["url"], every=60, token=data["token"])
+    clock = SeqClock(Path(data["seq_dir"]) / "report_seq.json", last_seq=data["last_seq"] or 0)
+    state = _job_state(data["state"], _secrets(None))
+    state.running, state.finished_at = True, None
+    reporter = Reporter(settings, state, seq=clock, flush_timeout=5.0)
+    reporter.started()
+    for _ in range(data["progress"]):
+        reporter.progress(force=True)
+    if data["end"] == "complete":
+        reporter.complete()
+    else:
+        reporter.interrupted()
+    return {"closed": reporter.close(5.0)}
+
+
 OPERATIONS: dict[str, Operation] = {
     "validate": validate,
     "line_hash": line_hash_op,
@@ -260,6 +279,7 @@ OPERATIONS: dict[str, Operation] = {
     "keygen": keygen,
     "load_key": load_key,
     "seal": seal,
+    "report_job": report_job,
 }
 """Every operation of the protocol, by name."""
 

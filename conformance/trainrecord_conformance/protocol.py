@@ -45,6 +45,7 @@ OUTPUTS = {
     "keygen": "KeyOutput",
     "load_key": "KeyOutput",
     "seal": "SealOutput",
+    "report_job": "ReportJobOutput",
 }
 """Each operation's output shape: a ``$defs`` entry of run-response.schema.json."""
 OPERATIONS = tuple(OUTPUTS)

@@ -2,7 +2,8 @@
 
 Checks come from one module per format (:mod:`.schema` for every rule a schema expresses,
 :mod:`.canonical`, :mod:`.foundry`, :mod:`.reading`, :mod:`.diary`, :mod:`.keys`,
-:mod:`.reporting`, :mod:`.payload`, :mod:`.settings`, :mod:`.server`, :mod:`.harness`). :func:`all_checks` collects them; rules without any check are listed by
+:mod:`.reporting`, :mod:`.payload`, :mod:`.sequence`, :mod:`.settings`, :mod:`.server`,
+:mod:`.harness`). :func:`all_checks` collects them; rules without any check are listed by
 :func:`trainrecord_conformance.registry.uncovered` with the reason (``coverage.py``).
 """
 
@@ -26,6 +27,7 @@ def all_checks() -> dict[str, tuple[Check, ...]]:
         reading,
         reporting,
         schema,
+        sequence,
         server,
         settings,
     )
@@ -40,6 +42,7 @@ def all_checks() -> dict[str, tuple[Check, ...]]:
         keys,
         reporting,
         payload,
+        sequence,
         settings,
         server,
         harness,

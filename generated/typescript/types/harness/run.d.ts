@@ -14,7 +14,7 @@ export interface HarnessRunRequest {
    */
   seq: number;
   /**
-   * The operation: validate (an instance against a schema), line_hash (diary canonical JSON and hash), config_hash (Foundry config hash), write_witness, write_metrics, read_witness, write_diary, verify_diary, send_report, read_metrics, build_report, report_status, load_settings, keygen, load_key, seal.
+   * The operation: validate (an instance against a schema), line_hash (diary canonical JSON and hash), config_hash (Foundry config hash), write_witness, write_metrics, read_witness, write_diary, verify_diary, send_report, read_metrics, build_report, report_status, load_settings, keygen, load_key, seal, report_job.
    */
   op:
     | "validate"
@@ -32,7 +32,8 @@ export interface HarnessRunRequest {
     | "load_settings"
     | "keygen"
     | "load_key"
-    | "seal";
+    | "seal"
+    | "report_job";
   /**
    * The operation's input; its shape depends on op (see $defs).
    */

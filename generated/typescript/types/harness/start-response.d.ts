@@ -46,5 +46,6 @@ export interface HarnessStartResponse {
     | "keygen"
     | "load_key"
     | "seal"
+    | "report_job"
   )[];
 }

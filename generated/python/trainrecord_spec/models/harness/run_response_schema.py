@@ -262,3 +262,17 @@ class SealOutput(StrictModel):
     """
     The seal.
     """
+
+
+class ReportJobOutput(StrictModel):
+    """
+    report_job: whether the final report went out within the bounded time.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    closed: bool
+    """
+    True when the last report was sent before return.
+    """

@@ -28,9 +28,9 @@ class HarnessRunRequest(StrictModel):
     """
     A number the suite gives each run; the response repeats it.
     """
-    op: Literal['validate', 'line_hash', 'config_hash', 'write_witness', 'write_metrics', 'read_witness', 'write_diary', 'verify_diary', 'send_report', 'read_metrics', 'build_report', 'report_status', 'load_settings', 'keygen', 'load_key', 'seal']
+    op: Literal['validate', 'line_hash', 'config_hash', 'write_witness', 'write_metrics', 'read_witness', 'write_diary', 'verify_diary', 'send_report', 'read_metrics', 'build_report', 'report_status', 'load_settings', 'keygen', 'load_key', 'seal', 'report_job']
     """
-    The operation: validate (an instance against a schema), line_hash (diary canonical JSON and hash), config_hash (Foundry config hash), write_witness, write_metrics, read_witness, write_diary, verify_diary, send_report, read_metrics, build_report, report_status, load_settings, keygen, load_key, seal.
+    The operation: validate (an instance against a schema), line_hash (diary canonical JSON and hash), config_hash (Foundry config hash), write_witness, write_metrics, read_witness, write_diary, verify_diary, send_report, read_metrics, build_report, report_status, load_settings, keygen, load_key, seal, report_job.
     """
     input: dict[str, Any]
     """
@@ -385,4 +385,42 @@ class SealInput(StrictModel):
     key: str | None | MISSING = MISSING
     """
     A private key file to sign with, or null.
+    """
+
+
+class ReportJobInput(StrictModel):
+    """
+    report_job: report one job (or one resume of it) from start to end as a running job does: started, then progress reports, then the final report, all to url; then give the last report a bounded time to go out and return.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    url: str
+    """
+    The endpoint, exactly as configured.
+    """
+    token: str
+    """
+    The bearer token (CORREAD_REPORT_TOKEN).
+    """
+    state: dict[str, Any]
+    """
+    The job state at its start, as for build_report (error null).
+    """
+    progress: Annotated[int, Field(ge=0)]
+    """
+    How many progress reports to queue (each forced, not waiting for every).
+    """
+    end: Literal['complete', 'interrupted']
+    """
+    The final event: complete or interrupted.
+    """
+    seq_dir: str
+    """
+    A folder that belongs to this run and persists across its calls (as the run's own folder does across resumes); keep there whatever seq needs.
+    """
+    last_seq: int | None
+    """
+    The highest seq already sent about this run as its metadata records it (a process whose clock ran ahead may have sent it), or null.
     """
