@@ -23,11 +23,8 @@ NOT_COVERED: dict[str, str] = {
     "report.lesion.initial_validation.intact.null": "a schema rule whose site the strategy "
     "engine cannot reach yet (a nested oneOf)",
     "diary.writer.durable": _PROCESS,
-    "diary.writer.resume": _API + ": reopening a diary to append",
     "diary.writer.locked": _PROCESS,
     "diary_metrics.writer.locked": _PROCESS,
-    "diary.writer.fsync_policy": _API + ": writer options",
-    "diary.architecture.text": _API + ": architecture_sha256 of a model",
     "report.transport.timeout": "needs a server that hangs for over 10 s per example; too "
     "slow for the suite's budget",
     "report.transport.one_warning": _CLIENT,

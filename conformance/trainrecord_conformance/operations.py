@@ -74,8 +74,6 @@ def read_witness(data: dict[str, Any]) -> dict[str, Any]:
 
 def write_diary(data: dict[str, Any]) -> dict[str, Any]:
     """Write a new diary from ``events`` (each with its ``event`` type) and close it."""
-    from trainrecord.diary import DiaryWriter
-
     events = data["events"]
     for i, event in enumerate(events):
         if not isinstance(event, dict) or not isinstance(event.get("event"), str):
@@ -85,13 +83,40 @@ def write_diary(data: dict[str, Any]) -> dict[str, Any]:
                 "each event needs its type in the field event",
                 event,
             )
-    writer = DiaryWriter(data["dir"], fsync_policy="critical")
+    return _append(data["dir"], events, "critical")
+
+
+def _append(folder: str, events: list[Any], fsync_policy: Any) -> dict[str, Any]:
+    from trainrecord.diary import DiaryWriter
+
+    writer = DiaryWriter(folder, fsync_policy=fsync_policy)
     try:
         for event in events:
             writer.append(event["event"], {k: v for k, v in event.items() if k != "event"})
     finally:
         writer.close()
     return {"path": str(writer.path)}
+
+
+def append_diary(data: dict[str, Any]) -> dict[str, Any]:
+    """Reopen an existing diary (the writer verifies it first) and append ``events``."""
+    for i, event in enumerate(data["events"]):
+        if not isinstance(event, dict) or not isinstance(event.get("event"), str):
+            raise RecordRefused.one(
+                "diary.event.type",
+                ("events", i, "event"),
+                "each event needs its type in the field event",
+                event,
+            )
+    return _append(data["dir"], data["events"], data["fsync_policy"])
+
+
+def architecture(data: dict[str, Any]) -> dict[str, Any]:
+    """architecture_text and architecture_sha256 of (name, shape) pairs."""
+    from trainrecord.diary import architecture_sha256, architecture_text
+
+    pairs = [(name, shape) for name, shape in data["parameters"]]
+    return {"text": architecture_text(pairs), "sha256": architecture_sha256(pairs)}
 
 
 def verify_diary(data: dict[str, Any]) -> dict[str, Any]:
@@ -280,6 +305,8 @@ OPERATIONS: dict[str, Operation] = {
     "load_key": load_key,
     "seal": seal,
     "report_job": report_job,
+    "append_diary": append_diary,
+    "architecture": architecture,
 }
 """Every operation of the protocol, by name."""
 

@@ -46,6 +46,8 @@ OUTPUTS = {
     "load_key": "KeyOutput",
     "seal": "SealOutput",
     "report_job": "ReportJobOutput",
+    "append_diary": "WriteOutput",
+    "architecture": "ArchitectureOutput",
 }
 """Each operation's output shape: a ``$defs`` entry of run-response.schema.json."""
 OPERATIONS = tuple(OUTPUTS)

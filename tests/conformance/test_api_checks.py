@@ -1,5 +1,5 @@
 """The checks of the API operations (build_report, report_status, load_settings, keygen,
-load_key, seal, read_metrics) have teeth: an in-process target whose operation is made to
+load_key, seal, read_metrics, append_diary, architecture) have teeth: an in-process target whose operation is made to
 break one rule fails that rule (the exec mutants in conformance/mutants/ do the same for a
 few of them through the protocol)."""
 
@@ -93,6 +93,25 @@ def _reader_ignores_witness(data: dict[str, Any]) -> dict[str, Any]:
     return {"rows": loads_strict(Path(data["path"]).read_text(encoding="utf-8"))}
 
 
+def _fresh_diary(data: dict[str, Any]) -> dict[str, Any]:
+    """Start the diary over instead of verifying and continuing it."""
+    (Path(data["dir"]) / "diary.jsonl").unlink(missing_ok=True)
+    return ops.append_diary(data)
+
+
+def _any_policy(data: dict[str, Any]) -> dict[str, Any]:
+    policy = data["fsync_policy"]
+    known = policy in ("always", "interval", "critical")
+    return ops.append_diary({**data, "fsync_policy": policy if known else "interval"})
+
+
+def _compact_shapes(data: dict[str, Any]) -> dict[str, Any]:
+    import hashlib
+
+    text = "|".join(f"{n}:{json.dumps(s, separators=(',', ':'))}" for n, s in data["parameters"])
+    return {"text": text, "sha256": hashlib.sha256(text.encode()).hexdigest()}
+
+
 FAULTS: dict[str, tuple[str, Faulty]] = {
     "report.consistency.event_status": ("build_report", _after_build(_event_kept)),
     "report.consistency.error": ("build_report", _after_build(_error_kept)),
@@ -104,6 +123,9 @@ FAULTS: dict[str, tuple[str, Faulty]] = {
     "report.settings.every": ("load_settings", _settings_lenient),
     "seal.key.format": ("load_key", _key_shown),
     "metrics.read.sibling_version": ("read_metrics", _reader_ignores_witness),
+    "diary.writer.resume": ("append_diary", _fresh_diary),
+    "diary.writer.fsync_policy": ("append_diary", _any_policy),
+    "diary.architecture.text": ("architecture", _compact_shapes),
 }
 
 

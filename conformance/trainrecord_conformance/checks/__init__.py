@@ -1,9 +1,9 @@
 """Every check of the suite, by rule id.
 
 Checks come from one module per format (:mod:`.schema` for every rule a schema expresses,
-:mod:`.canonical`, :mod:`.foundry`, :mod:`.reading`, :mod:`.diary`, :mod:`.keys`,
-:mod:`.reporting`, :mod:`.payload`, :mod:`.sequence`, :mod:`.settings`, :mod:`.server`,
-:mod:`.harness`). :func:`all_checks` collects them; rules without any check are listed by
+:mod:`.canonical`, :mod:`.foundry`, :mod:`.reading`, :mod:`.diary`, :mod:`.writing`,
+:mod:`.keys`, :mod:`.reporting`, :mod:`.payload`, :mod:`.sequence`, :mod:`.settings`,
+:mod:`.server`, :mod:`.harness`). :func:`all_checks` collects them; rules without any check are listed by
 :func:`trainrecord_conformance.registry.uncovered` with the reason (``coverage.py``).
 """
 
@@ -30,6 +30,7 @@ def all_checks() -> dict[str, tuple[Check, ...]]:
         sequence,
         server,
         settings,
+        writing,
     )
 
     out: dict[str, list[Check]] = {}
@@ -39,6 +40,7 @@ def all_checks() -> dict[str, tuple[Check, ...]]:
         foundry,
         reading,
         diary,
+        writing,
         keys,
         reporting,
         payload,

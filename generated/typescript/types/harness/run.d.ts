@@ -14,7 +14,7 @@ export interface HarnessRunRequest {
    */
   seq: number;
   /**
-   * The operation: validate (an instance against a schema), line_hash (diary canonical JSON and hash), config_hash (Foundry config hash), write_witness, write_metrics, read_witness, write_diary, verify_diary, send_report, read_metrics, build_report, report_status, load_settings, keygen, load_key, seal, report_job.
+   * The operation: validate (an instance against a schema), line_hash (diary canonical JSON and hash), config_hash (Foundry config hash), write_witness, write_metrics, read_witness, write_diary, verify_diary, send_report, read_metrics, build_report, report_status, load_settings, keygen, load_key, seal, report_job, append_diary, architecture.
    */
   op:
     | "validate"
@@ -33,7 +33,9 @@ export interface HarnessRunRequest {
     | "keygen"
     | "load_key"
     | "seal"
-    | "report_job";
+    | "report_job"
+    | "append_diary"
+    | "architecture";
   /**
    * The operation's input; its shape depends on op (see $defs).
    */

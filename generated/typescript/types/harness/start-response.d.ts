@@ -47,5 +47,7 @@ export interface HarnessStartResponse {
     | "load_key"
     | "seal"
     | "report_job"
+    | "append_diary"
+    | "architecture"
   )[];
 }

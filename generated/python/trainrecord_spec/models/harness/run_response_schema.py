@@ -276,3 +276,21 @@ class ReportJobOutput(StrictModel):
     """
     True when the last report was sent before return.
     """
+
+
+class ArchitectureOutput(StrictModel):
+    """
+    architecture: the text hashed and its SHA-256.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    text: str
+    """
+    name:shape per parameter joined by |.
+    """
+    sha256: str
+    """
+    SHA-256 (lowercase hex) of the UTF-8 text.
+    """

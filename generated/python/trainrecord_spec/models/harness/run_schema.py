@@ -28,9 +28,9 @@ class HarnessRunRequest(StrictModel):
     """
     A number the suite gives each run; the response repeats it.
     """
-    op: Literal['validate', 'line_hash', 'config_hash', 'write_witness', 'write_metrics', 'read_witness', 'write_diary', 'verify_diary', 'send_report', 'read_metrics', 'build_report', 'report_status', 'load_settings', 'keygen', 'load_key', 'seal', 'report_job']
+    op: Literal['validate', 'line_hash', 'config_hash', 'write_witness', 'write_metrics', 'read_witness', 'write_diary', 'verify_diary', 'send_report', 'read_metrics', 'build_report', 'report_status', 'load_settings', 'keygen', 'load_key', 'seal', 'report_job', 'append_diary', 'architecture']
     """
-    The operation: validate (an instance against a schema), line_hash (diary canonical JSON and hash), config_hash (Foundry config hash), write_witness, write_metrics, read_witness, write_diary, verify_diary, send_report, read_metrics, build_report, report_status, load_settings, keygen, load_key, seal, report_job.
+    The operation: validate (an instance against a schema), line_hash (diary canonical JSON and hash), config_hash (Foundry config hash), write_witness, write_metrics, read_witness, write_diary, verify_diary, send_report, read_metrics, build_report, report_status, load_settings, keygen, load_key, seal, report_job, append_diary, architecture.
     """
     input: dict[str, Any]
     """
@@ -423,4 +423,40 @@ class ReportJobInput(StrictModel):
     last_seq: int | None
     """
     The highest seq already sent about this run as its metadata records it (a process whose clock ran ahead may have sent it), or null.
+    """
+
+
+class AppendDiaryInput(StrictModel):
+    """
+    append_diary: reopen the diary in dir with a writer using fsync_policy (verifying it first), append events, and close it.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    dir: str
+    """
+    The run folder holding an existing diary.jsonl.
+    """
+    events: list[dict[str, Any]]
+    """
+    Each event's type (event) and fields; a resumed run starts with run_start.
+    """
+    fsync_policy: Any
+    """
+    The writer's fsync policy as given by its user (the writer must refuse one it does not define).
+    """
+
+
+class ArchitectureInput(StrictModel):
+    """
+    architecture: the architecture text and architecture_sha256 of a model whose parameters, in named_parameters() order, have these names and shapes.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    parameters: list[list[Any]]
+    """
+    [name, shape] pairs; shape is a list of dimension sizes ([] for a scalar).
     """
