@@ -24,9 +24,6 @@ from trainrecord_conformance.targets import Target
 LOAD = frozenset({"load_settings"})
 TOKEN_ENV = "CORREAD_REPORT_TOKEN"
 
-Toml = dict[str, Any]
-"""The ``[report]`` table (None for no table at all), the other tables, and the env."""
-
 
 def _value(value: Any) -> str:
     if isinstance(value, bool):
@@ -67,7 +64,8 @@ def valid_settings(t: Target) -> st.SearchStrategy[tuple[str, float, str]]:
     return st.tuples(URLS, EVERY, st.text("0123456789abcdef", min_size=8, max_size=32))
 
 
-def _load(ctx: Context, folder: Path, tables: dict[str, Any], env: dict[str, str]) -> Any:
+def _load(folder: Path, tables: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
+    """Write paths.toml into ``folder``; the load_settings input for it."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "paths.toml"
     path.write_text(toml_text(tables), encoding="utf-8")
@@ -85,15 +83,15 @@ def settings_check(
         (folder / "ca.pem").write_text(ctx.service("settings-ca", _ca_pem), encoding="ascii")
         tables = {"paths": {"data": "data"}, "report": {"url": url, "every": every}}
         env = {TOKEN_ENV: tok, "HOME": "/nonexistent"}
-        out = ctx.ok("load_settings", _load(ctx, folder, tables, env))
+        out = ctx.ok("load_settings", _load(folder, tables, env))
         if out["url"] != url or out["every"] != every or out["ca_bundle"]:
             raise Failed(f"loaded {out}, wrote url {url!r}, every {every!r}, no ca_bundle")
         with_ca = {**tables, "report": {**tables["report"], "ca_bundle": "ca.pem"}}
-        out = ctx.ok("load_settings", _load(ctx, folder, with_ca, env))
+        out = ctx.ok("load_settings", _load(folder, with_ca, env))
         if not out["ca_bundle"]:
             raise Failed("a ca_bundle naming an existing PEM file was not loaded")
         bad_tables, bad_env = broken(tables, env, variant)
-        ctx.refused("load_settings", _load(ctx, folder, bad_tables, bad_env), rule)
+        ctx.refused("load_settings", _load(folder, bad_tables, bad_env), rule)
 
     return body
 
