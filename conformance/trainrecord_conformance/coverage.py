@@ -3,9 +3,9 @@
 The completeness test (``tests/conformance/test_completeness.py``) fails for any rule of
 the registry that has neither a check nor an entry here; an entry here is reported as
 *not covered* in every run (``trainrecord-conformance rules`` lists the reason), never as
-passed. Most are properties of a long-lived process (durability under kill -9, locks,
-background threads, timing) or of a Python API the harness protocol does not expose; the
-project's own tests cover them for the Python runtime.
+passed. They are properties of a long-lived process (durability under kill -9, locks,
+background threads, timing, a server's clock) or have no runtime API to drive (run_id);
+the project's own tests cover them for the Python runtime.
 """
 
 from __future__ import annotations
@@ -14,14 +14,9 @@ _PROCESS = (
     "a property of a running process (crash, lock or thread behaviour); the protocol's "
     "operations are single calls. tests/ covers it for the Python runtime"
 )
-_API = "a Python API the harness protocol does not expose (no operation for it yet)"
 _CLIENT = "a property of the background reporter in a running job, not of one send_report"
 
 NOT_COVERED: dict[str, str] = {
-    "diary_metrics.grad.value": "a schema rule whose site the strategy engine cannot reach "
-    "yet (an alternation inside additionalProperties)",
-    "report.lesion.initial_validation.intact.null": "a schema rule whose site the strategy "
-    "engine cannot reach yet (a nested oneOf)",
     "diary.writer.durable": _PROCESS,
     "diary.writer.locked": _PROCESS,
     "diary_metrics.writer.locked": _PROCESS,

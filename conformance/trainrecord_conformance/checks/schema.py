@@ -4,6 +4,11 @@ For each rule with a site in the shipped schemas (:func:`~..strategies.schema_ru
 valid instance of the same schema must be valid, and an instance that breaks exactly that
 rule must be invalid, naming the rule. The Foundry writer and reader rules get a second
 check through ``write_metrics`` and ``read_witness`` (:mod:`.foundry`).
+
+Two schema sites the strategy engine cannot reach yet (an ``anyOf`` inside
+``additionalProperties``, a ``type`` under a nested ``oneOf`` branch) get hand-written
+breaking strategies (:data:`HAND_BROKEN`), held to the same standard: the oracle must
+report exactly that rule for every drawn instance.
 """
 
 from __future__ import annotations
@@ -23,6 +28,65 @@ def pairs(rule: str) -> Any:
     def build(target: Target) -> st.SearchStrategy[tuple[Any, S.Broken]]:
         broken = S.breaking_instances(rule, nonfinite=target.nonfinite)
         return broken.flatmap(lambda b: st.tuples(S.valid_instances(b.schema_id), st.just(b)))
+
+    return build
+
+
+ROW = "https://trainrecord.dev/schemas/diary/metrics-row.schema.json"
+REPORT = "https://trainrecord.dev/schemas/reporting/reporting.schema.json"
+NOT_GRAD = st.one_of(
+    st.floats(max_value=-1e-300, allow_nan=False, allow_infinity=False),
+    st.integers(max_value=-1),
+    st.sampled_from(["nan", "inf", "NaN ", "", "-Infinity ", "1.0", True, False, [], {}]),
+)
+
+
+def _exact(rule: str, broken: S.Broken) -> S.Broken:
+    """The drawn instance, once the oracle confirms it breaks ``rule`` and nothing else."""
+    found = S.oracle_rules(broken.instance, broken.schema_id)
+    if found != {rule}:
+        raise S.StrategyDrift(f"a hand-written breaking instance for {rule} gave {found}")
+    return broken
+
+
+def _grad_value(rule: str) -> st.SearchStrategy[S.Broken]:
+    layer = st.from_regex(r"[a-z][a-z0-9_.]{0,10}", fullmatch=True)
+    return st.tuples(S.valid_instances(ROW), layer, NOT_GRAD).map(
+        lambda t: _exact(
+            rule,
+            S.Broken(ROW, {**t[0], "grad": {**t[0]["grad"], t[1]: t[2]}}, f"{rule} grad.{t[1]}"),
+        )
+    )
+
+
+def _intact_null(rule: str) -> st.SearchStrategy[S.Broken]:
+    from trainrecord_conformance.checks.reporting import _vector_reports
+
+    lesion = [r for r in _vector_reports() if r["kind"] == "lesion"]
+
+    def broken(report: dict[str, Any]) -> S.Broken:
+        initial = report.get("initial_validation") or {}
+        value = {"intact": None, "lesioned": initial.get("lesioned")}
+        instance = {**report, "initial_validation": value}
+        return _exact(rule, S.Broken(REPORT, instance, f"{rule} initial_validation.intact"))
+
+    return st.sampled_from(lesion).map(broken)
+
+
+HAND_BROKEN = {
+    "diary_metrics.grad.value": _grad_value,
+    "report.lesion.initial_validation.intact.null": _intact_null,
+}
+"""Schema rules whose breaking instances are written by hand, by rule id."""
+
+
+def hand_pairs(rule: str) -> Any:
+    """(valid instance, breaking instance) from a hand-written strategy."""
+
+    def build(target: Target) -> st.SearchStrategy[tuple[Any, S.Broken]]:
+        return HAND_BROKEN[rule](rule).flatmap(
+            lambda b: st.tuples(S.valid_instances(b.schema_id), st.just(b))
+        )
 
     return build
 
@@ -59,4 +123,15 @@ def checks() -> list[Check]:
             scale="schema",
         )
         for rule in sorted(S.schema_rules())
+    ] + [
+        Check(
+            rule,
+            "validate refuses it, naming the rule (hand-written breaking instances)",
+            frozenset({"validate"}),
+            hand_pairs(rule),
+            validate_body(rule),
+            scale="schema",
+        )
+        for rule in sorted(HAND_BROKEN)
+        if rule not in S.schema_rules()
     ]
