@@ -9,12 +9,13 @@ spellings, must get the seed snippet's verdict; mutated event lines must get the
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from typing import Any
 
 import orjson
-from hypothesis import assume, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from tests.conftest import SPEC
@@ -239,3 +240,71 @@ def test_a_changed_line_with_exponent_floats_is_a_hash_failure_not_a_schema_one(
         bad = raw.replace(target, target[:-1] + b"8", 1)
         res = scan(bad, 1)
         assert res.failure is not None and res.failure.rule == "diary.chain.hash", res.failure
+
+
+ascii_text = st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=8)
+small_floats = st.one_of(
+    st.floats(min_value=1e-10, max_value=1e-4), st.floats(min_value=-1e-4, max_value=-1e-10)
+)
+chunk_values = st.recursive(
+    st.one_of(st.none(), ints, floats, small_floats, ascii_text),
+    lambda kids: st.one_of(
+        st.lists(kids, max_size=3), st.dictionaries(ascii_text, kids, max_size=3)
+    ),
+    max_leaves=8,
+)
+chunk_bodies = st.dictionaries(
+    ascii_text.filter(lambda k: k not in ("seq", "time", "event", "prev", "hash", "small", "text")),
+    chunk_values,
+    max_size=5,
+)
+
+
+@given(
+    extras=st.lists(st.tuples(chunk_bodies, small_floats), min_size=1, max_size=6),
+    orjson_hashed=st.one_of(st.none(), st.integers(min_value=0, max_value=5)),
+    wide=st.sampled_from(["", "\u00e9", "\x7f", "\u2028"]),
+    raw_strings=st.booleans(),
+)
+@example(extras=[({}, 1e-05), ({}, 2e-07)], orjson_hashed=1, wide="\u00e9", raw_strings=True)
+@example(extras=[({"a": [1e-06]}, 1e-05)], orjson_hashed=0, wide="\x7f", raw_strings=True)
+@example(extras=[({"a": 0.5}, -3e-09)], orjson_hashed=0, wide="", raw_strings=False)
+@example(extras=[({}, 0.25), ({}, 0.5)], orjson_hashed=1, wide="\x7f", raw_strings=True)
+def test_a_range_of_lines_gets_the_snippets_answer_on_every_line(
+    extras, orjson_hashed, wide, raw_strings
+) -> None:
+    """Several lines in one range, so the range-wide proofs are used (ASCII without DEL:
+    control characters, quotes and backslashes by short escapes; small floats; nested
+    values), and ranges holding a raw non-ASCII character or DEL, which orjson writes raw.
+    One line may have its hash made over another spelling of its body (orjson's, or
+    ``json.dumps`` with raw strings) and hold ``wide``: the verifier must reject exactly the
+    lines the snippet rejects, first failure first."""
+    prev, raws, snippet_first_bad = PREV, [], None
+    for i, (extra, small) in enumerate(extras):
+        line = {"seq": i, "time": 1.5, "event": "x_custom", **extra, "small": small}
+        if orjson_hashed == i:
+            line["text"] = wide
+        text_ = json.dumps(line, sort_keys=True, separators=(",", ":"))
+        hashed = text_.encode()
+        if orjson_hashed == i and raw_strings:
+            hashed = json.dumps(
+                line, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+            ).encode()
+        elif orjson_hashed == i:
+            # (an integer orjson cannot write: the canonical bytes stay)
+            with contextlib.suppress(orjson.JSONEncodeError):
+                hashed = orjson.dumps(line, option=orjson.OPT_SORT_KEYS)
+        digest = hashlib.sha256(prev.encode() + hashed).hexdigest()
+        full = {**line, "prev": prev, "hash": digest}
+        try:
+            seed_check(json.loads(json.dumps(full)))
+        except AssertionError:
+            snippet_first_bad = i + 1 if snippet_first_bad is None else snippet_first_bad
+        raws.append(json.dumps(full, separators=(",", ":"), ensure_ascii=False).encode())
+        prev = digest
+    res = scan(b"\n".join(raws) + b"\n", 1)
+    if snippet_first_bad is None:
+        assert res.failure is None and res.lines == len(extras), res.failure
+    else:
+        assert res.failure is not None and res.failure.line == snippet_first_bad, res.failure
+        assert res.failure.rule == "diary.chain.hash"

@@ -135,12 +135,6 @@ def _slow_line(raw: bytes, line_no: int) -> tuple[dict[str, Any], bytes] | LineF
     return value, body
 
 
-def _finish(res: ChunkResult, events: dict[str, int], count: int) -> ChunkResult:
-    res.events.update(events)
-    res.lines = count
-    return res
-
-
 def scan(data: bytes | memoryview, first_line: int) -> ChunkResult:
     """Check every complete line in ``data`` (which ends at a newline or is empty).
 
@@ -153,31 +147,39 @@ def scan(data: bytes | memoryview, first_line: int) -> ChunkResult:
     prev and hash) only when no name was dropped (see :func:`no_duplicate_names`). When
     that does not hold, or a line fails, the range is checked again line by line, so the
     first failing line and its rule are the line-by-line answer.
+
+    The ASCII half of the fast path's proof is also made for the whole range at once: with
+    no ``\\u`` escape, every string a line parses to holds only characters written raw in
+    the range or given by a short escape (``\\n``, ``\\"``, ...), so when the range is
+    ASCII without DEL, so is orjson's output of every line (see :mod:`.fastline`).
     """
     raw_all = bytes(data)
     if b"\\u" not in raw_all:
-        res = _scan(raw_all, first_line, strict=False)
+        plain = raw_all.isascii() and b"\x7f" not in raw_all
+        res = _scan(raw_all, first_line, strict=False, plain=plain)
         if res.failure is None and res.colons == raw_all.count(b":"):
             return res
     return _scan(raw_all, first_line, strict=True)
 
 
-def _scan(raw_all: bytes, first_line: int, *, strict: bool) -> ChunkResult:
+def _scan(raw_all: bytes, first_line: int, *, strict: bool, plain: bool = False) -> ChunkResult:
+    """The range line by line. ``strict``: rule out duplicate names line by line. ``plain``:
+    the caller proved every line's orjson output ASCII without DEL (see :func:`scan`)."""
     res = ChunkResult(first_line=first_line)
     lines = raw_all.split(b"\n")
     lines.pop()  # after the final newline
     res.total = len(lines)
-    events: dict[str, int] = {}
-    count = 0
     sha256 = hashlib.sha256
     valid = fast_validators()
     common = valid[None]
+    check_of = valid.get
     loads, dumps, decode_error, sort = fast_json()
+    events: dict[str, int] = {}
+    count = colons = 0
     line_no = first_line - 1
     prev_hash: str | None = None
     prev_event: str | None = None
     expect_seq: int | None = None
-    colons = 0
     for raw in lines:
         line_no += 1
         body = None
@@ -187,34 +189,31 @@ def _scan(raw_all: bytes, first_line: int, *, strict: bool) -> ChunkResult:
             value = None
         if value.__class__ is dict:
             event = value.get("event")
-            check = valid.get(event, common) if event.__class__ is str else common
-            if check(value):
+            if (check_of(event, common) if event.__class__ is str else common)(value):
                 prev = value.pop("prev")
                 digest_given = value.pop("hash")
                 out = dumps(value, option=sort)
                 if (
-                    out.isascii()
-                    and b"\x7f" not in out
+                    (plain or (out.isascii() and b"\x7f" not in out))
                     and b"0.0000" not in out
                     and (b"-" not in out or b"e-" not in out)
                     and (b"+" not in out or b"e+" not in out)
                 ):
                     body = out
                 else:
-                    body = exact_body(value, raw, out)
+                    body = exact_body(value, raw, out, plain)
                 if strict and not no_duplicate_names(raw, out):
                     body = None
         if body is None:
             slow = _slow_line(raw, line_no)
             if slow.__class__ is LineFailure:
                 res.failure = slow  # type: ignore[assignment]
-                return _finish(res, events, count)
+                break
             value, body = slow  # type: ignore[misc]
             prev = value["prev"]
             digest_given = value["hash"]
         seq = value["seq"]
         event = value["event"]
-        failure = None
         if expect_seq is None:
             res.first_seq, res.first_prev, res.first_event = seq, prev, event
             # the caller checks this line's seq and prev: make sure their format is checked
@@ -226,37 +225,49 @@ def _scan(raw_all: bytes, first_line: int, *, strict: bool) -> ChunkResult:
                 and _HEX64.fullmatch(digest_given)
             ):
                 failure = _fail_schema_raw(line_no, raw)
+                if failure is not None:
+                    res.failure = failure
+                    break
+            expect_seq, prev_hash = seq, prev
+        # the common case first: every check holds
+        if (
+            seq == expect_seq
+            and prev == prev_hash
+            and (prev_event != "run_end" or event == "run_start")
+        ):
+            digest = sha256(prev.encode() + body).hexdigest()
+            if digest == digest_given:
+                events[event] = events.get(event, 0) + 1
+                count += 1
+                colons += body.count(b":")
+                if event == "run_end":
+                    res.run_ends.append((line_no, value["metrics_sha256"]))
+                prev_hash = digest
+                prev_event = event
+                expect_seq = seq + 1
+                continue
+            failure = LineFailure(line_no, seq, "diary.chain.hash", HASH_BROKEN)
         elif seq != expect_seq:
             failure = LineFailure(
                 line_no, seq, "diary.chain.seq", f"seq is {seq}, expected {expect_seq}"
             )
         elif prev != prev_hash:
             failure = LineFailure(line_no, seq, "diary.chain.prev", PREV_BROKEN)
-        elif prev_event == "run_end" and event != "run_start":
+        else:
             failure = LineFailure(
                 line_no,
                 seq,
                 "diary.order.run_end",
                 f"a {event} line follows run_end; only a run_start (a resumed run) may",
             )
-        digest = sha256(prev.encode() + body).hexdigest() if failure is None else ""
-        if failure is None and digest != digest_given:
-            failure = LineFailure(line_no, seq, "diary.chain.hash", HASH_BROKEN)
-        if failure is not None:
-            # the schema comes first: prev and hash formats are checked only here
-            res.failure = _fail_schema_raw(line_no, raw) or failure
-            return _finish(res, events, count)
-        events[event] = events.get(event, 0) + 1
-        if event == "run_end":
-            res.run_ends.append((line_no, value["metrics_sha256"]))
-        prev_hash = digest
-        prev_event = event
-        expect_seq = seq + 1
-        count += 1
-        colons += body.count(b":")
-    _finish(res, events, count)
-    res.colons = colons + 2 * count
-    res.last_seq = None if expect_seq is None else expect_seq - 1
-    res.last_hash = prev_hash
-    res.last_event = prev_event
+        # the schema comes first: prev and hash formats are checked only here
+        res.failure = _fail_schema_raw(line_no, raw) or failure
+        break
+    res.events.update(events)
+    res.lines = count
+    if res.failure is None:
+        res.colons = colons + 2 * count
+        res.last_seq = None if expect_seq is None else expect_seq - 1
+        res.last_hash = prev_hash
+        res.last_event = prev_event
     return res

@@ -111,22 +111,35 @@ def _python_floats(obj: Any, fragment: Any, huge: list[bool]) -> None:
             _python_floats(v, fragment, huge)
 
 
-def exact_body(body: dict[str, Any], raw: bytes, out: bytes) -> bytes | None:
+def exact_body(body: dict[str, Any], raw: bytes, out: bytes, plain: bool = False) -> bytes | None:
     """Canonical bytes of an orjson-parsed body whose orjson text was not provably exact.
 
-    When the only doubt is float spelling (``out`` is ASCII without DEL), the floats Python
-    writes with an exponent (below 1e-4, from 1e16) are given to orjson pre-spelled by
-    ``repr``, which is how ``json.dumps`` spells them. orjson parses an integer it cannot
-    hold (beyond 64 bits) as a float of 2**63 or more; when such a float appears and the
-    line holds 19 or more digits in a row, the values may not be exact and the answer is
-    None: the caller parses again with the standard library.
+    When the only doubt is float spelling (``out`` is ASCII without DEL; ``plain``: the
+    caller has proved that already), the floats Python writes with an exponent (below
+    1e-4, from 1e16) are given to orjson pre-spelled by ``repr``, which is how
+    ``json.dumps`` spells them. orjson parses an integer it cannot hold (beyond 64 bits) as
+    a float of 2**63 or more; when such a float appears and the line holds 19 or more
+    digits in a row, the values may not be exact and the answer is None: the caller parses
+    again with the standard library.
     """
-    if not out.isascii() or b"\x7f" in out:
+    if not plain and (not out.isascii() or b"\x7f" in out):
         return None
     if orjson is None:  # pragma: no cover
         return None
-    huge: list[bool] = []
-    _python_floats(body, orjson.Fragment, huge)  # the parsed line is the caller's own copy
+    fragment = orjson.Fragment
+    huge = False
+    # the top level inline (most lines are flat); nested values by _python_floats
+    for k, v in body.items():  # values change, keys do not: safe while iterating
+        cls = v.__class__
+        if cls is float:
+            if (-1e-4 < v < 1e-4 and v != 0.0) or v >= 1e16 or v <= -1e16:
+                if v >= _HUGE or v <= -_HUGE:
+                    huge = True
+                body[k] = fragment(repr(v).encode())
+        elif cls is dict or cls is list:
+            found: list[bool] = []
+            _python_floats(v, fragment, found)
+            huge = huge or bool(found)
     if huge and _BIG_INT.search(raw) is not None:
         return None
     return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
