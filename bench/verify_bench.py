@@ -10,7 +10,9 @@ events, ~290-byte lines), then times, in one run and alternately:
 
 It checks that both agree on every line: on the intact diary both accept all N lines; on a
 copy with one value changed in the middle both reject exactly that line first. It prints
-lines/s of each and the ratio. ``--lines`` sets the size (``--lines 200000`` for a quick run).
+lines/s of each and the ratio. ``--lines`` sets the size (``--lines 200000`` for a quick run);
+``--single`` times only the one-process verify against the snippet (per-line cost, which a
+busy machine disturbs less than a parallel run). CPU microseconds per line are printed too.
 """
 
 from __future__ import annotations
@@ -151,6 +153,9 @@ def main() -> int:
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=1, help="timed rounds of each")
     parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument(
+        "--single", action="store_true", help="time only the one-process verify (no workers)"
+    )
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="verify-bench-"))
     try:
@@ -163,26 +168,28 @@ def main() -> int:
             f"{time.perf_counter() - t0:.1f}s"
         )
         snippet_t, verify_t, single_t = [], [], []
-        snippet_cpu = verify_cpu = 0.0
+        snippet_cpu, verify_cpu, single_cpu = [], [], []
         for _ in range(args.repeat):
             t, c = time.perf_counter(), cpu_seconds()
             n, bad = seed_snippet(run / "diary.jsonl")
             snippet_t.append(time.perf_counter() - t)
-            snippet_cpu = cpu_seconds() - c
+            snippet_cpu.append(cpu_seconds() - c)
             assert n == args.lines and bad is None, (n, bad)
+            if not args.single:
+                t, c = time.perf_counter(), cpu_seconds()
+                res = verify(run, workers=args.workers)
+                verify_t.append(time.perf_counter() - t)
+                verify_cpu.append(cpu_seconds() - c)
+                assert res.status == "ok" and res.lines == args.lines, res.summary()
             t, c = time.perf_counter(), cpu_seconds()
-            res = verify(run, workers=args.workers)
-            verify_t.append(time.perf_counter() - t)
-            verify_cpu = cpu_seconds() - c
-            assert res.status == "ok" and res.lines == args.lines, res.summary()
-            t = time.perf_counter()
             res = verify(run, workers=1)
             single_t.append(time.perf_counter() - t)
+            single_cpu.append(cpu_seconds() - c)
             assert res.status == "ok" and res.lines == args.lines, res.summary()
         bad_line = args.lines // 2 + 1
         tamper(run, tmp / "tampered", bad_line)
         _, snippet_bad = seed_snippet(tmp / "tampered" / "diary.jsonl")
-        res = verify(tmp / "tampered", workers=args.workers)
+        res = verify(tmp / "tampered", workers=1 if args.single else args.workers)
         assert snippet_bad == bad_line and res.failure and res.failure.line == bad_line, (
             snippet_bad,
             res.summary(),
@@ -191,23 +198,35 @@ def main() -> int:
             f"agreement: both accept all {args.lines} lines of the intact diary; both reject "
             f"line {bad_line} first in the tampered copy ({res.failure.rule})"
         )
-        s, v, one = min(snippet_t), min(verify_t), min(single_t)
-        workers = args.workers or os.cpu_count() or 1
-        print(f"seed snippet (json + hashlib)  : {s:7.2f} s  {args.lines / s:10,.0f} lines/s")
+        s, one = min(snippet_t), min(single_t)
+        us = 1e6 / args.lines
         print(
-            f"trainrecord verify, 1 process  : {one:7.2f} s  {args.lines / one:10,.0f} lines/s "
-            f"= {s / one:.2f}x (plus schema, seq, links, order)"
+            f"seed snippet (json + hashlib)  : {s:7.2f} s  {args.lines / s:10,.0f} lines/s  "
+            f"{min(snippet_cpu) * us:5.2f} us CPU/line"
         )
+        print(
+            f"trainrecord verify, 1 process  : {one:7.2f} s  {args.lines / one:10,.0f} lines/s  "
+            f"{min(single_cpu) * us:5.2f} us CPU/line = {s / one:.2f}x "
+            "(plus schema, seq, links, order)"
+        )
+        load = os.getloadavg()[0]
+        if args.single:
+            print(
+                f"ratio: verify in one process is {s / one:.2f}x the seed snippet "
+                f"(CPU time: {min(snippet_cpu) / min(single_cpu):.2f}x; load average "
+                f"{load:.1f} while measuring)"
+            )
+            return 0
+        v = min(verify_t)
+        workers = args.workers or os.cpu_count() or 1
         print(
             f"trainrecord verify, {workers} workers  : {v:7.2f} s  {args.lines / v:10,.0f} "
             f"lines/s = {s / v:.2f}x"
         )
         print(
-            f"CPU seconds used: snippet {snippet_cpu:.2f}, verify {verify_cpu:.2f} over "
-            f"{min(verify_t):.2f} s of wall time (the cores it got: "
-            f"{verify_cpu / max(min(verify_t), 1e-9):.2f})"
+            f"CPU seconds used: snippet {min(snippet_cpu):.2f}, verify {min(verify_cpu):.2f} "
+            f"over {v:.2f} s of wall time (the cores it got: {min(verify_cpu) / max(v, 1e-9):.2f})"
         )
-        load = os.getloadavg()[0]
         print(
             f"ratio: verify is {s / v:.2f}x the seed snippet ({workers} workers, "
             f"{os.cpu_count()} CPUs, load average {load:.1f} while measuring)"
