@@ -176,12 +176,10 @@ def _scan(raw_all: bytes, first_line: int, *, strict: bool, plain: bool = False)
     loads, dumps, decode_error, sort = fast_json()
     events: dict[str, int] = {}
     count = colons = 0
-    line_no = first_line - 1
     prev_hash: str | None = None
     prev_event: str | None = None
     expect_seq: int | None = None
-    for raw in lines:
-        line_no += 1
+    for line_no, raw in enumerate(lines, first_line):
         body = None
         try:
             value = loads(raw)
@@ -212,8 +210,8 @@ def _scan(raw_all: bytes, first_line: int, *, strict: bool, plain: bool = False)
             value, body = slow  # type: ignore[misc]
             prev = value["prev"]
             digest_given = value["hash"]
+            event = value["event"]
         seq = value["seq"]
-        event = value["event"]
         if expect_seq is None:
             res.first_seq, res.first_prev, res.first_event = seq, prev, event
             # the caller checks this line's seq and prev: make sure their format is checked
