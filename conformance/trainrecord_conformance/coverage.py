@@ -22,7 +22,6 @@ NOT_COVERED: dict[str, str] = {
     "diary_metrics.writer.locked": _PROCESS,
     "report.transport.timeout": "needs a server that hangs for over 10 s per example; too "
     "slow for the suite's budget",
-    "report.transport.one_warning": _CLIENT,
     "report.transport.never_slows": _CLIENT,
     "report.run_id.stable": "the runtime takes run_id from the job (JobState.run_id); no API "
     "chooses it across resumes or after a discarded run, so there is nothing to drive",

@@ -9,6 +9,8 @@ serves them over the protocol, so both paths run the very same code.
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -276,15 +278,36 @@ def report_job(data: dict[str, Any]) -> dict[str, Any]:
     clock = SeqClock(Path(data["seq_dir"]) / "report_seq.json", last_seq=data["last_seq"] or 0)
     state = _job_state(data["state"], _secrets(None))
     state.running, state.finished_at = True, None
-    reporter = Reporter(settings, state, seq=clock, flush_timeout=5.0)
-    reporter.started()
-    for _ in range(data["progress"]):
-        reporter.progress(force=True)
-    if data["end"] == "complete":
-        reporter.complete()
-    else:
-        reporter.interrupted()
-    return {"closed": reporter.close(5.0)}
+    counter = _WarningCounter()
+    logger = logging.getLogger("trainrecord.report")
+    logger.addHandler(counter)
+    try:
+        reporter = Reporter(settings, state, seq=clock, flush_timeout=5.0)
+        pause = float(data.get("pause") or 0)
+        reporter.started()
+        for _ in range(data["progress"]):
+            time.sleep(pause)
+            reporter.progress(force=True)
+        time.sleep(pause)
+        if data["end"] == "complete":
+            reporter.complete()
+        else:
+            reporter.interrupted()
+        closed = reporter.close(5.0)
+    finally:
+        logger.removeHandler(counter)
+    return {"closed": closed, "warnings": counter.count}
+
+
+class _WarningCounter(logging.Handler):
+    """Counts the warnings the reporter logs (the job's log, kept off stderr here)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.count += 1
 
 
 OPERATIONS: dict[str, Operation] = {

@@ -123,6 +123,12 @@ def _lenient_validate(data: dict[str, Any]) -> dict[str, Any]:
     return ops.validate({**data, "instance": instance})
 
 
+def _warns_once_ever(data: dict[str, Any]) -> dict[str, Any]:
+    """Never warns again after the first failure, even once reports got through."""
+    out = ops.report_job(data)
+    return {**out, "warnings": min(1, out["warnings"])}
+
+
 FAULTS: dict[str, tuple[str, Faulty]] = {
     "report.consistency.event_status": ("build_report", _after_build(_event_kept)),
     "report.consistency.error": ("build_report", _after_build(_error_kept)),
@@ -138,6 +144,7 @@ FAULTS: dict[str, tuple[str, Faulty]] = {
     "diary.writer.fsync_policy": ("append_diary", _any_policy),
     "diary.architecture.text": ("architecture", _compact_shapes),
     "diary_metrics.grad.value": ("validate", _lenient_validate),
+    "report.transport.one_warning": ("report_job", _warns_once_ever),
     "report.lesion.initial_validation.intact.null": ("validate", _lenient_validate),
 }
 

@@ -2,7 +2,9 @@
 
 Paths decide the answer: ``/status/<code>/...`` answers that status, ``/redirect/...``
 answers 302 to ``/landing/...`` on the same server, ``/body/<code>/<n>/...`` answers that
-status with an n-character body (:func:`answer_body`), anything else 200 ``{"ok": true}``.
+status with an n-character body (:func:`answer_body`), ``/pattern/<letters>/...`` answers
+its i-th request 200 for ``o`` and 500 for ``f`` (the last letter repeats), anything else 200
+``{"ok": true}``.
 Every request is recorded (method, path, headers, body) so a check can see exactly what
 arrived, and what did not.
 """
@@ -50,6 +52,10 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             code = 200
         payload = b'{"ok": true}' if 200 <= code < 300 else b'{"ok": false, "error": "test"}'
+        if len(parts) > 2 and parts[1] == "pattern" and parts[2]:
+            seen = len(self.server.arrived(self.path)) - 1
+            code = 200 if parts[2][min(seen, len(parts[2]) - 1)] == "o" else 500
+            payload = b'{"ok": true}' if code == 200 else b'{"ok": false, "error": "test"}'
         if len(parts) > 3 and parts[1] == "body" and parts[2].isdigit() and parts[3].isdigit():
             code, payload = int(parts[2]), answer_body(int(parts[3])).encode("ascii")
         self.send_response(code)

@@ -1,4 +1,11 @@
-"""Reporting API v2, §4: seq across resumes and processes (``report_job``).
+"""Reporting API v2: a job's reports over its life (``report_job``).
+
+``report.transport.one_warning``: the receiver answers a job's reports by a pattern of
+successes and failures; the job (working ``PAUSE`` seconds between reports, so that few are
+dropped for newer ones) must log one warning per run of failures among the reports that
+arrived (a failure after a report got through warns again), none while they get through.
+
+``report.seq.increasing`` (§4): seq across resumes and processes.
 
 One run is reported by several calls of ``report_job`` in turn (a job and its resumes), all
 with the run's own folder (``seq_dir``) and the run's known last seq (``last_seq``). The
@@ -22,6 +29,8 @@ from trainrecord_conformance.checks.payload import base_state
 from trainrecord_conformance.checks.reporting import _vector_reports, receiver, token
 
 JOB = frozenset({"report_job"})
+PAUSE = 0.03
+"""Seconds the job works between reports in the warning check, so most reports go out."""
 AHEAD_MS = 86_400_000
 """How far ahead the earlier process's clock ran: a day."""
 
@@ -73,9 +82,58 @@ def increasing(ctx: Context, case: tuple[dict[str, Any], list[tuple[int, str]]])
             last = seq
 
 
+@st.composite
+def patterns(draw: Callable[..., Any]) -> tuple[dict[str, Any], int, str, str]:
+    """(state, progress reports, final event, answer pattern of o and f)."""
+    state = base_state(draw(st.sampled_from(_vector_reports())))
+    progress = draw(st.integers(0, 4))
+    end = draw(st.sampled_from(["complete", "interrupted"]))
+    return state, progress, end, draw(st.text("of", min_size=1, max_size=6))
+
+
+def failure_runs(answers: str) -> int:
+    """How many runs of consecutive failures a sequence of answers holds."""
+    return sum(1 for i, a in enumerate(answers) if a == "f" and (i == 0 or answers[i - 1] == "o"))
+
+
+def one_warning(ctx: Context, case: tuple[dict[str, Any], int, str, str]) -> None:
+    """One warning per run of failed reports; quiet while reports get through."""
+    state, progress, end, pattern = case
+    rec = receiver(ctx)
+    path = rec.fresh(f"/pattern/{pattern}")
+    data = {
+        "url": rec.base + path,
+        "token": token(),
+        "state": state,
+        "progress": progress,
+        "end": end,
+        "seq_dir": str(ctx.folder(create=True)),
+        "last_seq": None,
+        "pause": PAUSE,
+    }
+    out = ctx.ok("report_job", data)
+    tries = len(rec.arrived(path))
+    if not tries:
+        raise Failed("no report arrived")
+    answers = "".join(pattern[min(i, len(pattern) - 1)] for i in range(tries))
+    wanted = failure_runs(answers)
+    if out["warnings"] != wanted:
+        raise Failed(
+            f"answers {answers!r} (o: 200, f: 500): {out['warnings']} warnings, not {wanted}"
+        )
+
+
 def checks() -> list[Check]:
-    """The seq check."""
+    """The seq and warning checks."""
     return [
+        Check(
+            "report.transport.one_warning",
+            "one warning per run of failures",
+            JOB,
+            lambda t: patterns(),
+            one_warning,
+            scale="io",
+        ),
         Check(
             "report.seq.increasing",
             "seq increases across resumes and processes",
@@ -83,5 +141,5 @@ def checks() -> list[Check]:
             lambda t: resumes(),
             increasing,
             scale="io",
-        )
+        ),
     ]

@@ -266,7 +266,7 @@ class SealOutput(StrictModel):
 
 class ReportJobOutput(StrictModel):
     """
-    report_job: whether the final report went out within the bounded time.
+    report_job: whether the final report went out within the bounded time, and how many warnings the job logged about reporting.
     """
 
     model_config = ConfigDict(
@@ -275,6 +275,10 @@ class ReportJobOutput(StrictModel):
     closed: bool
     """
     True when the last report was sent before return.
+    """
+    warnings: Annotated[int, Field(ge=0)]
+    """
+    How many warnings about reports not getting through the job logged (to its log or stderr) during the call.
     """
 
 

@@ -424,6 +424,10 @@ class ReportJobInput(StrictModel):
     """
     The highest seq already sent about this run as its metadata records it (a process whose clock ran ahead may have sent it), or null.
     """
+    pause: Annotated[float | MISSING, Field(ge=0.0, le=5.0)] = MISSING
+    """
+    Seconds the job works (sleeps) after queueing each report, before the next; 0 queues them back to back (the newest-only queue may then drop some).
+    """
 
 
 class AppendDiaryInput(StrictModel):
