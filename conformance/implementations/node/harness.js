@@ -36,7 +36,8 @@ const text = (v) => (typeof v === "string" ? v : null);
 /** @param {Iterable<{rule: string}>} found */
 const ruleIds = (found) => [...new Set([...found].map((p) => p.rule))];
 
-/** @type {Record<Operation, (input: Record<string, PyValue>) => any>} */
+/** The operations this implementation supports; the others are reported as unsupported in start. */
+/** @type {Partial<Record<Operation, (input: Record<string, PyValue>) => any>>} */
 const OPERATIONS = {
   validate: (input) => {
     const found = problems(input.instance ?? null, String(input.schema));
