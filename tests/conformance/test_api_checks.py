@@ -48,11 +48,14 @@ def _eta_always(report: dict[str, Any], data: dict[str, Any]) -> None:
 
 
 def _build_unchecked(data: dict[str, Any]) -> dict[str, Any]:
-    """Build without the check before sending (unsorted units go out as given)."""
+    """Build without ordering the units or checking before sending (they go out as given)."""
     from trainrecord.report import build_report
 
     secrets = ops._secrets(data["secrets"])
     state = ops._job_state(data["state"], secrets)
+    if state.kind == "lesion":
+        given = data["state"]["config"].get("lesioned_units")
+        state.config = {**state.config, "lesioned_units": list(given or [])}
     kw = {k: data[k] for k in ("event", "status", "seq", "sent_at")}
     return {"report": build_report(state, **kw)}
 

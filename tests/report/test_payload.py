@@ -339,6 +339,12 @@ def test_lesioned_units_must_ascend_and_the_word_channel_must_be_ordered() -> No
         ]
 
 
+def test_config_gives_lesioned_units_ascending_without_repeats() -> None:
+    cfg = config("lesion", source_name="lit_bias_z_79", lesioned_units=[463, 3, 17, 3])
+    assert cfg["lesioned_units"] == [3, 17, 463]
+    assert config("lesion", lesioned_units=[2, "x"])["lesioned_units"] == [2, "x"]  # schema's job
+
+
 def test_encode_refuses_what_the_schema_refuses_naming_the_rule_and_field() -> None:
     with pytest.raises(RecordRefused) as info:
         encode_report(_report(seq=-5))

@@ -112,10 +112,17 @@ def _fill(definition: str, rule_prefix: str, values: Mapping[str, Any]) -> dict[
 
 
 def config(kind: Kind, **values: Any) -> dict[str, Any]:
-    """A kind's config with every field; missing ones are null (``lesioned_units`` empty)."""
+    """A kind's config with every field; missing ones are null (``lesioned_units`` empty).
+
+    ``lesioned_units`` is a set of unit indices: it is given in ascending order without
+    repeats, as the report requires, whatever order the job lists them in.
+    """
     out = _fill(f"{kind}_config", "report.config", values)
     if kind == "lesion":
-        out["lesioned_units"] = list(values.get("lesioned_units") or [])
+        units = list(values.get("lesioned_units") or [])
+        if all(isinstance(u, int) and not isinstance(u, bool) for u in units):
+            units = sorted(set(units))  # anything else is left for the schema to refuse
+        out["lesioned_units"] = units
         if out["reset_outgoing"] is None:
             out["reset_outgoing"] = False
         if out["silent_epochs"] is None:
