@@ -87,8 +87,16 @@ def test_a_missing_ca_bundle_is_refused() -> None:
     refused("report.settings.ca_bundle", ca_bundle="/nonexistent/ca.pem")
 
 
+def test_a_ca_bundle_that_is_not_pem_certificates_is_refused(tmp_path: Path) -> None:
+    garbage = tmp_path / "ca.pem"
+    garbage.write_text("not a certificate\n")
+    refused("report.settings.ca_bundle", ca_bundle=str(garbage))
+
+
 def test_load_settings_reads_paths_toml_and_the_environment(tmp_path: Path) -> None:
-    (tmp_path / "ca.pem").write_text("x")
+    import trustme
+
+    trustme.CA().cert_pem.write_to_path(str(tmp_path / "ca.pem"))
     toml = tmp_path / "paths.toml"
     toml.write_text(
         '[report]\nurl = "https://example.org/api/runs"\nevery = 30\nca_bundle = "ca.pem"\n'

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ipaddress
 import math
 import os
+import ssl
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -135,6 +136,17 @@ def check_every(every: object) -> float:
     return float(every)  # type: ignore[arg-type]
 
 
+def _is_ca_file(path: str) -> bool:
+    """Whether ``path`` is a readable PEM file holding at least one CA certificate."""
+    if not Path(path).is_file():
+        return False
+    try:
+        context = ssl.create_default_context(cafile=path)
+    except (ssl.SSLError, OSError, ValueError):
+        return False
+    return bool(context.get_ca_certs())
+
+
 @dataclass(frozen=True)
 class ReportSettings:
     """Checked reporting settings. Construction raises on anything missing or unsafe."""
@@ -150,7 +162,7 @@ class ReportSettings:
         check_url(self.url)
         object.__setattr__(self, "every", check_every(self.every))
         check_token(self.token)
-        if self.ca_bundle is not None and not Path(self.ca_bundle).is_file():
+        if self.ca_bundle is not None and not _is_ca_file(self.ca_bundle):
             raise RecordRefused.one(
                 "report.settings.ca_bundle",
                 ("report", "ca_bundle"),
