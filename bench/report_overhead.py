@@ -62,8 +62,8 @@ class HangingServer:
         self.sock.close()
 
 
-def make_step() -> tuple[Callable[[], None], str]:
-    """One training step of a tiny model, and a description of it."""
+def make_step(width: int = 128, batch: int = 32) -> tuple[Callable[[], None], str]:
+    """One training step of a small MLP (64-width-10), and a description of it."""
     try:
         import torch
     except ImportError:
@@ -78,9 +78,11 @@ def make_step() -> tuple[Callable[[], None], str]:
         return py_step, "pure-Python loop (torch not installed)"
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+    model = torch.nn.Sequential(
+        torch.nn.Linear(64, width), torch.nn.ReLU(), torch.nn.Linear(width, 10)
+    )
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))
+    x, y = torch.randn(batch, 64), torch.randint(0, 10, (batch,))
     loss_fn = torch.nn.CrossEntropyLoss()
 
     def torch_step() -> None:
@@ -89,7 +91,7 @@ def make_step() -> tuple[Callable[[], None], str]:
         loss.backward()
         opt.step()
 
-    return torch_step, "torch MLP 64-128-10, batch 32, CPU, 1 thread"
+    return torch_step, f"torch MLP 64-{width}-10, batch {batch}, CPU, 1 thread"
 
 
 def new_state() -> JobState:
@@ -137,9 +139,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument(
+        "--width", type=int, default=128, help="hidden width (128: a ~0.1 ms step, the worst case)"
+    )
+    parser.add_argument("--batch", type=int, default=32)
     args = parser.parse_args(argv)
     logging.getLogger("trainrecord.report").setLevel(logging.ERROR)  # the hang is on purpose
-    step, what = make_step()
+    step, what = make_step(args.width, args.batch)
     server = HangingServer()
     url = f"http://127.0.0.1:{server.port}/api/runs"
     reporters: dict[str, Any] = {
