@@ -100,6 +100,13 @@ def settings_for(
     return ReportSettings(url=url, every=every, token=token, ca_bundle=ca, timeout=timeout)
 
 
+def _overridden(state: JobState, over: dict[str, object]) -> JobState:
+    """``state`` with the fields a test overrides set on it."""
+    for key, value in over.items():
+        setattr(state, key, value)
+    return state
+
+
 def training_state(**over: object) -> JobState:
     """A pre-literate training job, like the seed's example."""
     state = JobState(
@@ -129,9 +136,7 @@ def training_state(**over: object) -> JobState:
         epochs_first=0,
         epochs_total=50,
     )
-    for key, value in over.items():
-        setattr(state, key, value)
-    return state
+    return _overridden(state, over)
 
 
 def lesion_state(**over: object) -> JobState:
@@ -159,9 +164,7 @@ def lesion_state(**over: object) -> JobState:
         epochs_first=80,
         epochs_total=10,
     )
-    for key, value in over.items():
-        setattr(state, key, value)
-    return state
+    return _overridden(state, over)
 
 
 def wordset_state(**over: object) -> JobState:
@@ -186,9 +189,7 @@ def wordset_state(**over: object) -> JobState:
         words_done=0,
         words_total=1000,
     )
-    for key, value in over.items():
-        setattr(state, key, value)
-    return state
+    return _overridden(state, over)
 
 
 def training_epoch(epoch: int, duration: float = 3000.0) -> dict[str, object]:
