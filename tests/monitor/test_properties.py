@@ -60,8 +60,8 @@ def test_level_thresholds(total: int, stuck: int) -> None:
 @given(
     st.integers(min_value=1, max_value=3),
     st.integers(min_value=1, max_value=5),
-    st.integers(min_value=1, max_value=4),
-    st.integers(min_value=1, max_value=3),
+    st.sampled_from([1, 2, 4, 11, 16]),
+    st.sampled_from([1, 3, 12]),
 )
 def test_channel_extremes_match_amax_amin(n: int, c: int, h: int, w: int) -> None:
     x = torch.randn(n, c, h, w)

@@ -45,10 +45,21 @@ def encode(obj: Any) -> Any:
                     "JSON object keys must be strings; convert the key",
                     k,
                 )
-        return {k: encode(v) for k, v in obj.items()}
+        # a leaf that encode() would return unchanged is kept without a call per leaf
+        return {
+            k: v if type(v) in _PLAIN or (type(v) is float and _isfinite(v)) else encode(v)
+            for k, v in obj.items()
+        }
     if isinstance(obj, (list, tuple)):
-        return [encode(v) for v in obj]
+        return [
+            v if type(v) in _PLAIN or (type(v) is float and _isfinite(v)) else encode(v)
+            for v in obj
+        ]
     return obj
+
+
+_PLAIN = frozenset({str, int, bool, type(None)})
+_isfinite = math.isfinite
 
 
 def decode(value: Any) -> Any:

@@ -20,6 +20,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+try:
+    import orjson
+except ImportError:  # pragma: no cover - orjson is a runtime dependency; json still works
+    orjson = None  # type: ignore[assignment]
+
 from trainrecord.canonical import GENESIS, canonical_line
 from trainrecord.diary.durability import AppendFile, FsyncPolicy, fsync_dir
 from trainrecord.diary.events import (
@@ -186,6 +191,32 @@ class DiaryWriter:
         self.close()
 
 
+def row_bytes(row: dict[str, Any]) -> bytes:
+    """One metrics row as compact JSON and a newline.
+
+    ``row`` holds no non-finite float (:func:`~trainrecord.diary.nonfinite.encode` made them
+    tokens). orjson writes it about ten times faster than ``json``; its number forms differ
+    (``0.00001`` for ``1e-05``) but both are JSON of the same values. What orjson refuses
+    (an integer beyond 64 bits) ``json`` writes; what neither can write is refused."""
+    if orjson is not None:
+        try:
+            return orjson.dumps(
+                row,
+                option=orjson.OPT_APPEND_NEWLINE
+                | orjson.OPT_PASSTHROUGH_DATACLASS
+                | orjson.OPT_PASSTHROUGH_DATETIME
+                | orjson.OPT_PASSTHROUGH_SUBCLASS,
+            )
+        except TypeError:  # orjson.JSONEncodeError is a TypeError
+            pass
+    try:
+        return (json.dumps(row, separators=(",", ":"), allow_nan=False) + "\n").encode()
+    except (TypeError, ValueError) as exc:
+        raise RecordRefused.one(
+            "diary_metrics.row.type", ["row"], f"a value cannot be written as JSON: {exc}"
+        ) from None
+
+
 class MetricsWriter:
     """Append rows to ``run_dir/metrics.jsonl`` and keep its running SHA-256."""
 
@@ -228,12 +259,7 @@ class MetricsWriter:
             found = fast_problems(row, METRICS_ROW_SCHEMA)
             if found:
                 raise RecordRefused(found)
-        try:
-            data = (json.dumps(row, separators=(",", ":"), allow_nan=False) + "\n").encode()
-        except (TypeError, ValueError) as exc:
-            raise RecordRefused.one(
-                "diary_metrics.row.type", ["row"], f"a value cannot be written as JSON: {exc}"
-            ) from None
+        data = row_bytes(row)
         self._file.write_line(data)
         self._digest.update(data)
         self.rows += 1

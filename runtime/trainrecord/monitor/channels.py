@@ -27,6 +27,8 @@ from torch import nn
 
 from trainrecord.monitor.structure import first_tensor
 
+BATCH_FIRST_BELOW = 128  # positions per channel (H x W) below which the batch is reduced first
+
 
 def channel_dim(module: nn.Module) -> int:
     """The channel dimension of a module's output: last for Linear, 1 otherwise."""
@@ -36,17 +38,25 @@ def channel_dim(module: nn.Module) -> int:
 def channel_extremes(x: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-channel max and min over every other dimension, as float32.
 
-    For channels-second tensors (N, C, ...) the contiguous trailing dimensions are reduced
-    first, then the batch. Separate ``amax`` and ``amin`` passes: on CPU (torch 2.13) they
-    are 2 to 8 times faster than one ``aminmax`` pass over the same tensor, and the values
-    are the same (max and min are exact; NaN propagates in both)."""
+    For channels-second tensors (N, C, ...) with small feature maps (fewer than
+    ``BATCH_FIRST_BELOW`` positions) the batch is reduced first (an element-wise max of N
+    contiguous slabs, then a short row reduction); with larger maps the contiguous trailing
+    dimensions are reduced first, then the batch. On CPU (torch 2.13) each order is 1.5 to
+    6 times faster than the other on its side of the threshold. Separate ``amax`` and
+    ``amin`` passes: they are 2 to 8 times faster than one ``aminmax`` pass over the same
+    tensor, and the values are the same (max and min are exact; NaN propagates in both)."""
     dim %= x.dim()
     if dim == x.dim() - 1:
         flat = x.reshape(-1, x.shape[-1])
         high, low = flat.amax(dim=0), flat.amin(dim=0)
     elif dim == 1 and x.dim() > 2:
-        flat = x.flatten(2)
-        high, low = flat.amax(dim=2).amax(dim=0), flat.amin(dim=2).amin(dim=0)
+        channels = x.shape[1]
+        if x.numel() < BATCH_FIRST_BELOW * channels * x.shape[0]:
+            high = x.amax(dim=0).reshape(channels, -1).amax(dim=1)
+            low = x.amin(dim=0).reshape(channels, -1).amin(dim=1)
+        else:
+            flat = x.flatten(2)
+            high, low = flat.amax(dim=2).amax(dim=0), flat.amin(dim=2).amin(dim=0)
     else:
         flat = x.movedim(dim, -1).reshape(-1, x.shape[dim])
         high, low = flat.amax(dim=0), flat.amin(dim=0)
@@ -66,7 +76,7 @@ class ActivationProbe:
             if not (torch.is_grad_enabled() and module.training):
                 return
             tensor = first_tensor(output)
-            if tensor is None or tensor.dim() < 2:
+            if tensor is None or tensor.dim() < 2 or tensor.numel() == 0:
                 return
             high, low = channel_extremes(tensor.detach(), channel_dim(module))  # no graph
             if name in self.maxima:

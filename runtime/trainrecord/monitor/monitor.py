@@ -155,6 +155,7 @@ class Monitor:
         self.closed = False
         self._silent_streak: dict[str, dict[int, int]] = {}
         self._relu_cache: torch.Tensor | None = None
+        self._scale_sources: tuple[list[torch.Tensor], list[nn.Module]] | None = None
         self._pad_index: dict[tuple[int, ...], torch.Tensor] = {}
         first = next(self.model.parameters(), None)
         self._device = first.device if first is not None else torch.device("cpu")
@@ -360,11 +361,16 @@ class Monitor:
                 measured = self.structure.pairs.get(name, name)
                 if measured in probe.maxima:
                     names.append(name)
-        stats, flat = self._reduced_stats(names, probe)
+        flat = self._reduced_stats(names, probe)
         if len(names) == len(self.producers) and flat is not None and self._quiet(*flat):
             return {
                 n: ChannelCounts(total=int(self.modules[n].weight.shape[0])) for n in self.producers
             }
+        stats: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+        if flat is not None and probe is not None:
+            sizes = [int(probe.maxima[self.structure.pairs.get(n, n)].numel()) for n in names]
+            highs, lows = flat[0].split(sizes), flat[1].split(sizes)
+            stats = {name: (highs[i], lows[i]) for i, name in enumerate(names)}
         out: dict[str, ChannelCounts] = {}
         for name in self.producers:
             info = self.producer_info[name]
@@ -399,38 +405,34 @@ class Monitor:
 
         ``highs`` and ``lows`` are every producer's channel maxima and minima, concatenated
         in producer order. The common case, decided with a few batched tensor operations
-        over every producer's channels at once instead of a loop of small ones per
-        producer."""
+        over every producer's channels at once and one transfer, instead of a loop of small
+        ones per producer. No channel has decayed when the smallest scale of all producers
+        is at least ``decay_ratio`` times the largest (each layer's median lies between);
+        only when that bound fails are the per-layer medians taken."""
         if self.certifier.certified or any(self._silent_streak.values()):
             return False
         if any(level != "none" for level, _ in self.channels.state.values()):
             return False
-        relu = self._relu_mask()
-        stuck = ((highs <= 0) & relu) | (highs == lows)
+        stuck = (((highs <= 0) & self._relu_mask()) | (highs == lows)).any()
+        scales = self._scales()
+        if scales is None:
+            return not bool(stuck)
+        low, high = torch.aminmax(scales)
+        spread = low < self.decay_ratio * high  # NaN compares False: decided below
+        verdict = torch.stack([stuck, spread, scales.isnan().any()]).tolist()
+        if verdict[0]:
+            return False
+        if not verdict[1] and not verdict[2]:
+            return True
         padded = self._padded_scales()
-        if padded is not None:
-            median = padded.nanmedian(dim=1).values.unsqueeze(1)
-            decayed = ((padded < self.decay_ratio * median) & (median > 0)).any()
-            return not bool(torch.stack([stuck.any(), decayed]).any())
-        return not bool(stuck.any())
+        assert padded is not None
+        median = padded.nanmedian(dim=1).values.unsqueeze(1)
+        return not bool(((padded < self.decay_ratio * median) & (median > 0)).any())
 
-    def _padded_scales(self) -> torch.Tensor | None:
-        """Every producer's per-channel scale, one row each, padded with NaN (None: none).
-
-        Rows in producer order, the BatchNorm ones (|gamma|) first, then the others (norms
-        of incoming weights): the rows ``pad_sequence`` of the scales would give, gathered
-        from one concatenated vector with an index built once per set of channel counts."""
-        gammas: list[torch.Tensor] = []
-        others: list[torch.Tensor] = []
-        for name in self.producers:
-            bn = self.producer_info[name].bn_module
-            weight = getattr(bn, "weight", None) if bn is not None else None
-            if weight is not None:
-                gammas.append(weight)
-            else:
-                scale = channel_scale(self.producer_info[name].module, None)
-                if scale is not None and scale.numel():
-                    others.append(scale)
+    def _scales(self) -> torch.Tensor | None:
+        """Every producer's per-channel scale in one vector on the host, in the order of
+        ``_padded_scales`` (None: no producer has one)."""
+        gammas, others = self._scale_parts()
         if not gammas and not others:
             return None
         with torch.no_grad():
@@ -438,6 +440,35 @@ class Monitor:
                 head = [torch.cat(gammas).abs().float().cpu()]  # |x| and float32 are exact
             else:
                 head = [g.abs().float().cpu() for g in gammas]
+        return torch.cat([*head, *others])
+
+    def _scale_parts(self) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """The BatchNorm gammas (raw) and the other producers' scales (on the host)."""
+        if self._scale_sources is None:  # which producers have a gamma: once per structure
+            gammas: list[torch.Tensor] = []
+            others: list[nn.Module] = []
+            for name in self.producers:
+                bn = self.producer_info[name].bn_module
+                weight = getattr(bn, "weight", None) if bn is not None else None
+                if isinstance(weight, torch.Tensor):
+                    gammas.append(weight)
+                else:
+                    others.append(self.producer_info[name].module)
+            self._scale_sources = (gammas, others)
+        gammas, modules = self._scale_sources
+        scales = [channel_scale(module, None) for module in modules]
+        return gammas, [t for t in scales if t is not None and t.numel()]
+
+    def _padded_scales(self) -> torch.Tensor | None:
+        """Every producer's per-channel scale, one row each, padded with NaN (None: none).
+
+        Rows in producer order, the BatchNorm ones (|gamma|) first, then the others (norms
+        of incoming weights): the rows ``pad_sequence`` of the scales would give, gathered
+        from one concatenated vector with an index built once per set of channel counts."""
+        gammas, others = self._scale_parts()
+        values = self._scales()
+        if values is None:
+            return None
         sizes = tuple(int(g.numel()) for g in gammas) + tuple(int(t.numel()) for t in others)
         index = self._pad_index.get(sizes)
         if index is None:
@@ -451,7 +482,7 @@ class Monitor:
         nan = torch.full((1,), math.nan, dtype=torch.float32)
         # index_select: a 2-D advanced index runs a parallel kernel that, on a busy CPU,
         # waits milliseconds for a pool thread
-        values = torch.cat([*head, *others, nan])
+        values = torch.cat([values, nan])
         return values.index_select(0, index.view(-1)).view(index.shape)
 
     def _relu_mask(self) -> torch.Tensor:
@@ -467,32 +498,27 @@ class Monitor:
 
     def _reduced_stats(
         self, names: list[str], probe: ActivationProbe | None
-    ) -> tuple[
-        dict[str, tuple[torch.Tensor, torch.Tensor]], tuple[torch.Tensor, torch.Tensor] | None
-    ]:
-        """Per producer, the channels' max and min over the batch (and over ranks); and
-        the same maxima and minima concatenated in the order of ``names``."""
+    ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """The channels' maxima and minima over the batch (and over ranks) of the producers
+        ``names``, concatenated in that order, on the host (None: nothing measured)."""
         if probe is None or not names:
             if self.dist.active:  # every rank takes part in the same collectives
                 self.dist.reduce_max(torch.zeros(1, device=self._device))
-            return {}, None
+            return None
         assert self.structure is not None
         measured = [self.structure.pairs.get(name, name) for name in names]
         maxima = [probe.maxima[m] for m in measured]
-        parts = maxima + [-probe.minima[m] for m in measured]
-        device = parts[0].device
-        if any(p.device != device for p in parts):
-            parts = [p.to(device) for p in parts]
-        flat = torch.cat(parts)
-        if self.dist.active:
-            self.dist.reduce_max(flat)
-        flat = flat.cpu()
-        sizes = [int(m.numel()) for m in maxima]
-        count = sum(sizes)
-        high = flat[:count]
-        low = -flat[count:]
-        highs, lows = high.split(sizes), low.split(sizes)
-        return {name: (highs[i], lows[i]) for i, name in enumerate(names)}, (high, low)
+        minima = [probe.minima[m] for m in measured]
+        device = maxima[0].device
+        if any(p.device != device for p in maxima + minima):
+            maxima = [p.to(device) for p in maxima]
+            minima = [p.to(device) for p in minima]
+        high, low = torch.cat(maxima), torch.cat(minima)
+        if self.dist.active:  # one all_reduce(MAX) of the maxima and the negated minima
+            both = torch.cat([high, -low])
+            self.dist.reduce_max(both)
+            high, low = both[: high.numel()], -both[high.numel() :]
+        return high.cpu(), low.cpu()
 
     def _maybe_repair(self, step: int, info: Producer, counts: ChannelCounts) -> None:
         streak = self._silent_streak.setdefault(info.name, {})
