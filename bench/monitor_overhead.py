@@ -27,6 +27,7 @@ than the diary writer's ``fsync_interval`` after the last fsync, i.e. every chec
 run at ``check_every=50``; included in the amortised figure) and the per-step hook monitor.
 
     python bench/monitor_overhead.py [--quick] [--threads N] [--stem imagenet|cifar|both]
+        [--device cuda]
 """
 
 from __future__ import annotations
@@ -102,6 +103,16 @@ class ResNet18(nn.Module):
         return self.fc(torch.flatten(self.avgpool(x), 1))
 
 
+DEVICE = torch.device("cpu")
+
+
+def clock() -> float:
+    """time.perf_counter(), after the device's queued work is done (on a GPU)."""
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize(DEVICE)
+    return time.perf_counter()
+
+
 class HookMonitor:
     """wandb.watch-like: a hook on every parameter takes its gradient norm every step."""
 
@@ -142,17 +153,17 @@ class Loop:
 
     def step(self) -> float:
         """One timed training step (its forward and monitor-call times kept apart too)."""
-        start = time.perf_counter()
+        start = clock()
         loss = F.cross_entropy(self.model(self.x), self.y)
-        forward = time.perf_counter()
+        forward = clock()
         loss.backward()
-        before = time.perf_counter()
+        before = clock()
         if self.monitor is not None:
             self.monitor.step(loss)  # type: ignore[attr-defined]
-        after = time.perf_counter()
+        after = clock()
         self.optimizer.step()
         self.optimizer.zero_grad()
-        end = time.perf_counter()
+        end = clock()
         self.forward_times.append(forward - start)
         self.monitor_times.append(after - before)
         return end - start
@@ -167,9 +178,9 @@ def foreach_norm_time(
     for _ in range(repeats):
         F.cross_entropy(model(data[0]), data[1]).backward()
         grads = [p.grad for p in model.parameters() if p.grad is not None]
-        start = time.perf_counter()
+        start = clock()
         torch.stack(torch._foreach_norm(grads)).tolist()
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
         model.zero_grad()
     return statistics.median(times), min(times)
 
@@ -201,7 +212,7 @@ class Group:
     def __init__(self, stem: str, data: tuple[torch.Tensor, torch.Tensor], tmp: Path) -> None:
         self.stem = stem
         self.data = data
-        self.base = ResNet18(stem=stem)
+        self.base = ResNet18(stem=stem).to(DEVICE)
         where = tmp / stem
         self.loops = [
             Loop("plain", copy.deepcopy(self.base), data, None),
@@ -298,14 +309,22 @@ def main() -> int:
         help="rounds of the ImageNet-stem loops (default 160, --quick 48); the CIFAR-stem "
         "loops run a quarter as many",
     )
+    parser.add_argument(
+        "--device", default="cpu", help="torch device, e.g. cuda (default cpu; timings synchronise)"
+    )
     args = parser.parse_args()
+    global DEVICE
+    DEVICE = torch.device(args.device)
     # every loop trains on one repeated batch, so gradients do vanish and the monitor says
     # so: its logging sink runs as by default, its warning lines are not printed here
     logging.getLogger("trainrecord.monitor").setLevel(logging.ERROR)
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     rounds = args.rounds or (48 if args.quick else 160)
-    data = (torch.randn(args.batch, 3, 32, 32), torch.randint(0, 10, (args.batch,)))
+    data = (
+        torch.randn(args.batch, 3, 32, 32, device=DEVICE),
+        torch.randint(0, 10, (args.batch,), device=DEVICE),
+    )
     tmp = Path(tempfile.mkdtemp(prefix="trainrecord-bench-"))
     stems = ("imagenet", "cifar") if args.stem == "both" else (args.stem,)
     groups = [Group(stem, data, tmp) for stem in stems]
@@ -315,7 +334,7 @@ def main() -> int:
     print(
         f"ResNet-18 ({sum(p.numel() for p in groups[0].base.parameters()) / 1e6:.1f}M "
         f"parameters), batch {args.batch} of 3x32x32, torch {torch.__version__}, "
-        f"{args.threads} threads; "
+        f"{args.threads} threads, device {DEVICE}; "
         + ", ".join(f"{g.stem} stem {len(range(0, rounds, every[g.stem]))} rounds" for g in groups)
         + "; each round one step of every loop of that stem, all interleaved"
     )
