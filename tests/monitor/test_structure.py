@@ -51,8 +51,8 @@ class MiniResNet(nn.Module):
 def one_step(model: nn.Module, run_dir: Path, **kwargs: object) -> list[dict]:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     with Monitor(model, optimizer, run_dir, check_every=1, **kwargs) as monitor:
-        x = torch.randn(8, 3, 8, 8)
-        loss = F.cross_entropy(model(x), torch.randint(0, 2, (8,)))
+        scores = model(torch.randn(8, 3, 8, 8))  # DataParallel: on cuda:0 where a GPU is
+        loss = F.cross_entropy(scores, torch.randint(0, 2, (8,), device=scores.device))
         loss.backward()
         monitor.step(loss)
         optimizer.step()
