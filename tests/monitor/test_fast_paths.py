@@ -68,6 +68,20 @@ def test_channel_extremes_match_aminmax_with_special_values(
     assert torch.equal(high == low, ref_high == ref_low)
 
 
+@pytest.mark.parametrize(
+    "shape",
+    [(4, 3, 1, 1), (4, 3, 2, 5), (2, 3, 12, 12), (4, 3, 1), (4, 3, 200), (5, 3)],
+    ids=["one-position", "batch-first", "trailing-first", "1d-one", "1d-long", "linear"],
+)
+def test_channel_extremes_every_reduction_order(shape: tuple[int, ...]) -> None:
+    torch.manual_seed(0)
+    x = torch.randn(shape)
+    x[0, 1] = math.nan  # NaN propagates in every order
+    dims = tuple(d for d in range(x.dim()) if d != 1)
+    high, low = channel_extremes(x, 1)
+    assert same(high, x.amax(dim=dims)) and same(low, x.amin(dim=dims))
+
+
 class Mixed(nn.Module):
     """Producers with an affine BatchNorm, a non-affine BatchNorm, and none (Linear)."""
 

@@ -51,7 +51,10 @@ def channel_extremes(x: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Ten
         high, low = flat.amax(dim=0), flat.amin(dim=0)
     elif dim == 1 and x.dim() > 2:
         channels = x.shape[1]
-        if x.numel() < BATCH_FIRST_BELOW * channels * x.shape[0]:
+        if x.numel() == channels * x.shape[0]:  # one position per channel (N, C, 1, 1)
+            flat = x.reshape(x.shape[0], channels)
+            high, low = flat.amax(dim=0), flat.amin(dim=0)
+        elif x.numel() < BATCH_FIRST_BELOW * channels * x.shape[0]:
             high = x.amax(dim=0).reshape(channels, -1).amax(dim=1)
             low = x.amin(dim=0).reshape(channels, -1).amin(dim=1)
         else:
@@ -154,14 +157,23 @@ def classify(
 
 
 def channel_scale(producer: nn.Module, batchnorm: nn.Module | None) -> torch.Tensor | None:
-    """Per-channel scale: |gamma| of the BatchNorm, else the norm of incoming weights."""
+    """Per-channel scale on the host: |gamma| of the BatchNorm, else the norm of incoming
+    weights."""
     with torch.no_grad():
         if batchnorm is not None and getattr(batchnorm, "weight", None) is not None:
             return batchnorm.weight.detach().abs().float().cpu()
-        weight = getattr(producer, "weight", None)
-        if weight is None:
-            return None
-        return weight.detach().flatten(1).float().norm(dim=1).cpu()
+    norms = incoming_norms(producer)
+    return None if norms is None else norms.cpu()
+
+
+def incoming_norms(producer: nn.Module) -> torch.Tensor | None:
+    """The norm of each output channel's incoming weights, float32, on the weight's device
+    (None: the producer has no weight)."""
+    weight = getattr(producer, "weight", None)
+    if weight is None:
+        return None
+    with torch.no_grad():
+        return weight.detach().flatten(1).float().norm(dim=1)
 
 
 @dataclass

@@ -56,44 +56,70 @@ class GradientNorms:
 
     def compute(self, scale: float = 1.0) -> tuple[dict[str, float | None], bool]:
         """Norm per layer (``None`` for a layer with no gradient at all), and whether any
-        gradient existed. ``scale`` divides the norms (a GradScaler's scale). One batched
-        pass, one transfer; the per-layer sums of squares are taken in double precision on
-        the host (a non-finite norm stays non-finite)."""
-        params = self.params
-        grads = [p.grad for p in params]
+        gradient existed. ``scale`` divides the norms (a GradScaler's scale)."""
+        gathered = self.gather()
+        if gathered is None:
+            return self.finish(None, [], scale)
+        return self.finish(gathered, gathered.squares.tolist(), scale)
+
+    def gather(self) -> Gathered | None:
+        """Every gradient's sum of squares, still on its device (None: no gradient at all).
+        One batched pass; nothing is read back to the host here."""
+        grads = [p.grad for p in self.params]
         owners = self.owner
         if any(g is None for g in grads):  # some parameters have no gradient: keep the ones that do
             owners = [o for o, g in zip(self.owner, grads, strict=True) if g is not None]
             grads = [g for g in grads if g is not None]
-        result: dict[str, float | None] = dict.fromkeys(self.names)
         if not grads:
-            return result, False
+            return None
         with torch.no_grad():  # no graph, whatever the gradients require (create_graph=True)
-            values = squared_norms(grads)  # type: ignore[arg-type]
+            squares, order = squared_norms(grads)  # type: ignore[arg-type]
+        return Gathered(squares, [owners[i] for i in order], [grads[i] for i in order])  # type: ignore[misc]
+
+    def finish(
+        self, gathered: Gathered | None, squares: list[float], scale: float = 1.0
+    ) -> tuple[dict[str, float | None], bool]:
+        """The per-layer norms from the gathered sums of squares, read back as ``squares``:
+        grouped per layer in double precision on the host (a non-finite norm stays
+        non-finite), divided by ``scale``; and whether any gradient existed."""
+        result: dict[str, float | None] = dict.fromkeys(self.names)
+        if gathered is None:
+            return result, False
         sums = [0.0] * len(self.names)
-        for owner, value, grad in zip(owners, values, grads, strict=True):
+        for owner, value, grad in zip(gathered.owners, squares, gathered.grads, strict=True):
             if value == 0.0 or value == math.inf:  # underflow, overflow, or really 0 / inf
                 with torch.no_grad():
                     value = torch.linalg.vector_norm(grad, dtype=torch.float64).item() ** 2
             sums[owner] += value
-        for i in set(owners):
+        for i in set(gathered.owners):
             result[self.names[i]] = math.sqrt(sums[i]) / scale
         return result, True
+
+
+@dataclass
+class Gathered:
+    """Sums of squares of the gradients that exist (one device tensor), with the layer that
+    owns each and the gradient itself (for a retake in float64)."""
+
+    squares: torch.Tensor
+    owners: list[int]
+    grads: list[torch.Tensor]
 
 
 BLAS_DTYPES = (torch.float32, torch.float64)
 DOT_MIN = 1 << 14  # smaller gradients: one _foreach_norm call costs less than a dot each
 
 
-def squared_norms(grads: list[torch.Tensor]) -> list[float]:
-    """Each tensor's sum of squares, from one pass over all of them and one transfer.
+def squared_norms(grads: list[torch.Tensor]) -> tuple[torch.Tensor, list[int]]:
+    """Each tensor's sum of squares, in one tensor on the first gradient's device, and the
+    index in ``grads`` of each value.
 
-    On the CPU a dense float32/float64 tensor takes a BLAS ``dot`` with itself; any other
-    tensor (a GPU tensor, half precision, a non-contiguous or sparse one) goes into one
-    ``torch._foreach_norm`` call in float32 (float64 when one of them is), whose norms are
-    squared on the host."""
+    On the CPU a dense float32/float64 tensor of at least ``DOT_MIN`` elements takes a BLAS
+    ``dot`` with itself; every other tensor (on a GPU, small, half precision,
+    non-contiguous) goes into one ``torch._foreach_norm`` call in float32 (float64 when one
+    of them is), whose norms are squared."""
     dots: list[torch.Tensor] = []
-    dot_at: list[int] = []
+    order: list[int] = []
     rest: list[torch.Tensor] = []
     rest_at: list[int] = []
     for i, g in enumerate(grads):
@@ -106,23 +132,22 @@ def squared_norms(grads: list[torch.Tensor]) -> list[float]:
         ):
             flat = g.view(-1)
             dots.append(torch.dot(flat, flat))
-            dot_at.append(i)
+            order.append(i)
         else:
             rest.append(g)
             rest_at.append(i)
-    out = [0.0] * len(grads)
-    if dots:
-        for i, value in zip(dot_at, torch.stack(dots).tolist(), strict=True):
-            out[i] = value
+    pieces = [torch.stack(dots)] if dots else []
     if rest:
         wide = any(g.dtype == torch.float64 for g in rest)  # float32 may not narrow them
         norms = torch._foreach_norm(rest, 2.0, dtype=torch.float64 if wide else torch.float32)
         device = norms[0].device
         if any(n.device != device for n in norms):
             norms = [n.to(device) for n in norms]
-        for i, value in zip(rest_at, torch.stack(norms).tolist(), strict=True):
-            out[i] = value * value
-    return out
+        pieces.append(torch.stack(norms).square())
+        order += rest_at
+    if len(pieces) == 2 and pieces[1].device != pieces[0].device:
+        pieces[1] = pieces[1].to(pieces[0].device)
+    return (torch.cat(pieces) if len(pieces) == 2 else pieces[0]), order
 
 
 def rel_delta(before: float, after: float) -> float:

@@ -44,6 +44,7 @@ from trainrecord.monitor.channels import (
     ChannelTracker,
     channel_scale,
     classify,
+    incoming_norms,
 )
 from trainrecord.monitor.distributed import Distributed, unwrap
 from trainrecord.monitor.gradients import GradientAlarms, GradientNorms, parameter_layers
@@ -156,6 +157,7 @@ class Monitor:
         self._silent_streak: dict[str, dict[int, int]] = {}
         self._relu_cache: torch.Tensor | None = None
         self._scale_sources: tuple[list[torch.Tensor], list[nn.Module]] | None = None
+        self._channel_count = {n: int(self.modules[n].weight.shape[0]) for n in self.producers}
         self._pad_index: dict[tuple[int, ...], torch.Tensor] = {}
         first = next(self.model.parameters(), None)
         self._device = first.device if first is not None else torch.device("cpu")
@@ -267,9 +269,20 @@ class Monitor:
                 self._learn(step, structure_probe.finish(tensor))
             else:
                 structure_probe.remove()
-        value = self._loss_value(step, loss)
+        # everything the check reads, gathered on the device and read back in one transfer
+        loss_part, value = self._loss_part(step, loss)
         scale = self._scale()
-        norms, any_grad = self.norms.compute(scale or 1.0)
+        gathered = self.norms.gather()
+        names, stat_parts = self._stat_parts(probe) if self.structure is not None else ([], None)
+        scales = self._scale_vector() if stat_parts is not None else None
+        parts = [loss_part, None if gathered is None else gathered.squares]
+        parts += [*(stat_parts or (None, None)), scales]
+        host = to_host(parts)
+        if host[0] is not None:
+            value = float(host[0].item())
+        norms, any_grad = self.norms.finish(
+            gathered, host[1].tolist() if host[1] is not None else [], scale or 1.0
+        )
         if any_grad and all(v == 0.0 for v in norms.values() if v is not None):
             any_grad = False  # every gradient exactly zero: after zero_grad(), or nothing flows
         if not any_grad:
@@ -294,7 +307,8 @@ class Monitor:
         if any_grad:
             for event, fields in self.alarms.observe(step, norms):
                 self._emit(event, fields)
-        stuck = self._channels(step, probe) if self.structure is not None else {}
+        stats = (host[2], host[3]) if host[2] is not None and host[3] is not None else None
+        stuck = self._channels(step, names, stats, host[4]) if self.structure is not None else {}
         row = {
             "step": step,
             "loss": value,
@@ -313,33 +327,40 @@ class Monitor:
         self._emit("structure", structure.event(step))
         self._emit("manifest", self._manifest(step))
 
-    def _loss_value(self, step: int, loss: torch.Tensor | float | None) -> float | None:
+    def _loss_part(
+        self, step: int, loss: torch.Tensor | float | None
+    ) -> tuple[torch.Tensor | None, float | None]:
+        """The loss as a one-element tensor still on its device (mean over ranks), or as a
+        number when it was given as one."""
         if loss is None:
-            return None
+            return None, None
         if isinstance(loss, torch.Tensor):
             with torch.no_grad():
-                detached = loss.detach().float()
+                detached = loss.detach()
                 if detached.numel() == 0:
                     raise ValueError(
                         "monitor.step(loss): the loss tensor has no elements; "
                         "pass the loss that backward() was called on"
                     )
+                if not detached.is_floating_point():
+                    detached = detached.float()
                 if detached.numel() != 1:
                     self._once(
                         "loss_reduced",
                         {"step": step, "severity": "info", "elements": int(detached.numel())},
                     )
-                    detached = detached.mean()
+                    detached = detached.float().mean()
+                detached = detached.reshape(1)
                 if self.dist.active:  # all_reduce works in place: on a copy
-                    detached = detached.reshape(1).clone()
+                    detached = detached.float().clone()
                     self.dist.reduce_mean(detached)
-                return float(detached.item())
+                return detached, None
         if isinstance(loss, bool) or not isinstance(loss, (int, float)):
             raise TypeError(
                 "monitor.step(loss): loss must be a tensor, a number or None, "
                 f"got {type(loss).__name__}"
             )
-        return float(loss)
+        return None, float(loss)
 
     def _scale(self) -> float | None:
         scaler = self.scaler
@@ -351,24 +372,25 @@ class Monitor:
         scale = float(scaler.get_scale())
         return 1.0 if stage == "UNSCALED" else scale
 
-    def _channels(self, step: int, probe: ActivationProbe | None) -> dict[str, ChannelCounts]:
+    def _channels(
+        self,
+        step: int,
+        names: list[str],
+        flat: tuple[torch.Tensor, torch.Tensor] | None,
+        scales: torch.Tensor | None,
+    ) -> dict[str, ChannelCounts]:
+        """Channel counts of every producer, from the maxima and minima of the producers
+        ``names`` (concatenated in that order, on the host) and every producer's scales."""
         assert self.structure is not None
         if not self.producers:
             return {}
-        names: list[str] = []
-        if probe is not None:
-            for name in self.producers:
-                measured = self.structure.pairs.get(name, name)
-                if measured in probe.maxima:
-                    names.append(name)
-        flat = self._reduced_stats(names, probe)
-        if len(names) == len(self.producers) and flat is not None and self._quiet(*flat):
+        if len(names) == len(self.producers) and flat is not None and self._quiet(*flat, scales):
             return {
                 n: ChannelCounts(total=int(self.modules[n].weight.shape[0])) for n in self.producers
             }
         stats: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
-        if flat is not None and probe is not None:
-            sizes = [int(probe.maxima[self.structure.pairs.get(n, n)].numel()) for n in names]
+        if flat is not None:
+            sizes = [self._channel_count[n] for n in names]
             highs, lows = flat[0].split(sizes), flat[1].split(sizes)
             stats = {name: (highs[i], lows[i]) for i, name in enumerate(names)}
         out: dict[str, ChannelCounts] = {}
@@ -400,21 +422,21 @@ class Monitor:
                 self._maybe_repair(step, info, counts)
         return out
 
-    def _quiet(self, highs: torch.Tensor, lows: torch.Tensor) -> bool:
+    def _quiet(self, highs: torch.Tensor, lows: torch.Tensor, scales: torch.Tensor | None) -> bool:
         """True when no producer has a stuck channel now or had one at the last check.
 
         ``highs`` and ``lows`` are every producer's channel maxima and minima, concatenated
-        in producer order. The common case, decided with a few batched tensor operations
-        over every producer's channels at once and one transfer, instead of a loop of small
-        ones per producer. No channel has decayed when the smallest scale of all producers
-        is at least ``decay_ratio`` times the largest (each layer's median lies between);
-        only when that bound fails are the per-layer medians taken."""
+        in producer order, ``scales`` their scales (see ``_scale_vector``), all on the host.
+        The common case, decided with a few batched tensor operations over every producer's
+        channels at once, instead of a loop of small ones per producer. No channel has
+        decayed when the smallest scale of all producers is at least ``decay_ratio`` times
+        the largest (each layer's median lies between); only when that bound fails are the
+        per-layer medians taken."""
         if self.certifier.certified or any(self._silent_streak.values()):
             return False
         if any(level != "none" for level, _ in self.channels.state.values()):
             return False
         stuck = (((highs <= 0) & self._relu_mask()) | (highs == lows)).any()
-        scales = self._scales()
         if scales is None:
             return not bool(stuck)
         low, high = torch.aminmax(scales)
@@ -424,26 +446,28 @@ class Monitor:
             return False
         if not verdict[1] and not verdict[2]:
             return True
-        padded = self._padded_scales()
+        padded = self._padded_scales(scales)
         assert padded is not None
         median = padded.nanmedian(dim=1).values.unsqueeze(1)
         return not bool(((padded < self.decay_ratio * median) & (median > 0)).any())
 
-    def _scales(self) -> torch.Tensor | None:
-        """Every producer's per-channel scale in one vector on the host, in the order of
-        ``_padded_scales`` (None: no producer has one)."""
+    def _scale_vector(self) -> torch.Tensor | None:
+        """Every producer's per-channel scale in one vector, on the parameters' device: the
+        BatchNorm ones (|gamma|) first, in producer order, then the others (norms of incoming
+        weights). None when no producer has one."""
         gammas, others = self._scale_parts()
         if not gammas and not others:
             return None
-        with torch.no_grad():
-            if gammas and len({g.device for g in gammas}) == 1:
-                head = [torch.cat(gammas).abs().float().cpu()]  # |x| and float32 are exact
-            else:
-                head = [g.abs().float().cpu() for g in gammas]
-        return torch.cat([*head, *others])
+        with torch.no_grad():  # no graph: the parameters need no detach()
+            parts = gammas + others
+            device = parts[0].device
+            if any(t.device != device for t in parts):
+                parts = [t.to(device) for t in parts]
+            joined = torch.cat(parts) if len(parts) > 1 else parts[0]
+            return joined.abs().float()  # |x| and float32 are exact
 
     def _scale_parts(self) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-        """The BatchNorm gammas (raw) and the other producers' scales (on the host)."""
+        """The BatchNorm gammas (raw) and the other producers' scales (on their device)."""
         if self._scale_sources is None:  # which producers have a gamma: once per structure
             gammas: list[torch.Tensor] = []
             others: list[nn.Module] = []
@@ -456,19 +480,22 @@ class Monitor:
                     others.append(self.producer_info[name].module)
             self._scale_sources = (gammas, others)
         gammas, modules = self._scale_sources
-        scales = [channel_scale(module, None) for module in modules]
+        scales = [incoming_norms(module) for module in modules]
         return gammas, [t for t in scales if t is not None and t.numel()]
 
-    def _padded_scales(self) -> torch.Tensor | None:
+    def _padded_scales(self, values: torch.Tensor | None = None) -> torch.Tensor | None:
         """Every producer's per-channel scale, one row each, padded with NaN (None: none).
 
         Rows in producer order, the BatchNorm ones (|gamma|) first, then the others (norms
         of incoming weights): the rows ``pad_sequence`` of the scales would give, gathered
-        from one concatenated vector with an index built once per set of channel counts."""
+        from the concatenated vector (``values``, on the host; taken now when not given)
+        with an index built once per set of channel counts."""
         gammas, others = self._scale_parts()
-        values = self._scales()
         if values is None:
-            return None
+            vector = self._scale_vector()
+            if vector is None:
+                return None
+            values = vector.cpu()
         sizes = tuple(int(g.numel()) for g in gammas) + tuple(int(t.numel()) for t in others)
         index = self._pad_index.get(sizes)
         if index is None:
@@ -482,7 +509,7 @@ class Monitor:
         nan = torch.full((1,), math.nan, dtype=torch.float32)
         # index_select: a 2-D advanced index runs a parallel kernel that, on a busy CPU,
         # waits milliseconds for a pool thread
-        values = torch.cat([values, nan])
+        values = torch.cat([values.float(), nan])
         return values.index_select(0, index.view(-1)).view(index.shape)
 
     def _relu_mask(self) -> torch.Tensor:
@@ -496,16 +523,22 @@ class Monitor:
             self._relu_cache = torch.cat(parts)
         return self._relu_cache
 
-    def _reduced_stats(
-        self, names: list[str], probe: ActivationProbe | None
-    ) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """The channels' maxima and minima over the batch (and over ranks) of the producers
-        ``names``, concatenated in that order, on the host (None: nothing measured)."""
+    def _stat_parts(
+        self, probe: ActivationProbe | None
+    ) -> tuple[list[str], tuple[torch.Tensor, torch.Tensor] | None]:
+        """The producers the probe measured, and their channels' maxima and minima over the
+        batch (and over ranks), concatenated in that order, still on the device (None:
+        nothing measured)."""
+        assert self.structure is not None
+        names: list[str] = []
+        if probe is not None:
+            for name in self.producers:
+                if self.structure.pairs.get(name, name) in probe.maxima:
+                    names.append(name)
         if probe is None or not names:
             if self.dist.active:  # every rank takes part in the same collectives
                 self.dist.reduce_max(torch.zeros(1, device=self._device))
-            return None
-        assert self.structure is not None
+            return names, None
         measured = [self.structure.pairs.get(name, name) for name in names]
         maxima = [probe.maxima[m] for m in measured]
         minima = [probe.minima[m] for m in measured]
@@ -518,7 +551,7 @@ class Monitor:
             both = torch.cat([high, -low])
             self.dist.reduce_max(both)
             high, low = both[: high.numel()], -both[high.numel() :]
-        return high.cpu(), low.cpu()
+        return names, (high, low)
 
     def _maybe_repair(self, step: int, info: Producer, counts: ChannelCounts) -> None:
         streak = self._silent_streak.setdefault(info.name, {})
@@ -636,3 +669,18 @@ class Monitor:
             "distributed": self.dist.manifest(),
             "notes": notes,
         }
+
+
+def to_host(parts: list[torch.Tensor | None]) -> list[torch.Tensor | None]:
+    """The tensors in ``parts`` on the host, flattened, read back in one transfer (one
+    synchronisation on a GPU); None stays None. Their dtypes are promoted together (exact:
+    float16 and float32 values widen without change)."""
+    present = [p.reshape(-1) for p in parts if p is not None]
+    if not present:
+        return list(parts)
+    device = present[0].device
+    if any(p.device != device for p in present):
+        present = [p.to(device) for p in present]
+    joined = (torch.cat(present) if len(present) > 1 else present[0]).cpu()
+    pieces = iter(joined.split([p.numel() for p in present]))
+    return [None if p is None else next(pieces) for p in parts]
