@@ -47,6 +47,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from trainrecord.monitor import Monitor
+from trainrecord.monitor.gradients import GradientNorms, parameter_layers
 
 DEFAULT_CHECK_EVERY = 50
 
@@ -174,12 +175,35 @@ def foreach_norm_time(
 ) -> tuple[float, float]:
     """Median and fastest time of one torch._foreach_norm pass over all gradients (then
     one ``.tolist()``), each right after a backward pass as in a training step."""
+
+    def one_pass() -> None:
+        grads = [p.grad for p in model.parameters() if p.grad is not None]
+        torch.stack(torch._foreach_norm(grads)).tolist()
+
+    return after_backward(model, data, repeats, one_pass)
+
+
+def monitor_norm_time(
+    model: nn.Module, data: tuple[torch.Tensor, torch.Tensor], repeats: int
+) -> tuple[float, float]:
+    """The same for the Monitor's own gradient read (``GradientNorms.compute``: BLAS dots
+    on the CPU, one _foreach_norm on a GPU), which every check pays."""
+    norms = GradientNorms(parameter_layers(model))
+    return after_backward(model, data, repeats, lambda: norms.compute())
+
+
+def after_backward(
+    model: nn.Module,
+    data: tuple[torch.Tensor, torch.Tensor],
+    repeats: int,
+    work: Callable[[], object],
+) -> tuple[float, float]:
+    """Median and fastest time of ``work()``, each right after a backward pass."""
     times = []
     for _ in range(repeats):
         F.cross_entropy(model(data[0]), data[1]).backward()
-        grads = [p.grad for p in model.parameters() if p.grad is not None]
         start = clock()
-        torch.stack(torch._foreach_norm(grads)).tolist()
+        work()
         times.append(clock() - start)
         model.zero_grad()
     return statistics.median(times), min(times)
@@ -243,6 +267,9 @@ class Group:
         norm_median, norm_fastest = foreach_norm_time(
             copy.deepcopy(self.base), self.data, norm_repeats
         )
+        read_median, read_fastest = monitor_norm_time(
+            copy.deepcopy(self.base), self.data, norm_repeats
+        )
         counter = loops["non-check"].monitor
         assert isinstance(counter, Monitor)
         calls = 100_000
@@ -259,13 +286,13 @@ class Group:
         loaded = median["plain"] > 1.3 * fastest["plain"]
         if loaded:  # other processes took the CPU for much of the run: uncontended steps
             ratio = {n: fastest[n] / fastest["plain"] for n in fastest}
-            plain, norm = fastest["plain"], norm_fastest
+            plain, norm, read = fastest["plain"], norm_fastest, read_fastest
         else:
             ratio = {
                 n: statistics.median(t / p for t, p in zip(loop.times, plain_times, strict=True))
                 for n, loop in loops.items()
             }
-            plain, norm = median["plain"], norm_median
+            plain, norm, read = median["plain"], norm_median, read_median
         check_cost = (ratio["check"] - 1) * plain
         every = DEFAULT_CHECK_EVERY
         check, plain_loop = loops["check"], loops["plain"]
@@ -278,6 +305,7 @@ class Group:
             "plain_median": median["plain"],
             "plain_fastest": fastest["plain"],
             "norm": norm,
+            "read": read,
             "non_check": ratio["non-check"] - 1,
             "step_call": step_call,
             "check": ratio["check"] - 1,
@@ -291,6 +319,9 @@ class Group:
             "direct_call": call,
             "direct_hooks": hooks,
             "direct": (call + hooks) / fastest["plain"],
+            # what no implementation of the check can avoid: reading every gradient once
+            # and the channel statistics' hooks
+            "floor": read / plain + hooks / fastest["plain"],
             "fsync": fsync / plain,
         }
 
@@ -402,6 +433,14 @@ def report(groups: list[Group]) -> None:
             for f in figures
         ],
         "(fastest of the check loop; share of the fastest plain step)",
+    )
+    row(
+        "  of which: the gradient read + hooks",
+        [
+            f"{f['read'] * 1e3:.2f} + {f['direct_hooks'] * 1e3:.2f} ms = {f['floor']:.1%}"
+            for f in figures
+        ],
+        "(the Monitor's norm pass timed alone, and the hooks: the check's floor)",
     )
     row(
         "  + metrics fsync at a real run's check",

@@ -62,6 +62,22 @@ def test_fp16_grad_scaler_skipped_step_on_cuda(run_dir: Path) -> None:
     assert skipped[0]["scale"] == 2.0**16
 
 
+@cuda
+@pytest.mark.parametrize("shape", [(4, 3, 1, 1), (4, 3, 2, 5), (2, 3, 12, 12), (5, 3)])
+def test_channel_extremes_on_cuda_match_the_cpu(shape: tuple[int, ...]) -> None:
+    from trainrecord.monitor.channels import channel_extremes
+
+    torch.manual_seed(0)
+    x = torch.randn(shape)
+    x[0, 1] = float("nan")
+    for dim in (1, -1):
+        cpu = channel_extremes(x, dim)
+        gpu = channel_extremes(x.cuda(), dim)
+        for a, b in zip(cpu, gpu, strict=True):
+            assert torch.equal(a.isnan(), b.cpu().isnan())
+            assert torch.equal(a.nan_to_num(7.0), b.cpu().nan_to_num(7.0))
+
+
 def test_tensorboard_sink_writes_event_files(run_dir: Path, tmp_path: Path) -> None:
     pytest.importorskip("tensorboard")
     torch.manual_seed(0)
