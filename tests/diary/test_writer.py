@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import threading
 import time
 from pathlib import Path
 
@@ -232,7 +233,14 @@ def test_fsync_happens_at_run_start_critical_events_and_close(tmp_path: Path, mo
 
     calls: list[int] = []
     real = durability.os.fsync
-    monkeypatch.setattr(durability.os, "fsync", lambda fd: (calls.append(fd), real(fd))[1])
+    me = threading.get_ident()  # the background fsync thread may serve another test's file
+
+    def fsync(fd: int) -> None:
+        if threading.get_ident() == me:
+            calls.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(durability.os, "fsync", fsync)
     w = DiaryWriter(tmp_path, fsync_policy="critical", seal=False)
     calls.clear()
     w.append("run_start", BODIES["run_start"])
