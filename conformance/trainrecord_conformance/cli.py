@@ -17,6 +17,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from trainrecord.cli import run_parser
 from trainrecord_conformance import report
 from trainrecord_conformance.runner import run_rules, select
 from trainrecord_conformance.targets import DEFAULT_TIMEOUT, TargetError, make_target
@@ -134,15 +135,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
-    try:
-        return int(args.func(args))
-    except KeyboardInterrupt:
-        return 130
+    return run_parser(build_parser(), argv, "trainrecord-conformance")
 
 
 if __name__ == "__main__":

@@ -41,18 +41,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
-    parser = build_parser()
+    return run_parser(build_parser(), argv, "trainrecord")
+
+
+def run_parser(parser: argparse.ArgumentParser, argv: Sequence[str] | None, prog: str) -> int:
+    """Parse ``argv`` and run the chosen subcommand's ``func``; returns the exit status.
+
+    Refused input and file errors become one line on stderr and exit status 2, Ctrl+C 130;
+    no traceback. Shared by every command line of the distribution."""
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    command = getattr(args, "command", None)
+    where = f"{prog} {command}" if command else prog
     try:
         return int(args.func(args) or 0)
     except RecordRefused as exc:
-        print(f"trainrecord {args.command}: refused: {exc}", file=sys.stderr)
+        print(f"{where}: refused: {exc}", file=sys.stderr)
         return 2
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        print(f"trainrecord {args.command}: {exc.strerror}: {exc.filename}", file=sys.stderr)
+        print(f"{where}: {exc.strerror}: {exc.filename}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
