@@ -638,7 +638,10 @@ class Monitor:
         notes = [
             "steps between checks only increment a counter; forward hooks are installed for "
             "the forward pass of a check step only",
-            "per-layer gradient norms come from one torch._foreach_norm pass per check",
+            "per-layer gradient norms come from one batched pass over the gradients per "
+            "check (BLAS dot products on the CPU, torch._foreach_norm elsewhere), summed per "
+            "layer in float64; a sum of squares that underflows or overflows float32 is "
+            "taken again in float64",
             "the loss is read at checks only: a non-finite loss between checks shows at the "
             "next check",
             "skipped steps are recorded at checks whose gradients are not finite, "
