@@ -51,6 +51,7 @@ def main(rank: int, world: int, init_file: str, run_dir: str, out_dir: str) -> N
             },
         }
         torch.save(state, Path(out_dir) / f"rank{rank}.pt")
+        dist.barrier()  # no rank tears gloo down while the other is still in a collective
     finally:
         dist.destroy_process_group()
 
@@ -80,5 +81,6 @@ def opposite_inputs(rank: int, world: int, init_file: str, run_dir: str) -> None
                 monitor.step(loss)
                 optimizer.step()
                 optimizer.zero_grad()
+        dist.barrier()  # no rank tears gloo down while the other is still in a collective
     finally:
         dist.destroy_process_group()
