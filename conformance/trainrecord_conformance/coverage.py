@@ -25,6 +25,9 @@ NOT_COVERED: dict[str, str] = {
     "report.transport.never_slows": _CLIENT,
     "report.run_id.stable": "the runtime takes run_id from the job (JobState.run_id); no API "
     "chooses it across resumes or after a discarded run, so there is nothing to drive",
+    "report.run_id.one_winner": "no harness operation opens a run folder yet (open_run)",
+    "report.metadata.json": "no harness operation opens a run folder yet (open_run)",
+    "report.metadata.run_id": "no harness operation opens a run folder yet (open_run)",
     "report.server.no_contact": "needs a server clock run past 3 x every + 5 minutes",
     "report.server.plain_http_loopback": "about how a server is started, not what it answers",
 }

@@ -2,6 +2,9 @@
 
 Client (see ``reporting-api-v2.txt`` and ``spec/schemas/reporting/reporting.schema.json``):
 
+* run identity: :func:`open_run` (the run folder's ``metadata.json``: a new UUID run_id on
+  the first start, the same one on every resume, a new one after the folder was deleted)
+  gives a :class:`RunFolder` that builds the job's state and seq clock.
 * settings: :func:`load_settings` (``paths.toml`` ``[report] url, every``; token from
   ``CORREAD_REPORT_TOKEN``), :class:`ReportSettings`; unsafe settings raise at once.
 * state and payloads: :class:`JobState`, :func:`config`, :func:`validation_entry`,
@@ -41,6 +44,7 @@ from trainrecord.report.payload import (
 from trainrecord.report.privacy import Secrets, privacy_problems, scrub_message
 from trainrecord.report.receiver import MAX_BODY, ReportServer, make_server
 from trainrecord.report.reporter import Reporter, report_status
+from trainrecord.report.run_folder import RunFolder, open_run
 from trainrecord.report.sender import Sender
 from trainrecord.report.seq import SeqClock
 from trainrecord.report.settings import TOKEN_ENV, ReportSettings, load_settings
@@ -58,6 +62,7 @@ __all__ = [
     "ReportSettings",
     "ReportStore",
     "Reporter",
+    "RunFolder",
     "Secrets",
     "Sender",
     "SeqClock",
@@ -71,6 +76,7 @@ __all__ = [
     "load_settings",
     "local_time",
     "make_server",
+    "open_run",
     "post_report",
     "privacy_problems",
     "problems",

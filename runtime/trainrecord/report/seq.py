@@ -2,11 +2,14 @@
 
 seq is the send time in milliseconds, but strictly increasing for one run_id across resumes
 and processes: ``max(now_ms, last_seq + 1)``. The last value is kept in memory and, when a
-file is given, persisted there under an exclusive lock, so a resumed run (a new process)
-or a ``report_status()`` snapshot from another process never repeats or goes back.
+file is given, persisted there under an exclusive lock (written atomically and fsynced, so
+it survives a crash), so a resumed run (a new process) or a ``report_status()`` snapshot
+from another process never repeats or goes back, even when two reports fall in the same
+millisecond or the wall clock stepped back.
 
-Public API: :class:`SeqClock` ``(path=None, last_seq=0)`` with ``next() -> int`` and
-``last``; :func:`now_ms`.
+Public API: :class:`SeqClock` ``(path=None, last_seq=0, clock=None)`` with
+``next() -> int`` and ``last``; :func:`now_ms`. ``clock`` (milliseconds, default
+:func:`now_ms`) lets a test give a clock that stands still or steps back.
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from trainrecord.foundry import files
 
 try:
     import fcntl
@@ -38,12 +43,19 @@ class SeqClock:
 
     ``path``: a small JSON file ``{"last_seq": N}`` beside the run's metadata, shared by
     every process that reports about the run; ``last_seq``: a known floor (e.g. read from
-    metadata.json) when there is no file.
+    metadata.json) when there is no file; ``clock``: the send time in milliseconds
+    (default :func:`now_ms`).
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, last_seq: int = 0) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        last_seq: int = 0,
+        clock: Callable[[], int] | None = None,
+    ) -> None:
         self.path = Path(path) if path is not None else None
         self._last = int(last_seq)
+        self._clock = clock if clock is not None else now_ms
         self._lock = threading.Lock()
 
     @property
@@ -76,15 +88,13 @@ class SeqClock:
     def _write(self, value: int) -> None:
         if self.path is None:
             return
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{threading.get_ident()}")
-        tmp.write_text(json.dumps({"last_seq": value}), encoding="utf-8")
-        os.replace(tmp, self.path)
+        files.replace(self.path, json.dumps({"last_seq": value}).encode("utf-8"))
 
     def next(self) -> int:
         """The next seq: ``max(now_ms, last + 1)`` over this process and the shared file."""
         with self._lock, self._file_lock():
             last = max(self._last, self._read())
-            value = max(now_ms(), last + 1)
+            value = max(int(self._clock()), last + 1)
             self._write(value)
             self._last = value
             return value

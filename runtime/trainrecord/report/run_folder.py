@@ -1,0 +1,260 @@
+"""A run's identity from its run folder (§3, §4 of the reporting seed).
+
+A run is one folder (``models/<group>/<name>`` or ``wordsets/<name>``). Its ``run_id`` (a
+UUID, the receiver's primary key) is stored in the folder's ``metadata.json`` and stays the
+same across resumes; a folder that was deleted (a discarded run) and started again is a new
+run with a new run_id. :func:`open_run` is the one call a job makes at every start:
+
+* **fresh folder**: creates the folder and ``metadata.json`` holding a new UUID4
+  ``run_id``, ``started_at`` (now, the run's first start) and the job's own ``metadata``
+  fields. The file is created atomically and exclusively (temporary file, fsync, hard
+  link to the final name, folder fsync: :func:`trainrecord.foundry.files.create_new`), so
+  of several processes starting the same folder at once exactly one run_id is written and
+  every process uses it.
+* **resume**: reads ``metadata.json`` (strict JSON, one object) and returns its run_id and
+  started_at unchanged, with every other field the job stored. A metadata.json that is not
+  strict JSON (``report.metadata.json``) or whose run_id is not a UUID in canonical
+  lowercase form (``report.metadata.run_id``) is refused; it is never replaced.
+* **metadata.json without run_id** (the job wrote its metadata first): a run_id and
+  started_at are added, every other field kept, under an exclusive lock (``fcntl``) and
+  with an atomic replace, so again exactly one run_id is ever written.
+
+The returned :class:`RunFolder` builds the job's :class:`~trainrecord.report.JobState`
+(run_id, name and group from the folder, started_at from metadata.json) and its
+:class:`~trainrecord.report.SeqClock`, whose last seq is kept beside metadata.json in
+``report_seq.json`` so seq keeps rising across resumes and processes.
+
+Public API: :func:`open_run` ``(folder, metadata=None) -> RunFolder``; :class:`RunFolder`
+(``folder``, ``run_id``, ``started_at``, ``created``, ``resumed``, ``metadata``,
+``name``, ``group``, ``seq_path``, ``job_state(kind, config, **fields)``,
+``seq_clock(clock=None)``, ``update(**fields)``, ``discard()``); :func:`is_run_id`;
+:data:`METADATA`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainrecord.canonical import dumps_strict
+from trainrecord.errors import RecordRefused
+from trainrecord.foundry import files
+from trainrecord.report.payload import JobState, Kind, local_time
+from trainrecord.report.seq import SEQ_FILE, SeqClock
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: the exclusive create still holds
+    fcntl = None  # type: ignore[assignment]
+
+METADATA = "metadata.json"
+"""The name of the run's metadata file in its folder."""
+LOCK = ".metadata.json.lock"
+"""The lock file that serialises changes to an existing metadata.json."""
+RESERVED = ("run_id", "started_at")
+"""Fields of metadata.json that :func:`open_run` owns; a job does not set them."""
+RULE_JSON = "report.metadata.json"
+RULE_RUN_ID = "report.metadata.run_id"
+RULE_STABLE = "report.run_id.stable"
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def is_run_id(value: Any) -> bool:
+    """Whether ``value`` is a UUID string in canonical lowercase 8-4-4-4-12 form."""
+    return isinstance(value, str) and _UUID.fullmatch(value) is not None
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    """One run's folder and identity, as :func:`open_run` found or made it."""
+
+    folder: Path
+    run_id: str
+    started_at: str | None
+    created: bool
+    """True when this call wrote the run_id (a new run); False on a resume."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """The whole of metadata.json as read or written (a copy; run_id included)."""
+
+    @property
+    def resumed(self) -> bool:
+        """True when the run existed before this start (same run_id as before)."""
+        return not self.created
+
+    @property
+    def name(self) -> str:
+        """The run's folder name, the report's ``name``."""
+        return self.folder.name
+
+    @property
+    def group(self) -> str:
+        """The folder the run is in, the report's ``group`` (``wordsets`` for a word set)."""
+        return self.folder.parent.name
+
+    @property
+    def metadata_path(self) -> Path:
+        """The run's metadata.json."""
+        return self.folder / METADATA
+
+    @property
+    def seq_path(self) -> Path:
+        """The file beside metadata.json that keeps the run's last seq."""
+        return self.folder / SEQ_FILE
+
+    def seq_clock(self, clock: Callable[[], int] | None = None) -> SeqClock:
+        """The run's seq clock, shared through ``report_seq.json`` by every process."""
+        return SeqClock(self.seq_path, clock=clock)
+
+    def job_state(self, kind: Kind, config: dict[str, Any], **fields: Any) -> JobState:
+        """A :class:`JobState` with this run's run_id, name, group and first start time.
+
+        ``fields`` are the other JobState fields (``epochs_first``, ``epochs_total``,
+        ``words_total``, ...); ``name`` and ``group`` may be given to override the folder's.
+        """
+        identity: dict[str, Any] = {
+            "name": self.name,
+            "group": self.group,
+            "started_at": self.started_at,
+        }
+        if "run_id" in fields:
+            raise ValueError("run_id comes from the run folder; do not pass it")
+        identity.update(fields)
+        return JobState(kind=kind, run_id=self.run_id, config=config, **identity)
+
+    def update(self, **fields: Any) -> dict[str, Any]:
+        """Store ``fields`` in metadata.json (atomically, under the lock), keeping the rest.
+
+        run_id never changes: a different one is refused with ``report.run_id.stable``.
+        Returns the new content of metadata.json.
+        """
+        if "run_id" in fields and fields["run_id"] != self.run_id:
+            raise RecordRefused.one(
+                RULE_STABLE,
+                ("run_id",),
+                "a run keeps its run_id across resumes; start a new folder for a new run",
+                fields["run_id"],
+            )
+        with _locked(self.folder):
+            current = _read(self.metadata_path)
+            stored = current.get("run_id")
+            if stored != self.run_id:
+                raise RecordRefused.one(
+                    RULE_STABLE,
+                    ("run_id",),
+                    f"{METADATA} now holds another run's run_id (the folder was started "
+                    "again); this run can no longer store its metadata there",
+                    stored,
+                )
+            merged = {**current, **fields}
+            files.replace(self.metadata_path, _encode(merged))
+        return merged
+
+    def discard(self) -> None:
+        """Delete the run folder (a discarded run, §3); its next start is a new run."""
+        shutil.rmtree(self.folder)
+
+
+def open_run(
+    folder: str | os.PathLike[str], metadata: Mapping[str, Any] | None = None
+) -> RunFolder:
+    """Start or resume the run in ``folder``; see the module docstring.
+
+    ``metadata``: the job's own fields for metadata.json, written with the new run_id when
+    the run is first started. On a resume the stored fields are kept and returned as they
+    are (change them with :meth:`RunFolder.update`).
+    """
+    path = Path(os.path.abspath(folder))
+    fields = dict(metadata or {})
+    for name in RESERVED:
+        if name in fields:
+            raise ValueError(f"{name} is chosen by open_run; remove it from metadata")
+    path.mkdir(parents=True, exist_ok=True)
+    target = path / METADATA
+    for _ in range(10):
+        record = {"run_id": str(uuid.uuid4()), "started_at": local_time(), **fields}
+        data = _encode(record)
+        try:
+            files.create_new(target, data)
+        except FileExistsError:
+            pass
+        else:
+            return RunFolder(path, record["run_id"], record["started_at"], True, record)
+        try:
+            stored = _read(target)
+        except FileNotFoundError:  # deleted (discarded) meanwhile: start afresh
+            path.mkdir(parents=True, exist_ok=True)
+            continue
+        if "run_id" in stored:
+            return _resumed(path, stored)
+        return _add_run_id(path, target)
+    raise RuntimeError(f"{METADATA} kept appearing and disappearing; is the folder shared?")
+
+
+def _resumed(folder: Path, stored: dict[str, Any]) -> RunFolder:
+    run_id = stored["run_id"]
+    if not is_run_id(run_id):
+        raise RecordRefused.one(
+            RULE_RUN_ID,
+            ("run_id",),
+            f"the run_id in {METADATA} must be a UUID in lowercase 8-4-4-4-12 form; "
+            "restore the run's own run_id (a new one would make it another run)",
+            run_id,
+        )
+    started = stored.get("started_at")
+    return RunFolder(folder, run_id, started if isinstance(started, str) else None, False, stored)
+
+
+def _add_run_id(folder: Path, target: Path) -> RunFolder:
+    """metadata.json exists without a run_id: add one (once, whoever races for it)."""
+    with _locked(folder):
+        stored = _read(target)
+        if "run_id" in stored:
+            return _resumed(folder, stored)
+        record = {"run_id": str(uuid.uuid4()), "started_at": local_time(), **stored}
+        files.replace(target, _encode(record))
+    return RunFolder(folder, record["run_id"], record["started_at"], True, record)
+
+
+def _read(target: Path) -> dict[str, Any]:
+    value, _ = files.read_json(target, RULE_JSON)
+    if not isinstance(value, dict):
+        raise RecordRefused.one(
+            RULE_JSON,
+            (),
+            f"{METADATA} must hold one JSON object, not {type(value).__name__}; "
+            "restore the run's metadata",
+        )
+    return value
+
+
+def _encode(record: Mapping[str, Any]) -> bytes:
+    try:
+        return (dumps_strict(dict(record), indent=2) + "\n").encode("utf-8")
+    except (TypeError, ValueError) as exc:
+        raise RecordRefused.one(
+            RULE_JSON,
+            (),
+            f"the metadata for {METADATA} must be strict JSON (no NaN, Infinity or "
+            f"objects JSON has no form for): {str(exc)[:120]}",
+        ) from None
+
+
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    if fcntl is None:  # pragma: no cover - not POSIX
+        yield
+        return
+    with open(folder / LOCK, "a+b") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
