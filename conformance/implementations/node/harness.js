@@ -14,62 +14,20 @@
  */
 "use strict";
 
-const fs = require("node:fs");
 const readline = require("node:readline");
-const { parse, canonicalLine, canonicalConfig, dumpsCompact } = require("./lib/pyjson");
-const { problems } = require("./lib/validate");
-const { configSha, writeWitness, writeMetrics, readWitness } = require("./lib/foundry");
-const { verifyDiary, lineHash } = require("./lib/diary");
-const { writeDiary } = require("./lib/diary-writer");
-const { sendReport } = require("./lib/report");
+const { parse, dumpsCompact } = require("./lib/pyjson");
+const { OPERATIONS } = require("./lib/operations");
 const { Refused } = require("./lib/refused");
 
 /** @typedef {import("./lib/pyjson").PyValue} PyValue */
-/** @typedef {import("@trainrecord/spec").HarnessRunRequest["op"]} Operation */
+/** @typedef {import("./lib/operations").Operation} Operation */
 
 const PROTOCOL_VERSION = 1n;
 
 /** @param {PyValue | undefined} v @returns {Record<string, PyValue>} */
 const obj = (v) => (v !== null && v !== undefined && typeof v === "object" && !Array.isArray(v) ? v : {});
-/** @param {PyValue | undefined} v */
-const text = (v) => (typeof v === "string" ? v : null);
 /** @param {Iterable<{rule: string}>} found */
 const ruleIds = (found) => [...new Set([...found].map((p) => p.rule))];
-
-/** The operations this implementation supports; the others are reported as unsupported in start. */
-/** @type {Partial<Record<Operation, (input: Record<string, PyValue>) => any>>} */
-const OPERATIONS = {
-  validate: (input) => {
-    const found = problems(input.instance ?? null, String(input.schema));
-    return { valid: found.length === 0, rules: ruleIds(found).sort() };
-  },
-  line_hash: (input) => {
-    const body = input.body ?? null;
-    return { canonical: canonicalLine(body), hash: lineHash(String(input.prev), body) };
-  },
-  config_hash: (input) => ({ canonical: canonicalConfig(input.config ?? null), config_sha: configSha(input.config ?? null) }),
-  write_witness: (input) => ({
-    path: writeWitness({ dir: String(input.dir), env: input.env ?? null, config: input.config ?? null, device: input.device ?? null, wall_seconds: input.wall_seconds ?? null }),
-  }),
-  write_metrics: (input) => ({ path: writeMetrics({ dir: String(input.dir), rows: input.rows ?? null }) }),
-  read_witness: (input) => ({ witness: readWitness({ path: String(input.path) }) }),
-  write_diary: (input) => ({ path: writeDiary({ dir: String(input.dir), events: input.events ?? null }) }),
-  verify_diary: (input) => {
-    const keyFile = text(input.key);
-    const result = verifyDiary(String(input.dir), { publicKey: keyFile === null ? null : fs.readFileSync(keyFile, "utf8") });
-    const failure = result.failure;
-    if (failure === null && result.status === "torn") {
-      return { ok: false, rules: ["diary.file.torn"], line: result.lines }; // the torn line's index
-    }
-    const line = failure !== null && failure.file === "diary.jsonl" && failure.line > 0 ? failure.line - 1 : null;
-    return { ok: result.status === "ok", rules: failure === null ? [] : [failure.rule], line };
-  },
-  send_report: async (input) => {
-    const caFile = text(input.ca_file);
-    const got = await sendReport({ url: input.url ?? null, token: input.token ?? null, report: input.report ?? null, ca: caFile === null ? null : fs.readFileSync(caFile, "utf8") });
-    return { delivered: got.outcome === "accepted", status: got.status };
-  },
-};
 
 /** @param {PyValue} value */
 function reply(value) {

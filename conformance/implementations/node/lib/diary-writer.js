@@ -7,21 +7,28 @@
  * JSON of the whole line plus a newline, written in one write() and fsynced for run_start,
  * run_end and critical events. An existing diary is verified first and continued; one that
  * fails verification is never appended to. Closing seals the record (record.json).
+ *
+ * fsync_policy (the writer option, runtime/trainrecord/diary/durability.py): "always"
+ * fsyncs every line; "interval" fsyncs a line when a second has passed since the last
+ * fsync; "critical" only the lines above. Every policy fsyncs on close; any other value is
+ * refused (`diary.writer.fsync_policy`) before the diary is opened.
  */
 "use strict";
 
 const fs = require("node:fs");
 const path = require("node:path");
-const crypto = require("node:crypto");
-const { canonicalLine, dumpsIndented } = require("./pyjson");
+const { canonicalLine } = require("./pyjson");
 const { problems } = require("./validate");
 const { verifyDiary, lineHash, GENESIS } = require("./diary");
+const { writeSeal } = require("./seal");
 const { Refused } = require("./refused");
 
 /** @typedef {import("./pyjson").PyValue} PyValue */
 
 const RESERVED = ["hash", "prev", "seq", "time"];
 const SYNC_EVENTS = new Set(["run_start", "run_end"]);
+const FSYNC_POLICIES = ["always", "interval", "critical"];
+const FSYNC_INTERVAL_MS = 1000;
 /** @type {import("@trainrecord/spec").SchemaId} */
 const LINE_SCHEMA = "https://trainrecord.dev/schemas/diary/line.schema.json";
 
@@ -32,17 +39,31 @@ const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v)
 const now = () => Math.round(Date.now()) / 1000;
 
 /**
- * Write `events` (each {event, ...fields}) into dir/diary.jsonl, then seal; return the path.
+ * Write `events` (each {event, ...fields}) into a new dir/diary.jsonl, then seal; return
+ * the path. A diary already there is continued (as append_diary does).
  * @param {{dir: string, events: PyValue}} args
  * @returns {string}
  */
 function writeDiary({ dir, events }) {
+  return appendDiary({ dir, events, fsyncPolicy: "critical" });
+}
+
+/**
+ * Open the diary in `dir` (verifying an existing one first), append `events` (each
+ * {event, ...fields}), close and seal it; return the path.
+ * @param {{dir: string, events: PyValue, fsyncPolicy: PyValue}} args
+ * @returns {string}
+ */
+function appendDiary({ dir, events, fsyncPolicy }) {
   if (!Array.isArray(events)) throw Refused.one("diary.event.type", ["events"], "events must be a list of event objects");
   events.forEach((item, i) => {
     if (!isObject(item) || typeof item.event !== "string") {
       throw Refused.one("diary.event.type", ["events", i, "event"], "each event needs its type in the field event");
     }
   });
+  if (typeof fsyncPolicy !== "string" || !FSYNC_POLICIES.includes(fsyncPolicy)) {
+    throw Refused.one("diary.writer.fsync_policy", ["fsync_policy"], `fsync_policy must be one of ${FSYNC_POLICIES.join(", ")}`);
+  }
   fs.mkdirSync(dir, { recursive: true });
   const file = path.join(dir, "diary.jsonl");
   let seq = 0n;
@@ -52,14 +73,17 @@ function writeDiary({ dir, events }) {
   if (fs.existsSync(file) && fs.statSync(file).size > 0) {
     const result = verifyDiary(dir);
     if (result.status !== "ok") {
-      throw Refused.one("diary.writer.resume", ["diary.jsonl"], `the diary fails verification and is never appended to: ${result.failure?.rule ?? "torn tail"}`);
+      const reason = result.failure === null ? `a torn last line (${result.torn_bytes} bytes, a crash while writing)` : `${result.failure.rule}: ${result.failure.message}`;
+      throw Refused.one("diary.writer.resume", ["diary.jsonl"], `the diary fails verification and is never appended to: ${reason}`);
     }
     seq = BigInt(result.lines);
     head = result.head_hash ?? GENESIS;
     lastEvent = result.complete ? "run_end" : "?";
+    // The seal pins the old head; appending outdates it.
     for (const name of ["record.json", "record.sig"]) fs.rmSync(path.join(dir, name), { force: true });
   }
   const fd = fs.openSync(file, "a", 0o644);
+  let lastSync = Date.now();
   try {
     for (const item of events) {
       if (!isObject(item)) throw Refused.one("diary.event.type", ["fields"], "each event must be an object of the event's fields");
@@ -86,7 +110,11 @@ function writeDiary({ dir, events }) {
       }
       const line = { ...body, prev: head, hash: digest };
       fs.writeSync(fd, Buffer.from(`${canonicalLine(line)}\n`, "utf8"));
-      if (SYNC_EVENTS.has(event) || item.severity === "critical") fs.fsyncSync(fd);
+      const critical = SYNC_EVENTS.has(event) || item.severity === "critical";
+      if (critical || fsyncPolicy === "always" || (fsyncPolicy === "interval" && Date.now() - lastSync >= FSYNC_INTERVAL_MS)) {
+        fs.fsyncSync(fd);
+        lastSync = Date.now();
+      }
       seq += 1n;
       head = digest;
       lastEvent = event;
@@ -95,51 +123,9 @@ function writeDiary({ dir, events }) {
   } finally {
     fs.closeSync(fd);
     // DiaryWriter.close() seals whenever the diary has lines, also after a refused event.
-    if (seq > 0n) seal(dir);
+    if (seq > 0n) writeSeal(dir);
   }
   return file;
 }
 
-/**
- * (sha256, bytes, newline count) of a file.
- * @param {string} file
- * @returns {[string, bigint, bigint]}
- */
-function facts(file) {
-  const data = fs.readFileSync(file);
-  let lines = 0n;
-  for (const b of data) if (b === 0x0a) lines++;
-  return [crypto.createHash("sha256").update(data).digest("hex"), BigInt(data.length), lines];
-}
-
-/**
- * Seal a verified record: record.json pins the lines, head, and file hashes (unsigned).
- * @param {string} dir
- */
-function seal(dir) {
-  const result = verifyDiary(dir);
-  if (result.status !== "ok") throw Refused.one("seal.verify", ["diary.jsonl"], "the record does not verify and is not sealed");
-  const [sha, size, lines] = facts(path.join(dir, "diary.jsonl"));
-  const mpath = path.join(dir, "metrics.jsonl");
-  let metrics = null;
-  if (fs.existsSync(mpath)) {
-    const [msha, msize, mrows] = facts(mpath);
-    metrics = { file: "metrics.jsonl", sha256: msha, bytes: msize, rows: mrows };
-  }
-  const record = {
-    record_version: 1n,
-    sealed_by: "trainrecord-node 0.1.0",
-    sealed_at: now(),
-    diary: { file: "diary.jsonl", sha256: sha, bytes: size, lines, head_seq: result.head_seq, head_hash: result.head_hash },
-    metrics,
-    signature: null,
-  };
-  const tmp = path.join(dir, `.record.json.${process.pid}.tmp`);
-  fs.writeFileSync(tmp, `${dumpsIndented(record, 2, { sortKeys: true, ensureAscii: true })}\n`);
-  const fd = fs.openSync(tmp, "r");
-  fs.fsyncSync(fd);
-  fs.closeSync(fd);
-  fs.renameSync(tmp, path.join(dir, "record.json"));
-}
-
-module.exports = { writeDiary };
+module.exports = { writeDiary, appendDiary, FSYNC_POLICIES };

@@ -229,24 +229,35 @@ function writeMetrics({ dir, rows }) {
       return ordered;
     });
   }
-  const found = problems(plain, METRICS_SCHEMA);
-  if (Array.isArray(plain)) {
-    plain.forEach((row, i) => {
-      if (!isObject(row)) return;
-      for (const key of ["benchmark", "metric"]) {
-        const v = row[key];
-        if (typeof v === "string" && !v.isWellFormed()) {
-          found.push({ rule: `metrics.${key}.type`, path: [i, key], message: `${key} is not valid Unicode text (a lone surrogate)` });
-        }
-      }
-    });
-  }
+  const found = [...problems(plain, METRICS_SCHEMA), ...textProblems(plain)];
   if (found.length > 0) throw new Refused(found);
   const data = Buffer.from(`${dumpsIndented(plain, 2)}\n`, "utf8");
   const target = path.join(dir, "metrics.json");
   fs.mkdirSync(dir, { recursive: true });
   files.replace(target, data);
   return target;
+}
+
+/**
+ * Rows whose benchmark or metric is not valid Unicode text (a lone surrogate, which JSON
+ * can carry but UTF-8 cannot).
+ * @param {PyValue} rows
+ * @returns {import("./refused").Problem[]}
+ */
+function textProblems(rows) {
+  /** @type {import("./refused").Problem[]} */
+  const found = [];
+  if (!Array.isArray(rows)) return found;
+  rows.forEach((row, i) => {
+    if (!isObject(row)) return;
+    for (const key of ["benchmark", "metric"]) {
+      const v = row[key];
+      if (typeof v === "string" && !v.isWellFormed()) {
+        found.push({ rule: `metrics.${key}.type`, path: [i, key], message: `${key} is not valid Unicode text (a lone surrogate)` });
+      }
+    }
+  });
+  return found;
 }
 
 const WITNESS_NAME = /^observed\.attempt(0|[1-9][0-9]*)\.json$/;
@@ -278,4 +289,4 @@ function readWitness({ path: file }) {
   return /** @type {Record<string, PyValue>} */ (value);
 }
 
-module.exports = { configSha, writeWitness, writeMetrics, readWitness, WITNESS_SCHEMA, METRICS_SCHEMA };
+module.exports = { configSha, writeWitness, writeMetrics, readWitness, textProblems, WITNESS_SCHEMA, METRICS_SCHEMA };
