@@ -4,8 +4,8 @@ The completeness test (``tests/conformance/test_completeness.py``) fails for any
 the registry that has neither a check nor an entry here; an entry here is reported as
 *not covered* in every run (``trainrecord-conformance rules`` lists the reason), never as
 passed. They are properties of a long-lived process (durability under kill -9, locks,
-background threads, timing, a server's clock) or have no runtime API to drive (run_id);
-the project's own tests cover them for the Python runtime.
+background threads, timing, a server's clock); the project's own tests cover them for the
+Python runtime.
 """
 
 from __future__ import annotations
@@ -23,11 +23,6 @@ NOT_COVERED: dict[str, str] = {
     "report.transport.timeout": "needs a server that hangs for over 10 s per example; too "
     "slow for the suite's budget",
     "report.transport.never_slows": _CLIENT,
-    "report.run_id.stable": "the runtime takes run_id from the job (JobState.run_id); no API "
-    "chooses it across resumes or after a discarded run, so there is nothing to drive",
-    "report.run_id.one_winner": "no harness operation opens a run folder yet (open_run)",
-    "report.metadata.json": "no harness operation opens a run folder yet (open_run)",
-    "report.metadata.run_id": "no harness operation opens a run folder yet (open_run)",
     "report.server.no_contact": "needs a server clock run past 3 x every + 5 minutes",
     "report.server.plain_http_loopback": "about how a server is started, not what it answers",
 }

@@ -299,6 +299,14 @@ def report_job(data: dict[str, Any]) -> dict[str, Any]:
     return {"closed": closed, "warnings": counter.count}
 
 
+def open_run(data: dict[str, Any]) -> dict[str, Any]:
+    """Start or resume the run in ``dir``: its run_id from metadata.json (made if new)."""
+    from trainrecord.report import open_run as start
+
+    run = start(data["dir"], data.get("metadata"))
+    return {"run_id": run.run_id, "created": run.created}
+
+
 class _WarningCounter(logging.Handler):
     """Counts the warnings the reporter logs (the job's log, kept off stderr here)."""
 
@@ -330,6 +338,7 @@ OPERATIONS: dict[str, Operation] = {
     "report_job": report_job,
     "append_diary": append_diary,
     "architecture": architecture,
+    "open_run": open_run,
 }
 """Every operation of the protocol, by name."""
 

@@ -48,6 +48,7 @@ OUTPUTS = {
     "report_job": "ReportJobOutput",
     "append_diary": "WriteOutput",
     "architecture": "ArchitectureOutput",
+    "open_run": "OpenRunOutput",
 }
 """Each operation's output shape: a ``$defs`` entry of run-response.schema.json."""
 OPERATIONS = tuple(OUTPUTS)

@@ -2,8 +2,8 @@
 
 Checks come from one module per format (:mod:`.schema` for every rule a schema expresses,
 :mod:`.canonical`, :mod:`.foundry`, :mod:`.reading`, :mod:`.diary`, :mod:`.writing`,
-:mod:`.keys`, :mod:`.reporting`, :mod:`.payload`, :mod:`.sequence`, :mod:`.settings`,
-:mod:`.server`, :mod:`.harness`). :func:`all_checks` collects them; rules without any check are listed by
+:mod:`.keys`, :mod:`.reporting`, :mod:`.payload`, :mod:`.sequence`, :mod:`.run_identity`,
+:mod:`.settings`, :mod:`.server`, :mod:`.harness`). :func:`all_checks` collects them; rules without any check are listed by
 :func:`trainrecord_conformance.registry.uncovered` with the reason (``coverage.py``).
 """
 
@@ -26,6 +26,7 @@ def all_checks() -> dict[str, tuple[Check, ...]]:
         payload,
         reading,
         reporting,
+        run_identity,
         schema,
         sequence,
         server,
@@ -45,6 +46,7 @@ def all_checks() -> dict[str, tuple[Check, ...]]:
         reporting,
         payload,
         sequence,
+        run_identity,
         settings,
         server,
         harness,

@@ -2,12 +2,12 @@
 
 Typical use in a training loop::
 
-    from trainrecord.report import JobState, Reporter, config, epoch_entry, load_settings
+    from trainrecord.report import Reporter, config, epoch_entry, load_settings, open_run
 
-    state = JobState(kind="training", run_id=run_id, name="pre_s_49", group="pre",
-                     config=config("training", mode="pre", batch_size=100, lr=0.01),
-                     epochs_first=0, epochs_total=50)
-    with Reporter(load_settings("paths.toml"), state, seq_path=run_dir / "report_seq.json") as r:
+    run = open_run("models/pre/pre_s_49")  # run_id from metadata.json (new, or the resumed)
+    state = run.job_state("training", config("training", mode="pre", batch_size=100, lr=0.01),
+                          epochs_first=0, epochs_total=50)
+    with Reporter(load_settings("paths.toml"), state, seq=run.seq_clock()) as r:
         for epoch in range(50):
             for i, batch in enumerate(loader):
                 step(batch)

@@ -14,7 +14,7 @@ export interface HarnessRunRequest {
    */
   seq: number;
   /**
-   * The operation: validate (an instance against a schema), line_hash (diary canonical JSON and hash), config_hash (Foundry config hash), write_witness, write_metrics, read_witness, write_diary, verify_diary, send_report, read_metrics, build_report, report_status, load_settings, keygen, load_key, seal, report_job, append_diary, architecture.
+   * The operation: validate (an instance against a schema), line_hash (diary canonical JSON and hash), config_hash (Foundry config hash), write_witness, write_metrics, read_witness, write_diary, verify_diary, send_report, read_metrics, build_report, report_status, load_settings, keygen, load_key, seal, report_job, append_diary, architecture, open_run (start or resume a run folder: its run_id).
    */
   op:
     | "validate"
@@ -35,7 +35,8 @@ export interface HarnessRunRequest {
     | "seal"
     | "report_job"
     | "append_diary"
-    | "architecture";
+    | "architecture"
+    | "open_run";
   /**
    * The operation's input; its shape depends on op (see $defs).
    */

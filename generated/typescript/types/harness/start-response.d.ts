@@ -49,5 +49,6 @@ export interface HarnessStartResponse {
     | "report_job"
     | "append_diary"
     | "architecture"
+    | "open_run"
   )[];
 }

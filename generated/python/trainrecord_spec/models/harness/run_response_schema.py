@@ -298,3 +298,21 @@ class ArchitectureOutput(StrictModel):
     """
     SHA-256 (lowercase hex) of the UTF-8 text.
     """
+
+
+class OpenRunOutput(StrictModel):
+    """
+    open_run: the run's run_id and whether this call wrote it (a new run) or found it (a resume).
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    run_id: str
+    """
+    The run_id now stored in metadata.json: a UUID in canonical lowercase form.
+    """
+    created: bool
+    """
+    True when this call wrote the run_id (a new run), false when it was already stored (a resume).
+    """

@@ -28,9 +28,9 @@ class HarnessRunRequest(StrictModel):
     """
     A number the suite gives each run; the response repeats it.
     """
-    op: Literal['validate', 'line_hash', 'config_hash', 'write_witness', 'write_metrics', 'read_witness', 'write_diary', 'verify_diary', 'send_report', 'read_metrics', 'build_report', 'report_status', 'load_settings', 'keygen', 'load_key', 'seal', 'report_job', 'append_diary', 'architecture']
+    op: Literal['validate', 'line_hash', 'config_hash', 'write_witness', 'write_metrics', 'read_witness', 'write_diary', 'verify_diary', 'send_report', 'read_metrics', 'build_report', 'report_status', 'load_settings', 'keygen', 'load_key', 'seal', 'report_job', 'append_diary', 'architecture', 'open_run']
     """
-    The operation: validate (an instance against a schema), line_hash (diary canonical JSON and hash), config_hash (Foundry config hash), write_witness, write_metrics, read_witness, write_diary, verify_diary, send_report, read_metrics, build_report, report_status, load_settings, keygen, load_key, seal, report_job, append_diary, architecture.
+    The operation: validate (an instance against a schema), line_hash (diary canonical JSON and hash), config_hash (Foundry config hash), write_witness, write_metrics, read_witness, write_diary, verify_diary, send_report, read_metrics, build_report, report_status, load_settings, keygen, load_key, seal, report_job, append_diary, architecture, open_run (start or resume a run folder: its run_id).
     """
     input: dict[str, Any]
     """
@@ -463,4 +463,22 @@ class ArchitectureInput(StrictModel):
     parameters: list[list[Any]]
     """
     [name, shape] pairs; shape is a list of dimension sizes ([] for a scalar).
+    """
+
+
+class OpenRunInput(StrictModel):
+    """
+    open_run: start or resume the run whose folder is dir, as a job does at every start: on a fresh folder (or a metadata.json without run_id) write a new run_id into dir/metadata.json with the job's metadata; on a resume read and keep the stored one.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    dir: str
+    """
+    The run folder (models/<group>/<name> or wordsets/<name>); it may not exist yet.
+    """
+    metadata: dict[str, Any] | None
+    """
+    The job's own fields for metadata.json (never run_id), written with the new run_id at the first start, or null for none.
     """
