@@ -35,13 +35,14 @@ function reply(value) {
 }
 
 /**
- * A JavaScript result as a PyValue: integral numbers from counters become ints.
+ * An operation's output as a PyValue. Operations build their outputs from PyValues (ints as
+ * BigInt, floats as number), so a number here is a float and is written as one; only
+ * `undefined` (a field not set) becomes null.
  * @param {any} v
  * @returns {PyValue}
  */
 function toPy(v) {
   if (v === undefined) return null;
-  if (typeof v === "number") return Number.isInteger(v) ? BigInt(v) : v;
   if (Array.isArray(v)) return v.map(toPy);
   if (v !== null && typeof v === "object") {
     /** @type {Record<string, PyValue>} */
@@ -91,7 +92,7 @@ async function main() {
         return;
       }
       reply(toPy({
-        version: 1,
+        version: PROTOCOL_VERSION,
         implementation: { name: "trainrecord-node", language: "javascript", version: `0.1.0 (node ${process.version})` },
         operations: Object.keys(OPERATIONS),
       }));

@@ -7,7 +7,7 @@
  */
 "use strict";
 
-const fs = require("node:fs");
+const path = require("node:path");
 const { canonicalLine, canonicalConfig } = require("./pyjson");
 const { problems } = require("./validate");
 const { configSha, writeWitness, writeMetrics, readWitness } = require("./foundry");
@@ -18,9 +18,66 @@ const { architectureText, architectureSha256 } = require("./architecture");
 const { fingerprint, generateKeypair, loadPrivateKey, loadPublicKey } = require("./keys");
 const { writeSeal } = require("./seal");
 const { sendReport } = require("./report");
+const { loadSettings, reportSettings } = require("./settings");
+const { Secrets, buildReport, checkReport, config, errorInfo, fieldsOf, jobState } = require("./payload");
+const { Reporter, ReportNotDelivered, reportStatus } = require("./reporter");
+const { SeqClock, SEQ_FILE } = require("./seq");
+const { openRun } = require("./run-folder");
 
 /** @typedef {import("./pyjson").PyValue} PyValue */
 /** @typedef {import("@trainrecord/spec").HarnessRunRequest["op"]} Operation */
+/** @typedef {import("./payload").JobState} JobState */
+
+/** @param {PyValue | undefined} v @returns {Record<string, PyValue>} */
+const obj = (v) => (v !== null && v !== undefined && typeof v === "object" && !Array.isArray(v) ? v : {});
+/** @param {number} ms */
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The job-state fields an input state may give (the Python runtime's JobState). */
+const STATE_FIELDS = [
+  "run_id", "name", "group", "host", "started_at", "finished_at", "running", "epochs_first", "epochs_total",
+  "phase", "batch", "batches", "initial_validation", "history", "words_done", "words_total",
+];
+
+/**
+ * A job state from an input state: the job's whole config cut to the kind's report config
+ * (§5: the rest stays home), and the raw error ({type, message}) turned into the scrubbed
+ * error a report carries (§7).
+ * @param {PyValue | undefined} input
+ * @param {Secrets} secrets
+ * @returns {JobState}
+ */
+function stateFrom(input, secrets) {
+  const state = obj(input);
+  const kind = String(state.kind);
+  const allowed = fieldsOf(`${kind}_config`);
+  /** @type {Record<string, PyValue>} */
+  const cut = {};
+  for (const [k, v] of Object.entries(obj(state.config))) {
+    if (allowed.includes(k)) Object.defineProperty(cut, k, { value: v, enumerable: true, writable: true, configurable: true });
+  }
+  const raw = state.error;
+  const error = raw === null || raw === undefined ? null : errorInfo(obj(raw).type, obj(raw).message ?? "", secrets);
+  /** @type {Partial<JobState> & {kind: string, config: Record<string, PyValue>}} */
+  const fields = { kind, config: config(kind, cut), error };
+  for (const k of STATE_FIELDS) {
+    if (Object.prototype.hasOwnProperty.call(state, k)) /** @type {any} */ (fields)[k] = state[k];
+  }
+  const history = state.history;
+  fields.history = Array.isArray(history) ? history : [];
+  fields.running = state.running === undefined ? true : !!state.running;
+  return jobState(fields);
+}
+
+/** @param {PyValue | undefined} secrets */
+function secretsFrom(secrets) {
+  if (secrets === null || secrets === undefined) return new Secrets();
+  const s = obj(secrets);
+  return new Secrets({ token: text(s.token), home: text(s.home), user: text(s.user), pid: typeof s.pid === "bigint" ? s.pid : null });
+}
+
+/** @param {PyValue | undefined} v */
+const bigint = (v) => (typeof v === "bigint" ? v : typeof v === "number" && Number.isInteger(v) ? BigInt(v) : 0n);
 
 /** @param {PyValue | undefined} v */
 const text = (v) => (typeof v === "string" ? v : null);
@@ -31,7 +88,7 @@ const ruleIds = (found) => [...new Set([...found].map((p) => p.rule))];
  * Every operation of the protocol: each takes the run's input and returns its output (or a
  * promise of it), or throws Refused. An operation missing here would be answered
  * `unsupported`.
- * @type {Partial<Record<Operation, (input: Record<string, PyValue>) => any>>}
+ * @type {Record<Operation, (input: Record<string, PyValue>) => any>}
  */
 const OPERATIONS = {
   validate: (input) => {
@@ -54,9 +111,9 @@ const OPERATIONS = {
     const result = verifyDiary(String(input.dir), { publicKey: keyFile ? loadPublicKey(keyFile) : null });
     const failure = result.failure;
     if (failure === null && result.status === "torn") {
-      return { ok: false, rules: ["diary.file.torn"], line: result.lines }; // the torn line's index
+      return { ok: false, rules: ["diary.file.torn"], line: BigInt(result.lines) }; // the torn line's index
     }
-    const line = failure !== null && failure.file === "diary.jsonl" && failure.line > 0 ? failure.line - 1 : null;
+    const line = failure !== null && failure.file === "diary.jsonl" && failure.line > 0 ? BigInt(failure.line - 1) : null;
     return { ok: result.status === "ok", rules: failure === null ? [] : [failure.rule], line };
   },
   append_diary: (input) => ({
@@ -70,11 +127,56 @@ const OPERATIONS = {
   }),
   seal: (input) => ({ seal: writeSeal(String(input.dir), { signingKey: text(input.key) || null }) }),
   send_report: async (input) => {
-    const caFile = text(input.ca_file);
-    const got = await sendReport({ url: input.url ?? null, token: input.token ?? null, report: input.report ?? null, ca: caFile === null ? null : fs.readFileSync(caFile, "utf8") });
-    return { delivered: got.outcome === "accepted", status: got.status };
+    const got = await sendReport({ url: input.url ?? null, token: input.token ?? null, report: input.report ?? null, caFile: text(input.ca_file) });
+    return { delivered: got.ok, status: got.status === null ? null : BigInt(got.status) };
+  },
+  load_settings: (input) => {
+    const settings = loadSettings(String(input.path), obj(input.env));
+    return { url: settings.url, every: settings.every, ca_bundle: settings.caBundle !== null };
+  },
+  build_report: (input) => {
+    const secrets = secretsFrom(input.secrets);
+    const report = buildReport(stateFrom(input.state, secrets), {
+      event: String(input.event), status: String(input.status), seq: bigint(input.seq), sentAt: String(input.sent_at),
+    });
+    checkReport(report, secrets);
+    return { report };
+  },
+  report_status: async (input) => {
+    const settings = reportSettings({ url: input.url, every: 60n, token: input.token, caBundle: text(input.ca_file) });
+    const state = stateFrom(input.state, new Secrets());
+    try {
+      const seq = await reportStatus(settings, state, String(input.status));
+      return { raised: false, message: "", seq };
+    } catch (e) {
+      if (e instanceof ReportNotDelivered) return { raised: true, message: e.message, seq: null };
+      throw e;
+    }
+  },
+  report_job: async (input) => {
+    const settings = reportSettings({ url: input.url, every: 60n, token: input.token });
+    const clock = new SeqClock(path.join(String(input.seq_dir), SEQ_FILE), bigint(input.last_seq ?? 0n));
+    const state = stateFrom(input.state, new Secrets());
+    state.running = true;
+    state.finished_at = null;
+    let warnings = 0;
+    const reporter = new Reporter(settings, state, { seq: clock, flushTimeoutMs: 5000, warn: () => { warnings += 1; } });
+    const pause = Math.max(0, Number(input.pause ?? 0) || 0) * 1000;
+    reporter.started();
+    for (let k = 0n; k < bigint(input.progress); k++) {
+      await sleep(pause);
+      reporter.progress({ force: true });
+    }
+    await sleep(pause);
+    if (input.end === "complete") reporter.complete();
+    else reporter.interrupted();
+    const closed = await reporter.close(5000);
+    return { closed, warnings: BigInt(warnings) };
+  },
+  open_run: (input) => {
+    const run = openRun(String(input.dir), input.metadata ?? null);
+    return { run_id: run.runId, created: run.created };
   },
 };
-
 
 module.exports = { OPERATIONS };

@@ -30,8 +30,9 @@ const SIMPLE_ESCAPES = /** @type {Record<string, string>} */ ({
 });
 
 /**
- * Parse strict JSON text (RFC 8259) as Python's json.loads reads it, refusing NaN and
- * Infinity tokens. Ints come back as BigInt, floats as number; duplicate keys keep the last.
+ * Parse strict JSON text (RFC 8259) as trainrecord.canonical.loads_strict reads it,
+ * refusing NaN and Infinity tokens and duplicate object names. Ints come back as BigInt,
+ * floats as number.
  * @param {string} text
  * @returns {PyValue}
  */
@@ -94,6 +95,9 @@ function parse(text) {
         if (text[i] !== ":") fail("expected ':'");
         i++;
         const v = value();
+        // Duplicate names are refused, as trainrecord.canonical.loads_strict does: parsers
+        // disagree on which one wins, so such a record reads differently in two tools.
+        if (Object.prototype.hasOwnProperty.call(obj, key)) fail(`duplicate object name ${JSON.stringify(key)}`);
         Object.defineProperty(obj, key, { value: v, writable: true, enumerable: true, configurable: true });
         skip();
         if (text[i] === ",") {

@@ -1,112 +1,139 @@
 // @ts-check
 /**
- * Reporting API v2 client in Node: check the settings, validate the report, POST it once.
+ * Reporting API v2 transport in Node (§2, as runtime/trainrecord/report/transport.py): one
+ * POST of one report, and what its answer means.
  *
- * §2 of the contract: POST to the URL exactly as configured; Content-Type:
- * application/json, Authorization: Bearer <token>, User-Agent: CORread-reporter/2; https://
- * with verified certificates, http:// only to localhost or a loopback IP; redirects are
- * never followed (a 3xx is a failure); 10 s timeout; no retry. The body is the report as
- * strict JSON in UTF-8, valid against reporting.schema.json.
+ * postReport(settings, body): POST to the URL exactly as configured, with Content-Type:
+ * application/json, Authorization: Bearer <token> and User-Agent: CORread-reporter/2;
+ * https:// with verified certificates (the system's, or the settings' CA bundle); redirects
+ * never followed (a 3xx is a failure, so the token never reaches another address); a 10 s
+ * timeout; no retry. It never throws for a network or server failure: the Outcome says what
+ * happened (ok, status, category, the first 300 characters of the answer, a message a
+ * person can act on, never the token).
+ *
+ * sendReport (the send_report operation, as the Python harness does it): check the
+ * settings, check and encode the report (payload.encodeReport), POST it once.
  */
 "use strict";
 
+const fs = require("node:fs");
 const http = require("node:http");
 const https = require("node:https");
-const net = require("node:net");
-const { dumpsCompact } = require("./pyjson");
-const { problems } = require("./validate");
-const { Refused } = require("./refused");
+const { reportSettings } = require("./settings");
+const { encodeReport } = require("./payload");
+const { Secrets } = require("./privacy");
 
 /** @typedef {import("./pyjson").PyValue} PyValue */
+/** @typedef {import("./settings").Settings} Settings */
+/** @typedef {{ok: boolean, status: number | null, category: string, body: string, message: string}} Outcome */
 
-/** @type {import("@trainrecord/spec").SchemaId} */
-const REPORT_SCHEMA = "https://trainrecord.dev/schemas/reporting/reporting.schema.json";
 const USER_AGENT = "CORread-reporter/2";
-const TIMEOUT_MS = 10_000;
-
-/** @param {string} host */
-function isLoopback(host) {
-  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
-  if (h === "localhost") return true;
-  if (net.isIPv4(h)) return h.startsWith("127.");
-  if (net.isIPv6(h)) return h === "::1" || h === "0:0:0:0:0:0:0:1";
-  return false;
-}
+const BODY_PREVIEW = 300;
+const READ_LIMIT = 4096;
 
 /**
- * The URL, checked: https://, or http:// to localhost or a loopback IP; no credentials.
- * @param {PyValue} url
- * @returns {URL}
+ * The meaning of an HTTP status to the client (§2).
+ * @param {number} status
+ * @param {string} body
+ * @returns {Outcome}
  */
-function checkUrl(url) {
-  if (typeof url !== "string" || url.trim() === "") {
-    throw Refused.one("report.settings.url_missing", ["url"], "[report] url is not set; give the https:// address of your endpoint");
+function classify(status, body) {
+  if (status >= 200 && status < 300) return { ok: true, status, category: "accepted", body, message: "accepted" };
+  if (status === 401 || status === 403) {
+    return { ok: false, status, category: "unauthorized", body, message: `the server refused the token (HTTP ${status}); check CORREAD_REPORT_TOKEN against the server's` };
   }
-  let parsed;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw Refused.one("report.settings.url_scheme", ["url"], "the report URL is not a URL; give https://host/path");
+  if (status === 400 || status === 422) {
+    return { ok: false, status, category: "invalid", body, message: `the server found the report invalid (HTTP ${status}); the client and server disagree on the schema` };
   }
-  if (parsed.username !== "" || parsed.password !== "") {
-    throw Refused.one("report.settings.url_credentials", ["url"], "the report URL has a user name or password in it; the token goes only in CORREAD_REPORT_TOKEN");
+  if (status >= 300 && status < 400) {
+    return { ok: false, status, category: "redirect", body, message: `the server answered with a redirect (HTTP ${status}), which is never followed; point [report] url at the final address` };
   }
-  if (parsed.protocol === "https:") return parsed;
-  if (parsed.protocol === "http:" && isLoopback(parsed.hostname)) return parsed;
-  throw Refused.one("report.settings.url_scheme", ["url"], "the report URL must be https:// (http:// only for localhost or a loopback IP)");
+  return { ok: false, status, category: "failed", body, message: `the server failed (HTTP ${status})` };
 }
 
+/** The first 300 characters (code points) of the answer's first 4 KiB, as UTF-8. @param {Buffer} raw */
+function preview(raw) {
+  const text = new TextDecoder("utf-8").decode(raw.subarray(0, READ_LIMIT));
+  return Array.from(text).slice(0, BODY_PREVIEW).join("");
+}
+
+/** @param {Error & {code?: string}} e */
+const isTlsError = (e) => /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/i.test(`${e.code ?? ""} ${e.message}`);
+
 /**
- * Build and send one report. Resolves with the outcome; never follows a redirect.
- * @param {{url: PyValue, token: PyValue, report: PyValue, ca?: string | null}} args
- * @returns {Promise<{status: number | null, outcome: string, body: string}>}
+ * POST one report body; resolves with the Outcome, never rejects for network or server
+ * failures.
+ * @param {Settings} settings
+ * @param {Buffer} body
+ * @returns {Promise<Outcome>}
  */
-function sendReport({ url, token, report, ca }) {
-  const target = checkUrl(url);
-  if (typeof token !== "string" || token === "") {
-    throw Refused.one("report.settings.token", ["CORREAD_REPORT_TOKEN"], "CORREAD_REPORT_TOKEN is not set; export the token in the environment");
-  }
-  const found = problems(report, REPORT_SCHEMA);
-  if (found.length > 0) throw new Refused(found);
-  const body = Buffer.from(dumpsCompact(report), "utf8");
-  const lib = target.protocol === "https:" ? https : http;
+function postReport(settings, body) {
+  const target = new URL(settings.url);
+  const secure = target.protocol === "https:";
   /** @type {https.RequestOptions} */
   const options = {
     method: "POST",
     headers: {
       "Content-Type": "application/json",
-      Authorization: `Bearer ${token}`,
+      Authorization: `Bearer ${settings.token}`,
       "User-Agent": USER_AGENT,
       "Content-Length": String(body.length),
     },
-    timeout: TIMEOUT_MS,
+    timeout: settings.timeoutMs,
     agent: false,
   };
-  if (target.protocol === "https:") {
+  if (secure) {
     options.rejectUnauthorized = true;
-    if (ca) options.ca = ca;
+    if (settings.caBundle) options.ca = fs.readFileSync(settings.caBundle, "utf8");
   }
+  const seconds = settings.timeoutMs / 1000;
   return new Promise((resolve) => {
-    const req = lib.request(target, options, (res) => {
+    let settled = false;
+    /** @param {Outcome} outcome */
+    const done = (outcome) => {
+      if (!settled) {
+        settled = true;
+        resolve(outcome);
+      }
+    };
+    const req = (secure ? https : http).request(target, options, (res) => {
       /** @type {Buffer[]} */
       const parts = [];
-      res.on("data", (c) => parts.push(c));
-      res.on("end", () => {
-        const status = res.statusCode ?? 0;
-        const text = Buffer.concat(parts).toString("utf8").slice(0, 300);
-        let outcome = "failed";
-        if (status >= 200 && status < 300) outcome = "accepted";
-        else if (status === 401 || status === 403) outcome = "unauthorized";
-        else if (status === 400 || status === 422) outcome = "invalid";
-        else if (status >= 300 && status < 400) outcome = "redirect_not_followed";
-        resolve({ status, outcome, body: text });
+      let size = 0;
+      const status = res.statusCode ?? 0;
+      const finish = () => done(classify(status, preview(Buffer.concat(parts))));
+      res.on("data", (/** @type {Buffer} */ c) => {
+        if (size < READ_LIMIT) parts.push(c);
+        size += c.length;
       });
-      res.on("error", () => resolve({ status: res.statusCode ?? null, outcome: "failed", body: "" }));
+      res.on("end", finish);
+      res.on("error", finish); // a server that breaks off mid-body: the status still counts
+      res.on("aborted", finish);
     });
-    req.on("timeout", () => req.destroy(new Error("timed out after 10 s")));
-    req.on("error", (e) => resolve({ status: null, outcome: "failed", body: e.message.slice(0, 300) }));
+    req.on("timeout", () => {
+      done({ ok: false, status: null, category: "timeout", body: "", message: `no answer within ${seconds} s` });
+      req.destroy();
+    });
+    req.on("error", (e) => {
+      if (isTlsError(e)) {
+        done({ ok: false, status: null, category: "tls", body: "", message: "the server's TLS certificate did not verify; no report was sent (set ca_bundle in [report] for a private CA)" });
+      } else {
+        done({ ok: false, status: null, category: "network", body: "", message: `could not deliver the report (${/** @type {any} */ (e).code ?? e.name}): the server is down, unreachable or closed the connection` });
+      }
+    });
     req.end(body);
   });
 }
 
-module.exports = { sendReport, checkUrl, REPORT_SCHEMA, USER_AGENT };
+/**
+ * Check the settings and the report, then send it once (the send_report operation).
+ * @param {{url: PyValue, token: PyValue, report: PyValue, caFile?: string | null}} args
+ * @returns {Promise<Outcome>}
+ */
+async function sendReport({ url, token, report, caFile = null }) {
+  const settings = reportSettings({ url, every: 60n, token, caBundle: caFile });
+  const body = encodeReport(report, new Secrets({ token: settings.token }));
+  return postReport(settings, body);
+}
+
+module.exports = { USER_AGENT, classify, postReport, sendReport };

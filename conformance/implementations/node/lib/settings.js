@@ -1,0 +1,162 @@
+// @ts-check
+/**
+ * Reporting settings (Reporting API v2 §1, as runtime/trainrecord/report/settings.py):
+ * where reports go, how often, and with which token.
+ *
+ * reportSettings({url, every, token, caBundle}) checks each setting, in that order, and
+ * refuses the first unsafe or missing one before any work starts: the URL
+ * (`report.settings.url_missing`, `.url_scheme`: https://, or http:// to localhost or a
+ * loopback IP only; `.url_credentials`: no user name or password in it), every (a finite
+ * number above 0, `.every`), the token (printable ASCII, `.token`; never shown) and the
+ * optional CA bundle (an existing PEM file holding a CA certificate, `.ca_bundle`).
+ *
+ * loadSettings(pathsToml, env) reads `[report]` url, every (default 60) and ca_bundle
+ * (relative to the file's folder) from paths.toml, and the token only from
+ * env.CORREAD_REPORT_TOKEN: a token in the file is refused.
+ */
+"use strict";
+
+const fs = require("node:fs");
+const path = require("node:path");
+const net = require("node:net");
+const crypto = require("node:crypto");
+const toml = require("./toml");
+const { Refused } = require("./refused");
+
+/** @typedef {import("./pyjson").PyValue} PyValue */
+/** @typedef {{url: string, every: number, token: string, caBundle: string | null, timeoutMs: number}} Settings */
+
+const TOKEN_ENV = "CORREAD_REPORT_TOKEN";
+const CLIENT_TIMEOUT_MS = 10_000;
+
+/** localhost and loopback IPs (127.0.0.0/8, ::1). @param {string} host */
+function isLoopback(host) {
+  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
+  if (h === "localhost") return true;
+  if (net.isIPv4(h)) return h.startsWith("127.");
+  if (net.isIPv6(h)) return h === "::1" || h === "0:0:0:0:0:0:0:1";
+  return false;
+}
+
+/**
+ * The URL, checked: https://, or http:// to localhost or a loopback IP; no credentials.
+ * @param {unknown} url
+ * @returns {URL}
+ */
+function checkUrl(url) {
+  if (typeof url !== "string" || url.trim() === "") {
+    throw Refused.one("report.settings.url_missing", ["report", "url"], "set [report] url in paths.toml to your endpoint (https://...)");
+  }
+  let parsed;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw Refused.one("report.settings.url_scheme", ["report", "url"], "the URL cannot be parsed; write it as https://host/path");
+  }
+  if (parsed.username !== "" || parsed.password !== "") {
+    throw Refused.one("report.settings.url_credentials", ["report", "url"], `remove the user name and password from the URL; the token comes from ${TOKEN_ENV} only`);
+  }
+  if (parsed.protocol === "https:" && parsed.hostname !== "") return parsed;
+  if (parsed.protocol === "http:" && isLoopback(parsed.hostname)) return parsed;
+  throw Refused.one("report.settings.url_scheme", ["report", "url"], "the URL must be https://host/... (plain http:// only for localhost or a loopback IP)");
+}
+
+/**
+ * The token, when it is usable in a Bearer header; its value is never shown.
+ * @param {unknown} token
+ * @returns {string}
+ */
+function checkToken(token) {
+  if (typeof token !== "string" || token === "") {
+    throw Refused.one("report.settings.token", [TOKEN_ENV], `export ${TOKEN_ENV}=<token> before turning reporting on (the token is never read from a file)`);
+  }
+  if (![...token].every((c) => c >= "\x21" && c <= "\x7e")) {
+    throw Refused.one("report.settings.token", [TOKEN_ENV], `${TOKEN_ENV} must be printable ASCII without spaces or line breaks`);
+  }
+  return token;
+}
+
+/**
+ * every as seconds, when it is a finite number greater than 0 (a bool is not a number).
+ * @param {unknown} every
+ * @returns {number}
+ */
+function checkEvery(every) {
+  const value = typeof every === "bigint" || typeof every === "number" ? Number(every) : NaN;
+  if (!(Number.isFinite(value) && value > 0)) {
+    throw Refused.one("report.settings.every", ["report", "every"], "every is the number of seconds between progress reports; set it to a number greater than 0");
+  }
+  return value;
+}
+
+/**
+ * Whether `file` is a readable PEM file holding at least one CA certificate (every
+ * certificate in it must parse, as OpenSSL's load_verify_locations requires).
+ * @param {string} file
+ */
+function isCaFile(file) {
+  let text;
+  try {
+    if (!fs.statSync(file).isFile()) return false;
+    text = fs.readFileSync(file, "latin1");
+  } catch {
+    return false;
+  }
+  const blocks = text.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? [];
+  let ca = false;
+  for (const block of blocks) {
+    try {
+      ca = new crypto.X509Certificate(block).ca || ca;
+    } catch {
+      return false;
+    }
+  }
+  return ca;
+}
+
+/**
+ * Checked settings (see the module comment); refuses the first bad one.
+ * @param {{url: unknown, every: unknown, token: unknown, caBundle?: string | null}} args
+ * @returns {Settings}
+ */
+function reportSettings({ url, every, token, caBundle = null }) {
+  checkUrl(url);
+  const seconds = checkEvery(every);
+  checkToken(token);
+  if (caBundle !== null && !isCaFile(caBundle)) {
+    throw Refused.one("report.settings.ca_bundle", ["report", "ca_bundle"], `ca_bundle must name an existing PEM file of CA certificates (${path.basename(caBundle)})`);
+  }
+  return { url: /** @type {string} */ (url), every: seconds, token: /** @type {string} */ (token), caBundle, timeoutMs: CLIENT_TIMEOUT_MS };
+}
+
+/**
+ * Read [report] from paths.toml and the token from env.CORREAD_REPORT_TOKEN.
+ * @param {string} pathsToml
+ * @param {Record<string, PyValue>} env
+ * @returns {Settings}
+ */
+function loadSettings(pathsToml, env) {
+  let data;
+  try {
+    data = toml.parse(fs.readFileSync(pathsToml, "utf8"));
+  } catch (e) {
+    if (!(e instanceof toml.TomlError)) throw e;
+    throw Refused.one("report.settings.url_missing", [path.basename(pathsToml)], `paths.toml is not valid TOML (${e.message}); fix it`);
+  }
+  const section = data.report;
+  if (section === null || typeof section !== "object" || Array.isArray(section) || section instanceof toml.TomlDateTime) {
+    throw Refused.one("report.settings.url_missing", ["report"], "add a [report] section with url and every to paths.toml");
+  }
+  if (Object.prototype.hasOwnProperty.call(section, "token")) {
+    throw Refused.one("report.settings.token", ["report", "token"], `remove the token from paths.toml; export ${TOKEN_ENV} instead`);
+  }
+  const ca = section.ca_bundle;
+  let caBundle = null;
+  if (ca !== undefined && ca !== null) {
+    caBundle = path.resolve(path.dirname(pathsToml), typeof ca === "string" ? ca : String(ca));
+  }
+  const token = Object.prototype.hasOwnProperty.call(env, TOKEN_ENV) ? env[TOKEN_ENV] : "";
+  return reportSettings({ url: section.url, every: section.every ?? 60n, token, caBundle });
+}
+
+module.exports = { TOKEN_ENV, checkUrl, checkToken, checkEvery, isLoopback, isCaFile, reportSettings, loadSettings };
