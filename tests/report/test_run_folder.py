@@ -152,6 +152,21 @@ def test_metadata_that_is_not_strict_json_writes_nothing(tmp_path: Path) -> None
         open_run(folder, {"run_id": str(uuid.uuid4())})
 
 
+def test_create_false_only_reads_an_existing_run(tmp_path: Path) -> None:
+    folder = tmp_path / "pre" / "gone"
+    with pytest.raises(FileNotFoundError):
+        open_run(folder, create=False)
+    assert not folder.exists()  # a snapshot of a missing run never makes a new one
+    run = open_run(folder)
+    seen = open_run(folder, create=False)
+    assert (seen.run_id, seen.created) == (run.run_id, False)
+    (folder / METADATA).write_text('{"mode": "pre"}')
+    with pytest.raises(RecordRefused) as caught:
+        open_run(folder, create=False)
+    assert caught.value.rule == "report.metadata.run_id"
+    assert (folder / METADATA).read_text() == '{"mode": "pre"}'
+
+
 def test_update_keeps_the_run_id_and_refuses_another(tmp_path: Path) -> None:
     folder = tmp_path / "pre" / "pre_s_49"
     run = open_run(folder, {"mode": "pre"})

@@ -24,7 +24,7 @@ The returned :class:`RunFolder` builds the job's :class:`~trainrecord.report.Job
 :class:`~trainrecord.report.SeqClock`, whose last seq is kept beside metadata.json in
 ``report_seq.json`` so seq keeps rising across resumes and processes.
 
-Public API: :func:`open_run` ``(folder, metadata=None) -> RunFolder``; :class:`RunFolder`
+Public API: :func:`open_run` ``(folder, metadata=None, *, create=True) -> RunFolder``; :class:`RunFolder`
 (``folder``, ``run_id``, ``started_at``, ``created``, ``resumed``, ``metadata``,
 ``name``, ``group``, ``seq_path``, ``job_state(kind, config, **fields)``,
 ``seq_clock(clock=None)``, ``update(**fields)``, ``discard()``); :func:`is_run_id`;
@@ -163,19 +163,35 @@ class RunFolder:
 
 
 def open_run(
-    folder: str | os.PathLike[str], metadata: Mapping[str, Any] | None = None
+    folder: str | os.PathLike[str],
+    metadata: Mapping[str, Any] | None = None,
+    *,
+    create: bool = True,
 ) -> RunFolder:
     """Start or resume the run in ``folder``; see the module docstring.
 
     ``metadata``: the job's own fields for metadata.json, written with the new run_id when
     the run is first started. On a resume the stored fields are kept and returned as they
-    are (change them with :meth:`RunFolder.update`).
+    are (change them with :meth:`RunFolder.update`). ``create=False`` only reads an
+    existing run (e.g. for a ``report_status()`` snapshot from another process): a missing
+    metadata.json raises ``FileNotFoundError`` and one without a run_id is refused
+    (``report.metadata.run_id``); nothing is written.
     """
     path = Path(os.path.abspath(folder))
     fields = dict(metadata or {})
     for name in RESERVED:
         if name in fields:
             raise ValueError(f"{name} is chosen by open_run; remove it from metadata")
+    if not create:
+        stored = _read(path / METADATA)
+        if "run_id" not in stored:
+            raise RecordRefused.one(
+                RULE_RUN_ID,
+                ("run_id",),
+                f"{METADATA} holds no run_id: the run was never started with open_run; "
+                "start it first",
+            )
+        return _resumed(path, stored)
     path.mkdir(parents=True, exist_ok=True)
     target = path / METADATA
     for _ in range(10):
