@@ -1,10 +1,11 @@
 """The conformance suite against the Node implementation, through the exec harness protocol.
 
 This is ``make conformance TARGET=node`` in the CI profile: every rule the suite covers is
-run against ``conformance/implementations/node/harness.js``; none may fail or error, and a
-rule may be skipped only when its checks need something the exec protocol cannot carry
-(non-finite numbers, non-text environment values) or a reporting server (the Node
-implementation is a client).
+run against ``conformance/implementations/node/harness.js``; none may fail or error. The
+harness lists every operation of the protocol in its start response (none is answered
+unsupported), so a rule may be skipped only when its checks need one of the suite's
+pseudo-operations that no exec harness has: ``@nonfinite`` (Python values JSON cannot
+carry) or ``serve`` (a reporting server; the Node implementation is a client).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from tests.typescript.node_harness import require_node
 pytestmark = [pytest.mark.xdist_group("node-conformance"), pytest.mark.slow]
 
 CLI = Path(sys.executable).with_name("trainrecord-conformance")
+PSEUDO_OPERATIONS = frozenset({"@nonfinite", "serve"})
+"""What the suite's checks may need beyond the protocol's operations (targets.py)."""
 
 
 def test_suite_passes_against_node() -> None:
@@ -49,9 +52,8 @@ def test_suite_passes_against_node() -> None:
     ]
     assert bad == [], json.dumps(bad, indent=1)[:4000]
     skipped = [r for r in result["rules"] if r["status"] == "skipped"]
-    # Skipped only for what the exec protocol cannot carry, a server's rules, or an
-    # operation the Node harness does not list in its start response (never silently).
-    allowed = {"@nonfinite", "serve"} | (_protocol_operations() - _node_operations())
+    # Skipped only for a pseudo-operation no exec harness has, never for a protocol one.
+    allowed = PSEUDO_OPERATIONS
     for rule in skipped:
         reasons = {c["message"] for c in rule["checks"] if c["status"] == "skipped"}
         assert reasons, rule
@@ -62,6 +64,52 @@ def test_suite_passes_against_node() -> None:
     passed = [r for r in result["rules"] if r["status"] == "pass"]
     assert len(passed) > 300
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_node_lists_every_protocol_operation() -> None:
+    """The start response names every operation of the run request's op enum, and only
+    those: an operation the suite adds fails here until the Node implementation has it."""
+    require_node()
+    protocol = _protocol_operations()
+    assert len(protocol) >= 20, sorted(protocol)
+    assert not protocol & PSEUDO_OPERATIONS
+    node = _node_operations()
+    assert sorted(protocol - node) == [], "operations the Node harness does not support"
+    assert sorted(node - protocol) == [], "operations the protocol does not define"
+
+
+def test_no_operation_answers_unsupported(tmp_path: Path) -> None:
+    """Each listed operation is served: a run of it never answers unsupported (a refusal or
+    an error for an empty input is fine), and an unknown operation does."""
+    require_node()
+    ops = sorted(_protocol_operations())
+    lines = ['{"cmd": "start", "version": 1}']
+    lines += [
+        json.dumps(
+            {"cmd": "run", "seq": i, "op": op, "input": {"dir": str(tmp_path / "runs" / op)}}
+        )
+        for i, op in enumerate(ops)
+    ]
+    lines += [json.dumps({"cmd": "run", "seq": len(ops), "op": "no_such_op", "input": {}})]
+    lines += ['{"cmd": "stop"}']
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    proc = subprocess.run(
+        ["node", str(ROOT / "conformance/implementations/node/harness.js")],
+        cwd=cwd,  # an operation that wrote to a default path would show here
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    answers = [json.loads(line) for line in proc.stdout.splitlines()[1:-1]]
+    outcomes = {a["seq"]: a["outcome"] for a in answers}
+    assert sorted(outcomes) == list(range(len(ops) + 1)), proc.stderr[-2000:]
+    unsupported = [ops[i] for i, o in outcomes.items() if i < len(ops) and o == "unsupported"]
+    assert unsupported == []
+    assert outcomes[len(ops)] == "unsupported"
+    assert list(cwd.iterdir()) == []
 
 
 def _node_operations() -> set[str]:

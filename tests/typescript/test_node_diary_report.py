@@ -247,11 +247,15 @@ def test_seal_pins_the_tail(harness: Harness, tmp_path: Path) -> None:
 
 
 def _valid_report() -> dict[str, Any]:
+    """The first example report a client may send: schema-valid and consistent (§5), as
+    send_report checks both before anything goes on the wire."""
+    from trainrecord.report import consistency_problems
+
     for group in json.loads((SPEC / "vectors" / "reporting" / "examples.json").read_text("utf-8")):
         for test in group["tests"]:
-            if test["valid"]:
+            if test["valid"] and not consistency_problems(test["data"]):
                 return test["data"]
-    raise AssertionError("no valid report vector")
+    raise AssertionError("no valid, consistent report vector")
 
 
 class Recorder(http.server.BaseHTTPRequestHandler):

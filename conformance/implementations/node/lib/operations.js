@@ -30,6 +30,18 @@ const { openRun } = require("./run-folder");
 
 /** @param {PyValue | undefined} v @returns {Record<string, PyValue>} */
 const obj = (v) => (v !== null && v !== undefined && typeof v === "object" && !Array.isArray(v) ? v : {});
+/**
+ * A string field of the input; a missing or non-string one is an error of the run (as a
+ * KeyError is in the Python harness), never a file named "undefined".
+ * @param {Record<string, PyValue>} input
+ * @param {string} name
+ * @returns {string}
+ */
+function need(input, name) {
+  const v = input[name];
+  if (typeof v !== "string") throw new TypeError(`input.${name} must be a string`);
+  return v;
+}
 /** @param {number} ms */
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -92,23 +104,23 @@ const ruleIds = (found) => [...new Set([...found].map((p) => p.rule))];
  */
 const OPERATIONS = {
   validate: (input) => {
-    const found = problems(input.instance ?? null, String(input.schema));
+    const found = problems(input.instance ?? null, need(input, "schema"));
     return { valid: found.length === 0, rules: ruleIds(found).sort() };
   },
   line_hash: (input) => {
     const body = input.body ?? null;
-    return { canonical: canonicalLine(body), hash: lineHash(String(input.prev), body) };
+    return { canonical: canonicalLine(body), hash: lineHash(need(input, "prev"), body) };
   },
   config_hash: (input) => ({ canonical: canonicalConfig(input.config ?? null), config_sha: configSha(input.config ?? null) }),
   write_witness: (input) => ({
-    path: writeWitness({ dir: String(input.dir), env: input.env ?? null, config: input.config ?? null, device: input.device ?? null, wall_seconds: input.wall_seconds ?? null }),
+    path: writeWitness({ dir: need(input, "dir"), env: input.env ?? null, config: input.config ?? null, device: input.device ?? null, wall_seconds: input.wall_seconds ?? null }),
   }),
-  write_metrics: (input) => ({ path: writeMetrics({ dir: String(input.dir), rows: input.rows ?? null }) }),
-  read_witness: (input) => ({ witness: readWitness({ path: String(input.path) }) }),
-  write_diary: (input) => ({ path: writeDiary({ dir: String(input.dir), events: input.events ?? null }) }),
+  write_metrics: (input) => ({ path: writeMetrics({ dir: need(input, "dir"), rows: input.rows ?? null }) }),
+  read_witness: (input) => ({ witness: readWitness({ path: need(input, "path") }) }),
+  write_diary: (input) => ({ path: writeDiary({ dir: need(input, "dir"), events: input.events ?? null }) }),
   verify_diary: (input) => {
     const keyFile = text(input.key);
-    const result = verifyDiary(String(input.dir), { publicKey: keyFile ? loadPublicKey(keyFile) : null });
+    const result = verifyDiary(need(input, "dir"), { publicKey: keyFile ? loadPublicKey(keyFile) : null });
     const failure = result.failure;
     if (failure === null && result.status === "torn") {
       return { ok: false, rules: ["diary.file.torn"], line: BigInt(result.lines) }; // the torn line's index
@@ -117,27 +129,27 @@ const OPERATIONS = {
     return { ok: result.status === "ok", rules: failure === null ? [] : [failure.rule], line };
   },
   append_diary: (input) => ({
-    path: appendDiary({ dir: String(input.dir), events: input.events ?? null, fsyncPolicy: input.fsync_policy ?? null }),
+    path: appendDiary({ dir: need(input, "dir"), events: input.events ?? null, fsyncPolicy: input.fsync_policy ?? null }),
   }),
   architecture: (input) => ({ text: architectureText(input.parameters ?? null), sha256: architectureSha256(input.parameters ?? null) }),
-  read_metrics: (input) => ({ rows: readMetrics({ path: String(input.path) }) }),
-  keygen: (input) => ({ fingerprint: generateKeypair(String(input.private), text(input.public)).fingerprint }),
+  read_metrics: (input) => ({ rows: readMetrics({ path: need(input, "path") }) }),
+  keygen: (input) => ({ fingerprint: generateKeypair(need(input, "private"), text(input.public)).fingerprint }),
   load_key: (input) => ({
-    fingerprint: fingerprint(input.kind === "private" ? loadPrivateKey(String(input.path)) : loadPublicKey(String(input.path))),
+    fingerprint: fingerprint(input.kind === "private" ? loadPrivateKey(need(input, "path")) : loadPublicKey(need(input, "path"))),
   }),
-  seal: (input) => ({ seal: writeSeal(String(input.dir), { signingKey: text(input.key) || null }) }),
+  seal: (input) => ({ seal: writeSeal(need(input, "dir"), { signingKey: text(input.key) || null }) }),
   send_report: async (input) => {
     const got = await sendReport({ url: input.url ?? null, token: input.token ?? null, report: input.report ?? null, caFile: text(input.ca_file) });
     return { delivered: got.ok, status: got.status === null ? null : BigInt(got.status) };
   },
   load_settings: (input) => {
-    const settings = loadSettings(String(input.path), obj(input.env));
+    const settings = loadSettings(need(input, "path"), obj(input.env));
     return { url: settings.url, every: settings.every, ca_bundle: settings.caBundle !== null };
   },
   build_report: (input) => {
     const secrets = secretsFrom(input.secrets);
     const report = buildReport(stateFrom(input.state, secrets), {
-      event: String(input.event), status: String(input.status), seq: bigint(input.seq), sentAt: String(input.sent_at),
+      event: need(input, "event"), status: need(input, "status"), seq: bigint(input.seq), sentAt: need(input, "sent_at"),
     });
     checkReport(report, secrets);
     return { report };
@@ -146,7 +158,7 @@ const OPERATIONS = {
     const settings = reportSettings({ url: input.url, every: 60n, token: input.token, caBundle: text(input.ca_file) });
     const state = stateFrom(input.state, new Secrets());
     try {
-      const seq = await reportStatus(settings, state, String(input.status));
+      const seq = await reportStatus(settings, state, need(input, "status"));
       return { raised: false, message: "", seq };
     } catch (e) {
       if (e instanceof ReportNotDelivered) return { raised: true, message: e.message, seq: null };
@@ -155,7 +167,7 @@ const OPERATIONS = {
   },
   report_job: async (input) => {
     const settings = reportSettings({ url: input.url, every: 60n, token: input.token });
-    const clock = new SeqClock(path.join(String(input.seq_dir), SEQ_FILE), bigint(input.last_seq ?? 0n));
+    const clock = new SeqClock(path.join(need(input, "seq_dir"), SEQ_FILE), bigint(input.last_seq ?? 0n));
     const state = stateFrom(input.state, new Secrets());
     state.running = true;
     state.finished_at = null;
@@ -174,7 +186,7 @@ const OPERATIONS = {
     return { closed, warnings: BigInt(warnings) };
   },
   open_run: (input) => {
-    const run = openRun(String(input.dir), input.metadata ?? null);
+    const run = openRun(need(input, "dir"), input.metadata ?? null);
     return { run_id: run.runId, created: run.created };
   },
 };
