@@ -58,8 +58,10 @@ def describe(line: dict[str, Any]) -> str:
         return f"{where}{layer}: {line['count']} channels proven dead"
     if event == "repair":
         return f"{where}{layer}: repaired {line['count']} channels ({line['method']})"
-    if event in ("loss_spike", "nonfinite_loss"):
-        return f"{where}{event.replace('_', ' ')} {line['value']}"
+    if event == "loss_spike":
+        return f"{where}loss spike {line['value']:.4g} (baseline {line['baseline']:.4g})"
+    if event == "nonfinite_loss":
+        return f"{where}non-finite loss {line['value']}"
     if event == "nonfinite_gradient":
         return f"{where}non-finite gradient in {', '.join(line['layers'])}"
     if event == "no_gradients":

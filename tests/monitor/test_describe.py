@@ -1,0 +1,28 @@
+"""The logging sink's one readable line per event: every event type, numbers kept short."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.diary.helpers import BODIES
+from trainrecord.diary import EVENT_TYPES
+from trainrecord.monitor.sinks import describe
+
+
+@pytest.mark.parametrize("event", EVENT_TYPES)
+def test_every_event_type_reads_as_one_line(event: str) -> None:
+    text = describe({"event": event, **BODIES[event]})
+    assert text and "\n" not in text
+    step = BODIES[event].get("step")
+    if step is not None:
+        assert text.startswith(f"step {step}: ")
+
+
+def test_loss_events_show_short_numbers() -> None:
+    spike = describe(
+        {"event": "loss_spike", "step": 200, "value": 2.4107630252838135, "baseline": 0.0541}
+    )
+    assert spike == "step 200: loss spike 2.411 (baseline 0.0541)"
+    assert describe({"event": "nonfinite_loss", "step": 3, "value": "NaN"}) == (
+        "step 3: non-finite loss NaN"
+    )
