@@ -128,13 +128,18 @@ def test_a_token_in_paths_toml_is_refused_and_not_shown(tmp_path: Path) -> None:
     assert TOKEN not in str(info.value)
 
 
-@pytest.mark.parametrize("text", ["", "[paths]\nmodels = 'x'\n", "[report\nurl="])
-def test_paths_toml_without_a_report_section_is_refused(tmp_path: Path, text: str) -> None:
+@pytest.mark.parametrize(
+    "text",
+    [b"", b"[paths]\nmodels = 'x'\n", b"[report\nurl=", b"[report]\nurl = '\xff\xfe'\n"],
+    ids=["empty", "no-section", "not-toml", "not-utf8"],
+)
+def test_paths_toml_without_a_report_section_is_refused(tmp_path: Path, text: bytes) -> None:
     toml = tmp_path / "paths.toml"
-    toml.write_text(text)
+    toml.write_bytes(text)
     with pytest.raises(RecordRefused) as info:
         load_settings(toml, env={"CORREAD_REPORT_TOKEN": TOKEN})
     assert info.value.rule == "report.settings.url_missing"
+    assert "paths.toml" in str(info.value)
 
 
 def test_loopback_hosts() -> None:

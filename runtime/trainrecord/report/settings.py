@@ -191,11 +191,14 @@ def load_settings(
     path = Path(paths_toml)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise RecordRefused.one(
-            "report.settings.url_missing",
-            (path.name,),
-            f"paths.toml is not valid TOML ({exc}); fix it",
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        why = (
+            f"not UTF-8 text (byte {exc.start})"
+            if isinstance(exc, UnicodeDecodeError)
+            else f"not valid TOML ({exc})"
+        )
+        raise RecordRefused.one(  # no [report] url can be read from it
+            "report.settings.url_missing", (path.name,), f"paths.toml is {why}; fix it"
         ) from None
     section = data.get("report")
     if not isinstance(section, dict):
