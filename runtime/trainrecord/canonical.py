@@ -62,7 +62,12 @@ def loads_strict(text: str | bytes) -> Any:
 
     Duplicate keys are refused because parsers disagree on which one wins (Python keeps the
     last, others the first): a record that reads differently in two tools cannot be trusted.
+    Bytes must be UTF-8 without a byte order mark (RFC 8259): ``json.loads`` alone would
+    also take UTF-16 and UTF-32 bytes, and a UTF-8 BOM. Every refusal is a ``ValueError``
+    (``UnicodeDecodeError`` or ``json.JSONDecodeError``).
     """
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8")  # strict: a BOM then fails as JSON, as it should
     return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
 
 

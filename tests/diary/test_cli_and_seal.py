@@ -135,6 +135,18 @@ def test_the_seal_pins_the_head_and_the_files(signed) -> None:
     assert seal["record_version"] == 1 and seal["signature"]["algorithm"] == "ed25519"
 
 
+def test_a_seal_re_encoded_as_utf16_fails_as_not_strict_json(signed, tmp_path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("diary.jsonl", "metrics.jsonl", "record.json", "record.sig"):
+        (run / name).write_bytes((signed[0] / name).read_bytes())
+    assert verify(run).failure is None
+    path = run / "record.json"
+    path.write_bytes(path.read_text(encoding="utf-8").encode("utf-16"))
+    result = verify(run)
+    assert result.failure and result.failure.rule == "seal.file.json"
+
+
 def test_a_signature_from_another_key_file_or_a_missing_sig_fails(signed, tmp_path) -> None:
     run, _, pub = signed
     other = tmp_path / "run"

@@ -25,6 +25,15 @@ def test_duplicate_names_are_refused_at_any_depth(text: str) -> None:
         loads_strict(text)
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-32", "utf-8-sig"])
+def test_bytes_that_are_not_plain_utf8_are_refused(encoding: str) -> None:
+    # json.loads(bytes) alone detects UTF-16/32 and skips a UTF-8 byte order mark
+    data = '{"loss": 1.5}'.encode(encoding)
+    with pytest.raises(ValueError):
+        loads_strict(data)
+    assert loads_strict(b'{"loss": 1.5}') == {"loss": 1.5}
+
+
 def test_writers_refuse_non_finite_floats() -> None:
     for value in (math.nan, math.inf, -math.inf):
         with pytest.raises(ValueError):
