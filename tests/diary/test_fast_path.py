@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
@@ -129,19 +130,23 @@ def test_the_fast_check_agrees_with_the_oracle(line, data) -> None:
         )
     )
     mutated = {**line, key: value}
-    event = mutated.get("event")
-    check = (
-        fast_validators().get(event, fast_validators()[None])
-        if isinstance(event, str)
-        else fast_validators()[None]
-    )
-    fast = check(mutated)
+    fast = _fast_check(mutated)
     # the fast check leaves the format of prev and hash to the chain check (which compares
     # them with computed hashes) and only asks that they be strings
-    strings = all(isinstance(mutated[k], str) for k in ("prev", "hash"))
+    strings = all(isinstance(mutated.get(k), str) for k in ("prev", "hash"))
     shaped = {**mutated, "prev": PREV, "hash": PREV} if strings else mutated
-    oracle = problems(shaped, event_schema(event)) == []
+    oracle = problems(shaped, event_schema(mutated.get("event"))) == []
     assert fast == oracle, (key, value)
+
+
+def _fast_check(line: dict[str, Any]) -> bool:
+    """The fast check as the chain code makes it: prev and hash strings, then the check of
+    the line's own event (which leaves the event name and prev and hash out)."""
+    if not all(line.get(k).__class__ is str for k in ("prev", "hash")):
+        return False
+    event = line.get("event")
+    valid = fast_validators()
+    return (valid.get(event, valid[None]) if isinstance(event, str) else valid[None])(line)
 
 
 def test_every_vector_gets_the_same_answer_from_the_fast_check() -> None:
@@ -156,14 +161,9 @@ def test_every_vector_gets_the_same_answer_from_the_fast_check() -> None:
             event = data.get("event")
             if event_schema(event) != group["schema"]:
                 continue  # a mismatch vector: the verifier picks the schema by event
-            check = (
-                fast_validators().get(event, fast_validators()[None])
-                if isinstance(event, str)
-                else fast_validators()[None]
-            )
             if not case["valid"] and case["rule"].startswith(("diary.prev.", "diary.hash.")):
                 continue  # left to the chain check; see test_malformed_prev_or_hash_...
-            assert check(data) == case["valid"], case["description"]
+            assert _fast_check(data) == case["valid"], case["description"]
             n += 1
     assert n > 150
 
@@ -196,6 +196,58 @@ def test_malformed_prev_or_hash_is_reported_with_its_schema_rule() -> None:
             res = scan(raw, 1)
             assert res.failure is not None and res.failure.rule == rule, (key, position)
             assert res.failure.line == position + 1
+
+
+def _chained(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The lines with seq, prev and hash made as the writer makes them."""
+    prev, out = "0" * 64, []
+    for seq, line in enumerate(lines):
+        body = {k: v for k, v in line.items() if k not in ("prev", "hash")}
+        body["seq"] = seq
+        digest = hashlib.sha256(
+            (prev + json.dumps(body, sort_keys=True, separators=(",", ":"))).encode()
+        ).hexdigest()
+        out.append({**body, "prev": prev, "hash": digest})
+        prev = digest
+    return out
+
+
+@pytest.mark.parametrize("event", sorted(BODIES))
+@pytest.mark.parametrize(
+    "key,bad",
+    [
+        ("prev", None),
+        ("prev", 7),
+        ("prev", ["0" * 64]),
+        ("hash", None),
+        ("hash", {"a": 1}),
+        ("event", None),
+        ("event", 3),
+        ("event", ""),
+    ],
+)
+def test_what_the_fast_checks_leave_out_is_still_refused_with_the_oracles_rule(
+    event, key, bad
+) -> None:
+    """The per-event fast checks leave prev, hash and the event name out (the chain code
+    checks them once): a line whose prev or hash is missing or not a string, or whose event
+    is missing or not a non-empty string, still fails at that line with the rule the oracle
+    names, on the first line of a range and on a later one."""
+    from trainrecord.diary.events import line_problems
+
+    for position in (1, 2):  # the first line of a range (no run_start before: range 2..)
+        lines = _chained([_full("run_start", BODIES["run_start"]), _full(event, BODIES[event])] * 2)
+        target = lines[position]
+        if bad is None:
+            del target[key]
+        else:
+            target[key] = bad
+        raw = b"".join(json.dumps(x).encode() + b"\n" for x in lines[1:])
+        res = scan(raw, 2)
+        want = line_problems(target)
+        assert want, (key, bad)
+        assert res.failure is not None, (key, bad, position)
+        assert (res.failure.line, res.failure.rule) == (position + 1, want[0].rule)
 
 
 @given(

@@ -154,7 +154,8 @@ def scan(data: bytes | memoryview, first_line: int) -> ChunkResult:
     ASCII without DEL, so is orjson's output of every line (see :mod:`.fastline`).
     """
     raw_all = bytes(data)
-    if b"\\u" not in raw_all:
+    # (a backslash is rare: memchr finds there is none far faster than a search for \u)
+    if b"\\" not in raw_all or b"\\u" not in raw_all:
         plain = raw_all.isascii() and b"\x7f" not in raw_all
         res = _scan(raw_all, first_line, strict=False, plain=plain)
         if res.failure is None and res.colons == raw_all.count(b":"):
@@ -187,9 +188,14 @@ def _scan(raw_all: bytes, first_line: int, *, strict: bool, plain: bool = False)
             value = None
         if value.__class__ is dict:
             event = value.get("event")
-            if (check_of(event, common) if event.__class__ is str else common)(value):
-                prev = value.pop("prev")
-                digest_given = value.pop("hash")
+            prev = value.pop("prev", None)
+            digest_given = value.pop("hash", None)
+            # the fast checks leave prev and hash to this code: strings, or the slow path
+            if (
+                prev.__class__ is str
+                and digest_given.__class__ is str
+                and (check_of(event, common) if event.__class__ is str else common)(value)
+            ):
                 out = dumps(value, option=sort)
                 if (
                     (plain or (out.isascii() and b"\x7f" not in out))

@@ -93,11 +93,9 @@ def fast_line_problems(line: Any) -> list[Problem]:
     return fast_problems(line, event_schema(event))
 
 
-def _field_schema(name: str, schema: Any, relax: frozenset[str]) -> Any:
+def _field_schema(schema: Any) -> Any:
     from pydantic_core import core_schema
 
-    if name in relax:
-        return core_schema.str_schema()
     if schema.get("type") == "function-after" and schema["schema"].get("type") == "literal":
         schema = schema["schema"]  # Literal["alarm"] with a min_length the literal implies
     if schema.get("type") == "literal" and all(type(v) is int for v in schema.get("expected", ())):
@@ -106,8 +104,9 @@ def _field_schema(name: str, schema: Any, relax: frozenset[str]) -> Any:
     return schema
 
 
-def _dict_validator(model: Any, relax: frozenset[str]) -> Any:
-    """A validator of plain dicts with the checks of a generated model (no model built)."""
+def _dict_validator(model: Any, omit: frozenset[str]) -> Any:
+    """A validator of plain dicts with the checks of a generated model (no model built),
+    except those of the fields in ``omit``."""
     from pydantic_core import CoreConfig, SchemaValidator, core_schema
 
     top = model.__pydantic_core_schema__
@@ -118,10 +117,10 @@ def _dict_validator(model: Any, relax: frozenset[str]) -> Any:
         return _adapter_for_model(model).validator.isinstance_python
     fields = {
         name: core_schema.typed_dict_field(
-            _field_schema(name, f["schema"], relax),
-            required=f["schema"].get("type") != "default",
+            _field_schema(f["schema"]), required=f["schema"].get("type") != "default"
         )
         for name, f in top["schema"]["fields"].items()
+        if name not in omit
     }
     config = CoreConfig(strict=True, allow_inf_nan=False)  # the models' own config
     schema = core_schema.typed_dict_schema(
@@ -138,32 +137,45 @@ def _adapter_for_model(model: Any) -> Any:
     return TypeAdapter(model)
 
 
+CHAIN_FIELDS = frozenset({"prev", "hash"})
+"""Fields the fast checks leave to the chain code (see :func:`fast_validators`)."""
+
+
 @cache
 def fast_validators() -> dict[str | None, Any]:
     """``{event: check}`` built from the generated strict models; ``None``: common fields.
 
-    Each check takes a parsed line and answers True when the line is valid. They validate
-    plain dicts with the models' own field checks, except that ``prev`` and ``hash`` are
-    only required to be strings: the chain check compares them with hashes it computes
-    (so a malformed one fails there), and on any failure the caller asks the oracle, which
-    decides and names the rule. A True answer agrees with the oracle (tests/diary).
+    Each check takes a parsed line and answers True when the line is valid, given two
+    things its caller makes sure of, as the chain code (:func:`trainrecord.diary.chain.scan`)
+    and the writer (:func:`check_line`) do:
+
+    * ``prev`` and ``hash`` (:data:`CHAIN_FIELDS`) are strings. The checks do not look at
+      them: the chain code takes a line on the fast path only when both are strings,
+      compares them with the hashes it computes (so a malformed one fails there) and checks
+      their format on a range's first line; the writer makes them itself.
+    * the check is the one of the line's own event (``table[line["event"]]``), so an event
+      check does not test the event name again; the common check does (any event name).
+
+    On any failure the caller asks the oracle, which decides and names the rule. A True
+    answer agrees with the oracle (tests/diary).
     """
     import trainrecord_spec
 
-    relax = frozenset({"prev", "hash"})
     table: dict[str | None, Any] = {
-        event: _dict_validator(trainrecord_spec.MODELS[event_schema(event)], relax)
+        event: _dict_validator(
+            trainrecord_spec.MODELS[event_schema(event)], CHAIN_FIELDS | {"event"}
+        )
         for event in EVENT_TYPES
     }
-    table[None] = _dict_validator(trainrecord_spec.MODELS[COMMON_SCHEMA], relax)
+    table[None] = _dict_validator(trainrecord_spec.MODELS[COMMON_SCHEMA], CHAIN_FIELDS)
     return table
 
 
 def check_line(line: dict[str, Any]) -> list[Problem]:
     """Every schema problem of a line about to be written (fast check first, then the oracle).
 
-    The writer's own prev and hash are well formed by construction, which is all the fast
-    check leaves out.
+    The writer's own prev and hash are well formed by construction, and the check is the
+    one of the line's event, which is all the fast check leaves out.
     """
     event = line.get("event")
     valid = fast_validators()
