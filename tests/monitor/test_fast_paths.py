@@ -208,6 +208,51 @@ def test_squared_norm_paths_agree_with_float64_and_survive_under_and_overflow() 
     assert any_grad and all(v == 0.0 for v in values.values())
 
 
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([1, 7, 100, 20000, 40000]),  # below and above DOT_MIN
+            st.sampled_from([torch.float32, torch.float64, torch.bfloat16]),
+            st.booleans(),  # a non-contiguous view
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_squared_norms_keep_every_value_with_its_gradient(
+    specs: list[tuple[int, torch.dtype, bool]],
+) -> None:
+    from trainrecord.monitor.gradients import squared_norms
+
+    torch.manual_seed(len(specs))
+    grads = []
+    for size, dtype, strided in specs:
+        base = torch.randn(size * (2 if strided else 1)).to(dtype)
+        grads.append(base[::2] if strided else base)
+    values, order = squared_norms(grads)
+    assert sorted(order) == list(range(len(grads)))  # each gradient exactly once
+    for value, index in zip(values.tolist(), order, strict=True):
+        expected = grads[index].double().pow(2).sum().item()
+        assert math.isclose(value, expected, rel_tol=1e-4), (index, specs[index])
+
+
+def test_to_host_reads_every_part_back_in_place_of_it() -> None:
+    from trainrecord.monitor.monitor import to_host
+
+    parts = [
+        None,
+        torch.tensor([1.5]),
+        torch.tensor([1, 2, 3], dtype=torch.float64),
+        None,
+        torch.arange(6, dtype=torch.float32).reshape(2, 3),
+    ]
+    host = to_host(parts)
+    assert host[0] is None and host[3] is None
+    assert host[1].tolist() == [1.5] and host[2].tolist() == [1.0, 2.0, 3.0]
+    assert host[4].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]  # flattened
+    assert to_host([None, None]) == [None, None]
+
+
 class RowSink:
     """A user sink that keeps the metrics rows it is given."""
 
