@@ -23,7 +23,7 @@ from tests.conftest import SPEC
 from tests.diary.helpers import BODIES, seed_check
 from trainrecord.diary.chain import scan
 from trainrecord.diary.events import event_schema, fast_validators
-from trainrecord.diary.fastline import canonical_body_std
+from trainrecord.diary.fastline import canonical_body_std, pad_exponents
 from trainrecord.schemas import problems
 
 PREV = hashlib.sha256(b"x").hexdigest()
@@ -108,6 +108,36 @@ def test_canonical_body_bytes_are_json_dumps(extra) -> None:
         separators=(",", ":"),
     ).encode()
     assert canonical_body_std(line) == want
+
+
+tiny = st.one_of(
+    st.floats(min_value=5e-324, max_value=1e-5, exclude_max=True),
+    st.floats(max_value=-5e-324, min_value=-1e-5, exclude_min=True),
+)
+
+
+@given(
+    extra=st.dictionaries(
+        text, st.one_of(values, tiny, st.lists(tiny, max_size=3)), min_size=1, max_size=6
+    )
+)
+@example(extra={"a": "x:1e-5,", "b": 1.5e-7, "c": ["1e-7", 2e-300]})
+@example(extra={"a": 'q"', "b": 1.5e-7})
+@example(extra={"e-7": 1e-7, "f": "a\\e-1"})
+def test_padded_exponents_are_json_dumps(extra) -> None:
+    """The fast respelling of orjson's small floats (``1e-7`` as Python's ``1e-07``) gives
+    exactly ``json.dumps``'s bytes, and leaves an ``e-`` inside a string alone."""
+    try:
+        out = orjson.dumps(extra, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        return  # an integer beyond 64 bits: never on this path
+    assume(out.isascii() and b"\x7f" not in out and b"e+" not in out and b"0.0000" not in out)
+    want = json.dumps(extra, sort_keys=True, separators=(",", ":")).encode()
+    got = pad_exponents(out)
+    if got is None:
+        assert b"\\" in out  # the only case it leaves to exact_body
+    else:
+        assert got == want, (out, got, want)
 
 
 def _event_lines() -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ from trainrecord.diary.fastline import (
     exact_body,
     fast_json,
     no_duplicate_names,
+    pad_exponents,
     parse_std,
 )
 
@@ -202,11 +203,13 @@ def _scan(raw_all: bytes, first_line: int, *, strict: bool, plain: bool = False)
                 # than a bytes needle, and rules most lines out of the "e-" and "e+" search)
                 if (
                     (plain or (out.isascii() and b"\x7f" not in out))
-                    and (45 not in out or b"e-" not in out)
                     and (43 not in out or b"e+" not in out)
                     and b"0.0000" not in out
                 ):
-                    body = out
+                    if 45 not in out or b"e-" not in out:
+                        body = out
+                    else:  # floats below 1e-5: Python pads their exponent to two digits
+                        body = pad_exponents(out) or exact_body(value, raw, out, True)
                 else:
                     body = exact_body(value, raw, out, plain)
                 if strict and not no_duplicate_names(raw, out):

@@ -9,8 +9,11 @@ and keeps its output only when that output is pure ASCII, holds no DEL byte, no 
 followed by ``e`` (every exponent float and every integer orjson could not hold) and no
 ``0.0000`` (the small floats it writes positionally). Under those conditions the bytes
 are exactly what ``json.dumps`` writes (tested by a differential Hypothesis test and on
-every line of the bench); otherwise the line is parsed and canonicalised again with the
-standard library, which is the definition.
+every line of the bench). When the only doubt is ``e-`` (floats below 1e-5, which
+orjson writes as Python does but for a one-digit exponent: ``1e-7`` for ``1e-07``), the
+exponents are padded in place (:func:`pad_exponents`); when other floats are in doubt,
+:func:`exact_body` writes them again pre-spelled by ``repr``; otherwise the line is parsed
+and canonicalised again with the standard library, which is the definition.
 """
 
 from __future__ import annotations
@@ -143,3 +146,31 @@ def exact_body(body: dict[str, Any], raw: bytes, out: bytes, plain: bool = False
     if huge and _BIG_INT.search(raw) is not None:
         return None
     return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
+
+
+def pad_exponents(out: bytes) -> bytes | None:
+    """orjson's body ``out`` with Python's two-digit negative exponents: ``1e-7`` as ``1e-07``.
+
+    For an ``out`` whose only doubt is ``e-`` (no ``e+``, no ``0.0000``; the caller checks):
+    orjson writes floats below 1e-5 as Python does except that a one-digit exponent is not
+    padded to two (``1.5e-7``, where ``repr`` writes ``1.5e-07``); the digits are the same
+    shortest round trip that every other float's bytes rest on (see the module docstring;
+    tested differentially). With no backslash in ``out``, every ``"`` opens or closes a
+    string, so an ``e-`` after an even number of them lies in a number token; one inside a
+    string is left alone. None when ``out`` holds a backslash (the caller then asks
+    :func:`exact_body`).
+    """
+    if 92 in out:  # a backslash: a quote may be escaped, so strings cannot be told by count
+        return None
+    pieces: list[bytes] = []
+    done = 0
+    find = out.find
+    at = find(b"e-")
+    while at >= 0:
+        digit = at + 2
+        if out.count(34, 0, at) % 2 == 0 and not 48 <= out[digit + 1] <= 57:  # 34: '"'
+            pieces += (out[done:digit], b"0")
+            done = digit
+        at = find(b"e-", digit)
+    pieces.append(out[done:])
+    return b"".join(pieces)
