@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from trainrecord.canonical import config_sha, loads_strict
 from trainrecord_conformance import strategies as S
 from trainrecord_conformance.checks.base import Check, Context, Failed, snapshot
-from trainrecord_conformance.targets import Target, TargetError
+from trainrecord_conformance.checks.racing import RACERS, race_all, racers
+from trainrecord_conformance.targets import Target
 
 WITNESS = "https://trainrecord.dev/schemas/foundry/witness.schema.json"
 METRICS = "https://trainrecord.dev/schemas/foundry/metrics.schema.json"
@@ -169,58 +170,17 @@ def atomic_no_overwrite(ctx: Context, case: tuple[dict[str, str], dict[str, Any]
         raise Failed("a second witness for the same attempt was written over the first")
 
 
-RACERS = 4
-
-
-def _racers(ctx: Context) -> Any:
-    """Extra harness processes of the target's own command, to race for one witness."""
-    from trainrecord_conformance.targets import ExecTarget, PythonTarget, harness_command
-
-    class Group(list):
-        def close(self) -> None:
-            for racer in self:
-                racer.close()
-
-    def make() -> Any:
-        target = ctx.target
-        if isinstance(target, ExecTarget):
-            command = target.command
-        elif isinstance(target, PythonTarget):
-            command = harness_command()
-        else:
-            return Group()
-        return Group(ExecTarget(command, name=f"racer{i}") for i in range(RACERS))
-
-    return ctx.service("witness-racers", make)
-
-
 def race(ctx: Context, case: tuple[dict[str, str], dict[str, Any]]) -> None:
     """Processes racing to write the same witness: exactly one wins, the rest are refused
     with witness.path.exists, and the witness is complete."""
-    import threading
-
     env, config = case
-    racers = _racers(ctx)
+    group = racers(ctx)
     folder = ctx.folder()
-    data = _witness_input(ctx, env, config, folder)
-    results: list[Any] = [None] * len(racers)
-    barrier = threading.Barrier(len(racers))
-
-    def go(i: int) -> None:
-        barrier.wait()
-        results[i] = racers[i].run("write_witness", data)
-
-    threads = [threading.Thread(target=go, args=(i,)) for i in range(len(racers))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if any(r is None for r in results):
-        raise TargetError("a racing harness did not answer")
+    results = race_all(group, "write_witness", _witness_input(ctx, env, config, folder))
     wins = [r for r in results if r.outcome == "ok"]
     refused = [r for r in results if r.outcome == "refused" and "witness.path.exists" in r.rules]
-    if len(wins) != 1 or len(refused) != len(racers) - 1:
-        raise Failed(f"{len(racers)} racers: {[r.describe()[:120] for r in results]}")
+    if len(wins) != 1 or len(refused) != len(group) - 1:
+        raise Failed(f"{len(group)} racers: {[r.describe()[:120] for r in results]}")
     files = sorted(p.name for p in folder.iterdir())
     attempt = int(env.get("SLURM_RESTART_COUNT", "0"))
     if files != [f"observed.attempt{attempt}.json"]:

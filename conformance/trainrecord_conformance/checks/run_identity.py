@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -30,8 +29,7 @@ from hypothesis import strategies as st
 
 from trainrecord.canonical import loads_strict
 from trainrecord_conformance.checks.base import Check, Context, Failed, snapshot
-from trainrecord_conformance.checks.foundry import RACERS, _racers
-from trainrecord_conformance.targets import TargetError
+from trainrecord_conformance.checks.racing import RACERS, race_all, racers
 
 OPEN = frozenset({"open_run"})
 METADATA = "metadata.json"
@@ -133,33 +131,20 @@ def stable(ctx: Context, case: tuple[dict[str, Any], bool, list[tuple[str, bool]
 def race(ctx: Context, case: tuple[dict[str, Any], bool]) -> None:
     """Processes starting one folder at once all use the one run_id written."""
     fields, written_first = case
-    racers = _racers(ctx)
+    group = racers(ctx)
     folder = ctx.folder(create=True) / "pre" / "run"
     if written_first:
         folder.mkdir(parents=True)
         (folder / METADATA).write_text(json.dumps(fields), encoding="utf-8")
     data = {"dir": str(folder), "metadata": None if written_first else fields}
-    results: list[Any] = [None] * len(racers)
-    barrier = threading.Barrier(len(racers))
-
-    def go(i: int) -> None:
-        barrier.wait()
-        results[i] = racers[i].run("open_run", data)
-
-    threads = [threading.Thread(target=go, args=(i,)) for i in range(len(racers))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if any(r is None for r in results):
-        raise TargetError("a racing harness did not answer")
+    results = race_all(group, "open_run", data)
     if any(r.outcome != "ok" for r in results):
-        raise Failed(f"{len(racers)} racers: {[r.describe()[:120] for r in results]}")
+        raise Failed(f"{len(group)} racers: {[r.describe()[:120] for r in results]}")
     ids = {r.output["run_id"] for r in results}
     created = sum(bool(r.output["created"]) for r in results)
     if len(ids) != 1 or created != 1:
         raise Failed(
-            f"{len(racers)} processes started one folder: run_ids {sorted(ids)}, "
+            f"{len(group)} processes started one folder: run_ids {sorted(ids)}, "
             f"{created} said they wrote it"
         )
     _holds(folder, ids.pop(), fields, "after the race")
