@@ -6,6 +6,7 @@ from __future__ import annotations
 import ssl
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,19 +60,23 @@ def receiver(tmp_path: Path) -> Iterator[ReportServer]:
     server.close()
 
 
-@pytest.fixture
-def https_receiver(tmp_path: Path, tls: TLSFiles) -> Iterator[ReportServer]:
+@contextmanager
+def serving_https(store: ReportStore, tls: TLSFiles) -> Iterator[ReportServer]:
+    """The reference receiver over TLS on a free loopback port, storing in ``store``."""
     server = make_server(
-        "127.0.0.1",
-        0,
-        token=TOKEN,
-        store=ReportStore(tmp_path / "r.sqlite"),
-        certfile=tls.cert,
-        keyfile=tls.key,
+        "127.0.0.1", 0, token=TOKEN, store=store, certfile=tls.cert, keyfile=tls.key
     )
     server.serve_in_thread()
-    yield server
-    server.close()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def https_receiver(tmp_path: Path, tls: TLSFiles) -> Iterator[ReportServer]:
+    with serving_https(ReportStore(tmp_path / "r.sqlite"), tls) as server:
+        yield server
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.report.conftest import TOKEN, TLSFiles, training_epoch
+from tests.report.conftest import TOKEN, TLSFiles, serving_https, training_epoch
 from trainrecord.errors import RecordRefused
 from trainrecord.report import (
     Reporter,
@@ -31,7 +31,6 @@ from trainrecord.report import (
     build_report,
     check_report,
     config,
-    make_server,
     open_run,
 )
 from trainrecord.report.run_folder import METADATA, is_run_id
@@ -293,17 +292,8 @@ class RecordingStore(ReportStore):
 
 @pytest.fixture
 def recording(tmp_path: Path, tls: TLSFiles) -> Iterator[ReportServer]:
-    server = make_server(
-        "127.0.0.1",
-        0,
-        token=TOKEN,
-        store=RecordingStore(tmp_path / "r.sqlite"),
-        certfile=tls.cert,
-        keyfile=tls.key,
-    )
-    server.serve_in_thread()
-    yield server
-    server.close()
+    with serving_https(RecordingStore(tmp_path / "r.sqlite"), tls) as server:
+        yield server
 
 
 def _wait_sent(reporter: Reporter, count: int) -> None:
