@@ -390,3 +390,28 @@ def test_a_range_of_lines_gets_the_snippets_answer_on_every_line(
     else:
         assert res.failure is not None and res.failure.line == snippet_first_bad, res.failure
         assert res.failure.rule == "diary.chain.hash"
+
+
+def test_a_fast_path_hash_mismatch_is_checked_against_the_definition(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Should orjson ever write a line's bytes differently from json.dumps (here: a space
+    after the first colon, the same JSON), the line still verifies; a tampered line fails."""
+    import trainrecord.diary.chain as chain
+    from tests.diary.helpers import write_run
+
+    write_run(tmp_path, seal=False)
+    data = (tmp_path / "diary.jsonl").read_bytes()
+    assert scan(data, 1).failure is None
+    loads, dumps, error, sort = chain.fast_json()
+
+    def respelled(value: Any, option: int = 0) -> bytes:
+        return dumps(value, option=option).replace(b":", b": ", 1)
+
+    monkeypatch.setattr(chain, "fast_json", lambda: (loads, respelled, error, sort))
+    result = scan(data, 1)
+    assert result.failure is None and result.total == data.count(b"\n")
+    lines = data.split(b"\n")
+    lines[3] = lines[3].replace(b'"step":', b'"step":1', 1)  # a changed value, same hash
+    failure = scan(b"\n".join(lines), 1).failure
+    assert failure is not None and (failure.line, failure.rule) == (4, "diary.chain.hash")

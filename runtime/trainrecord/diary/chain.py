@@ -184,6 +184,7 @@ def _scan(raw_all: bytes, first_line: int, *, strict: bool, plain: bool = False)
     expect_seq: int | None = None
     for line_no, raw in enumerate(lines, first_line):
         body = None
+        slow_body = False
         try:
             value = loads(raw)
         except decode_error:
@@ -220,6 +221,7 @@ def _scan(raw_all: bytes, first_line: int, *, strict: bool, plain: bool = False)
                 res.failure = slow  # type: ignore[assignment]
                 break
             value, body = slow  # type: ignore[misc]
+            slow_body = True
             prev = value["prev"]
             digest_given = value["hash"]
             event = value["event"]
@@ -246,6 +248,12 @@ def _scan(raw_all: bytes, first_line: int, *, strict: bool, plain: bool = False)
             and (prev_event != "run_end" or event == "run_start")
         ):
             digest = sha256(prev.encode() + body).hexdigest()
+            if digest != digest_given and not slow_body:
+                # before reporting a broken hash, the definition's own bytes: should orjson
+                # ever spell a value differently from json.dumps, a valid line still verifies
+                slow = _slow_line(raw, line_no)
+                if slow.__class__ is not LineFailure:
+                    digest = sha256(prev.encode() + slow[1]).hexdigest()  # type: ignore[index]
             if digest == digest_given:
                 seen(event)
                 colons += body.count(b":")
