@@ -154,3 +154,34 @@ def test_token_model_with_and_without_producers(run_dir: Path, producers: bool) 
         rows = [r for r in metrics(run_dir)]
         assert set(rows[0]["stuck"]) == {"up", "down"}
         assert rows[0]["stuck"]["up"] == [0, 0, 0, 0]
+
+
+class Unbatched(nn.Module):
+    """A Conv2d fed one unbatched image (C, H, W): its channels are dimension 0 there."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.head = nn.Linear(4 * 6 * 6, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Class scores of one image, shaped (1, 2)."""
+        return self.head(torch.relu(self.conv(x)).flatten().unsqueeze(0))
+
+
+def test_a_producer_measured_on_another_axis_is_left_unmeasured_not_fatal(
+    run_dir: Path,
+) -> None:
+    torch.manual_seed(0)
+    model = Unbatched()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    with Monitor(model, optimizer, run_dir, check_every=1) as monitor:
+        for _ in range(3):
+            loss = F.cross_entropy(model(torch.randn(3, 8, 8)), torch.randint(0, 2, (1,)))
+            loss.backward()
+            monitor.step(loss)
+            optimizer.step()
+            optimizer.zero_grad()
+    rows = metrics(run_dir)
+    assert [r["step"] for r in rows] == [0, 1, 2]
+    assert all(r["stuck"]["conv"] == [0, 0, 0, 0] for r in rows)

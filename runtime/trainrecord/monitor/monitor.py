@@ -526,14 +526,15 @@ class Monitor:
     def _stat_parts(
         self, probe: ActivationProbe | None
     ) -> tuple[list[str], tuple[torch.Tensor, torch.Tensor] | None]:
-        """The producers the probe measured, and their channels' maxima and minima over the
-        batch (and over ranks), concatenated in that order, still on the device (None:
-        nothing measured)."""
+        """The producers the probe measured (with one value per output channel; any other
+        is left unmeasured), and their channels' maxima and minima over the batch (and over
+        ranks), concatenated in that order, still on the device (None: nothing measured)."""
         assert self.structure is not None
         names: list[str] = []
-        if probe is not None:
+        if probe is not None:  # measured, one value per output channel of the producer
             for name in self.producers:
-                if self.structure.pairs.get(name, name) in probe.maxima:
+                high = probe.maxima.get(self.structure.pairs.get(name, name))
+                if high is not None and high.numel() == self._channel_count[name]:
                     names.append(name)
         if probe is None or not names:
             if self.dist.active:  # every rank takes part in the same collectives
