@@ -162,16 +162,15 @@ class Unbatched(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.conv = nn.Conv2d(3, 4, 3)
+        self.act = nn.ReLU()
         self.head = nn.Linear(4 * 6 * 6, 2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Class scores of one image, shaped (1, 2)."""
-        return self.head(torch.relu(self.conv(x)).flatten().unsqueeze(0))
+        return self.head(self.act(self.conv(x)).flatten().unsqueeze(0))
 
 
-def test_a_producer_measured_on_another_axis_is_left_unmeasured_not_fatal(
-    run_dir: Path,
-) -> None:
+def test_an_unbatched_convolution_is_measured_on_its_channel_axis(run_dir: Path) -> None:
     torch.manual_seed(0)
     model = Unbatched()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
@@ -185,3 +184,10 @@ def test_a_producer_measured_on_another_axis_is_left_unmeasured_not_fatal(
     rows = metrics(run_dir)
     assert [r["step"] for r in rows] == [0, 1, 2]
     assert all(r["stuck"]["conv"] == [0, 0, 0, 0] for r in rows)
+    with torch.no_grad():  # channel 2 silent: a bias far below what its weights can reach
+        model.conv.bias[2] = -1e3
+    with Monitor(model, optimizer, run_dir / "silent", check_every=1, log=False) as monitor:
+        loss = F.cross_entropy(model(torch.randn(3, 8, 8)), torch.randint(0, 2, (1,)))
+        loss.backward()
+        monitor.step(loss)
+    assert metrics(run_dir / "silent")[0]["stuck"]["conv"] == [0, 0, 1, 0]

@@ -30,9 +30,14 @@ from trainrecord.monitor.structure import first_tensor
 BATCH_FIRST_BELOW = 128  # positions per channel (H x W) below which the batch is reduced first
 
 
-def channel_dim(module: nn.Module) -> int:
-    """The channel dimension of a module's output: last for Linear, 1 otherwise."""
-    return -1 if isinstance(module, nn.Linear) else 1
+def channel_dim(module: nn.Module, output: torch.Tensor) -> int:
+    """The channel dimension of a module's output: last for Linear; 0 for a convolution fed
+    one unbatched sample ((C, L), (C, H, W) or (C, D, H, W)); 1 otherwise."""
+    if isinstance(module, nn.Linear):
+        return -1
+    if isinstance(module, nn.modules.conv._ConvNd) and output.dim() == len(module.kernel_size) + 1:
+        return 0
+    return 1
 
 
 def channel_extremes(x: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -85,7 +90,7 @@ class ActivationProbe:
             tensor = first_tensor(output)
             if tensor is None or tensor.dim() < 2 or tensor.numel() == 0:
                 return
-            high, low = channel_extremes(tensor.detach(), channel_dim(module))  # no graph
+            high, low = channel_extremes(tensor.detach(), channel_dim(module, tensor))  # no graph
             if name in self.maxima:
                 self.maxima[name] = torch.maximum(self.maxima[name], high)
                 self.minima[name] = torch.minimum(self.minima[name], low)
