@@ -59,15 +59,16 @@ class GradientNorms:
     def compute(self, scale: float = 1.0) -> tuple[dict[str, float | None], bool]:
         """Norm per layer (``None`` for a layer with no gradient at all), and whether any
         gradient existed. ``scale`` divides the norms (a GradScaler's scale)."""
-        gathered = self.gather()
-        if gathered is None:
-            return self.finish(None, [], scale)
-        return self.finish(gathered, gathered.squares.tolist(), scale)
+        return self.group(self.read(self.grads()), scale)
 
-    def gather(self) -> Gathered | None:
-        """Every gradient's sum of squares, still on its device (None: no gradient at all).
-        One batched pass; nothing is read back to the host here."""
-        grads = [p.grad for p in self.params]
+    def grads(self) -> list[torch.Tensor | None]:
+        """Every parameter's gradient now (None where it has none), in parameter order."""
+        return [p.grad for p in self.params]
+
+    def gather(self, grads: list[torch.Tensor | None]) -> Gathered | None:
+        """The sum of squares of every gradient in ``grads`` (as :meth:`grads` gave them),
+        still on its device (None: no gradient at all). One batched pass; nothing is read
+        back to the host here."""
         owners = self.owner
         if any(g is None for g in grads):  # some parameters have no gradient: keep the ones that do
             owners = [o for o, g in zip(self.owner, grads, strict=True) if g is not None]
@@ -78,22 +79,28 @@ class GradientNorms:
             squares, order = squared_norms(grads)  # type: ignore[arg-type]
         return Gathered(squares, [owners[i] for i in order], [grads[i] for i in order])  # type: ignore[misc]
 
-    def finish(
-        self, gathered: Gathered | None, squares: list[float], scale: float = 1.0
-    ) -> tuple[dict[str, float | None], bool]:
-        """The per-layer norms from the gathered sums of squares, read back as ``squares``:
-        grouped per layer in double precision on the host (a non-finite norm stays
-        non-finite), divided by ``scale``; and whether any gradient existed."""
-        result: dict[str, float | None] = dict.fromkeys(self.names)
+    def read(self, grads: list[torch.Tensor | None]) -> tuple[list[int], list[float]] | None:
+        """:meth:`gather` read back to the host with :meth:`Gathered.exact`: the owner
+        and exact sum of squares of each gradient (None: no gradient at all)."""
+        gathered = self.gather(grads)
         if gathered is None:
+            return None
+        return gathered.owners, gathered.exact(gathered.squares.tolist())
+
+    def group(
+        self, read: tuple[list[int], list[float]] | None, scale: float = 1.0
+    ) -> tuple[dict[str, float | None], bool]:
+        """The per-layer norms from each gradient's owner and exact sum of squares: summed
+        per layer in double precision on the host (a non-finite norm stays non-finite),
+        divided by ``scale``; and whether any gradient existed."""
+        result: dict[str, float | None] = dict.fromkeys(self.names)
+        if read is None:
             return result, False
+        owners, squares = read
         sums = [0.0] * len(self.names)
-        for owner, value, grad in zip(gathered.owners, squares, gathered.grads, strict=True):
-            if value == 0.0 or value == math.inf:  # underflow, overflow, or really 0 / inf
-                with torch.no_grad():
-                    value = torch.linalg.vector_norm(grad, dtype=torch.float64).item() ** 2
+        for owner, value in zip(owners, squares, strict=True):
             sums[owner] += value
-        for i in set(gathered.owners):
+        for i in set(owners):
             result[self.names[i]] = math.sqrt(sums[i]) / scale
         return result, True
 
@@ -106,6 +113,19 @@ class Gathered:
     squares: torch.Tensor
     owners: list[int]
     grads: list[torch.Tensor]
+
+    def exact(self, squares: list[float]) -> list[float]:
+        """``squares`` (this pass's values read back), with every value that came out exactly
+        0 or infinite (an underflow or overflow of the squares, or a gradient that really is
+        zero or infinite) taken again in float64."""
+        out = list(squares)
+        for i, value in enumerate(out):
+            if value == 0.0 or value == math.inf:
+                with torch.no_grad():
+                    out[i] = (
+                        torch.linalg.vector_norm(self.grads[i], dtype=torch.float64).item() ** 2
+                    )
+        return out
 
 
 BLAS_DTYPES = (torch.float32, torch.float64)

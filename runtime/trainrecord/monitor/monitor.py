@@ -32,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -46,6 +47,7 @@ from trainrecord.monitor.channels import (
     classify,
     incoming_norms,
 )
+from trainrecord.monitor.deferred import Deferred
 from trainrecord.monitor.distributed import Distributed, unwrap
 from trainrecord.monitor.gradients import GradientAlarms, GradientNorms, parameter_layers
 from trainrecord.monitor.loss import LossTracker
@@ -87,6 +89,12 @@ class Monitor:
         tensorboard: a log directory for the TensorBoard sink (needs tensorboard).
         channel_list_limit: the most channel indices listed in one event.
         warmup: checks before the first gradient alarm or loss spike.
+        decay_ratio: a channel whose scale is below this times its layer's median decayed.
+        fsync_policy: the diary writers' fsync policy (default: theirs).
+        overlap: on the CPU, let a check read the gradients and do its bookkeeping on a
+            worker thread while the optimizer steps, once the monitor has seen that the loop
+            leaves the gradients alone until then (see ``deferred.py``); False: every check
+            is done inside ``step()``.
     """
 
     def __init__(
@@ -110,6 +118,7 @@ class Monitor:
         warmup: int = 5,
         decay_ratio: float = 1e-3,
         fsync_policy: str | None = None,
+        overlap: bool = True,
     ) -> None:
         if not isinstance(model, nn.Module):
             raise TypeError(f"Monitor needs a torch.nn.Module as model, got {type(model).__name__}")
@@ -155,13 +164,20 @@ class Monitor:
         self.checks = 0
         self.closed = False
         self._silent_streak: dict[str, dict[int, int]] = {}
-        self._relu_cache: torch.Tensor | None = None
+        self._relu_cache: np.ndarray | None = None
         self._scale_sources: tuple[list[torch.Tensor], list[nn.Module]] | None = None
         self._channel_count = {n: int(self.modules[n].weight.shape[0]) for n in self.producers}
         self._pad_index: dict[tuple[int, ...], torch.Tensor] = {}
         first = next(self.model.parameters(), None)
         self._device = first.device if first is not None else torch.device("cpu")
         self._said: set[str] = set()
+        self._overlap = overlap
+        self._deferred = Deferred(lambda message: LOGGER.warning("trainrecord: %s", message))
+        self._optimizer_hook = (
+            optimizer.register_step_post_hook(self._optimizer_stepped)
+            if optimizer is not None
+            else None
+        )
         self._structure_probe: StructureProbe | None = None
         self._activation_probe: ActivationProbe | None = None
         self._lock = threading.Lock()
@@ -195,6 +211,8 @@ class Monitor:
         """Call once per optimizer step, after ``backward()`` and before ``optimizer.step()``."""
         if self.closed:
             raise RuntimeError("Monitor.step() after close(): create a new Monitor for a new run")
+        if self._deferred.pending:  # the optimizer did not step since the last check
+            self._deferred.step_without_optimizer()
         step = self.steps
         if step % self.check_every == 0:
             self._check(step, loss)
@@ -208,6 +226,14 @@ class Monitor:
             return
         self.closed = True
         self._disarm()
+        if self._optimizer_hook is not None:
+            self._optimizer_hook.remove()
+        try:
+            self._deferred.close()  # the last deferred check is written before run_end
+        finally:
+            self._finish_close()
+
+    def _finish_close(self) -> None:
         self._sinks.close()
         self.counts["sink_errors"] = self._sinks.failures
         if self.dist.writer:
@@ -223,6 +249,9 @@ class Monitor:
                 },
             )
             self._diary.close()
+
+    def _optimizer_stepped(self, *_: object) -> None:
+        self._deferred.optimizer_stepped()
 
     def __enter__(self) -> Monitor:
         return self
@@ -258,6 +287,7 @@ class Monitor:
     # -- a check --------------------------------------------------------------------------
 
     def _check(self, step: int, loss: torch.Tensor | float | None) -> None:
+        self._deferred.settle()  # the last deferred check is finished; its errors raise here
         self.checks += 1
         probe, self._activation_probe = self._activation_probe, None
         if probe is not None:
@@ -272,7 +302,10 @@ class Monitor:
         # everything the check reads, gathered on the device and read back in one transfer
         loss_part, value = self._loss_part(step, loss)
         scale = self._scale()
-        gathered = self.norms.gather()
+        eligible = self._may_defer(scale)
+        defer = eligible and self._deferred.trusted
+        grads = self.norms.grads()
+        gathered = None if defer else self.norms.gather(grads)
         names, stat_parts = self._stat_parts(probe) if self.structure is not None else ([], None)
         scales = self._scale_vector() if stat_parts is not None else None
         parts = [loss_part, None if gathered is None else gathered.squares]
@@ -280,9 +313,60 @@ class Monitor:
         host = to_host(parts)
         if host[0] is not None:
             value = float(host[0].item())
-        norms, any_grad = self.norms.finish(
-            gathered, host[1].tolist() if host[1] is not None else [], scale or 1.0
+        stats = (host[2], host[3]) if host[2] is not None and host[3] is not None else None
+        quiet = (
+            self.structure is not None
+            and len(names) == len(self.producers)
+            and stats is not None
+            and self._quiet(*stats, host[4])
         )
+        if defer and (quiet or self.structure is None or not self.producers):
+            # nothing on the channel side touches the gradients: read them beside the
+            # optimizer's step, on the worker (see deferred.py)
+            rows = self._quiet_rows()
+            self._deferred.launch(
+                grads,
+                self.norms.read,
+                lambda read: self._gradients(step, value, read, 1.0, rows),
+            )
+            return
+        if gathered is None:  # a repair may touch the gradients: read them before it
+            read = self.norms.read(grads)
+        else:
+            read = (
+                gathered.owners,
+                gathered.exact(host[1].tolist() if host[1] is not None else []),
+            )
+        rows = self._channels(step, names, stats, host[4], quiet) if self.structure else {}
+        self._gradients(step, value, read, scale or 1.0, rows)
+        if eligible:
+            self._deferred.watch(grads)
+
+    def _may_defer(self, scale: float | None) -> bool:
+        """True when this check's gradient read may run beside the optimizer's step, once
+        the loop is seen to leave the gradients alone: on the CPU, with the optimizer known
+        (its step post-hook verifies the read) and no active GradScaler (its unscale_
+        writes the gradients in place inside the optimizer's step)."""
+        return (
+            self._overlap
+            and self._optimizer_hook is not None
+            and scale is None
+            and self._device.type == "cpu"
+            and not self._deferred.never
+        )
+
+    def _gradients(
+        self,
+        step: int,
+        value: float | None,
+        read: tuple[list[int], list[float]] | None,
+        scale: float,
+        rows: dict[str, list[int]],
+    ) -> None:
+        """The second half of a check: gradient norms, their events and the loss's, and the
+        metrics row (``read``: each gradient's owner and sum of squares; ``rows``: the
+        producers' stuck counts)."""
+        norms, any_grad = self.norms.group(read, scale)
         if any_grad and all(v == 0.0 for v in norms.values() if v is not None):
             any_grad = False  # every gradient exactly zero: after zero_grad(), or nothing flows
         if not any_grad:
@@ -307,14 +391,7 @@ class Monitor:
         if any_grad:
             for event, fields in self.alarms.observe(step, norms):
                 self._emit(event, fields)
-        stats = (host[2], host[3]) if host[2] is not None and host[3] is not None else None
-        stuck = self._channels(step, names, stats, host[4]) if self.structure is not None else {}
-        row = {
-            "step": step,
-            "loss": value,
-            "grad": norms,
-            "stuck": {k: c.row() for k, c in stuck.items()},
-        }
+        row = {"step": step, "loss": value, "grad": norms, "stuck": rows}
         if self.dist.writer:
             self._metrics.append(row)
             self._sinks.put("metrics", row)
@@ -378,22 +455,21 @@ class Monitor:
         names: list[str],
         flat: tuple[torch.Tensor, torch.Tensor] | None,
         scales: torch.Tensor | None,
-    ) -> dict[str, ChannelCounts]:
-        """Channel counts of every producer, from the maxima and minima of the producers
-        ``names`` (concatenated in that order, on the host) and every producer's scales."""
+        quiet: bool,
+    ) -> dict[str, list[int]]:
+        """Every producer's stuck counts for the metrics row, from the maxima and minima of
+        the producers ``names`` (concatenated in that order, on the host) and every
+        producer's scales; with the channel events, certificates and repairs they call for
+        (none when ``quiet``: see :meth:`_quiet`)."""
         assert self.structure is not None
-        if not self.producers:
-            return {}
-        if len(names) == len(self.producers) and flat is not None and self._quiet(*flat, scales):
-            return {
-                n: ChannelCounts(total=int(self.modules[n].weight.shape[0])) for n in self.producers
-            }
+        if quiet:
+            return self._quiet_rows()
         stats: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
         if flat is not None:
             sizes = [self._channel_count[n] for n in names]
             highs, lows = flat[0].split(sizes), flat[1].split(sizes)
             stats = {name: (highs[i], lows[i]) for i, name in enumerate(names)}
-        out: dict[str, ChannelCounts] = {}
+        out: dict[str, list[int]] = {}
         for name in self.producers:
             info = self.producer_info[name]
             total = int(info.module.weight.shape[0])
@@ -414,7 +490,7 @@ class Monitor:
                 channel_scale(info.module, info.bn_module),
                 self.decay_ratio,
             )
-            out[name] = counts
+            out[name] = counts.row()
             change = self.channels.observe(step, name, info.batchnorm, counts)
             if change is not None:
                 self._emit(*change)
@@ -422,29 +498,31 @@ class Monitor:
                 self._maybe_repair(step, info, counts)
         return out
 
+    def _quiet_rows(self) -> dict[str, list[int]]:
+        """The stuck counts of a check where no producer has a stuck channel."""
+        return {name: [0, 0, 0, 0] for name in self.producers}
+
     def _quiet(self, highs: torch.Tensor, lows: torch.Tensor, scales: torch.Tensor | None) -> bool:
         """True when no producer has a stuck channel now or had one at the last check.
 
         ``highs`` and ``lows`` are every producer's channel maxima and minima, concatenated
         in producer order, ``scales`` their scales (see ``_scale_vector``), all on the host.
-        The common case, decided with a few batched tensor operations over every producer's
-        channels at once, instead of a loop of small ones per producer. No channel has
-        decayed when the smallest scale of all producers is at least ``decay_ratio`` times
-        the largest (each layer's median lies between); only when that bound fails are the
-        per-layer medians taken."""
+        The common case, decided with a few array operations over every producer's channels
+        at once, instead of a loop of small ones per producer. No channel has decayed when
+        the smallest scale of all producers is at least ``decay_ratio`` times the largest
+        (each layer's median lies between); only when that bound fails are the per-layer
+        medians taken."""
         if self.certifier.certified or any(self._silent_streak.values()):
             return False
         if any(level != "none" for level, _ in self.channels.state.values()):
             return False
-        stuck = (((highs <= 0) & self._relu_mask()) | (highs == lows)).any()
-        if scales is None:
-            return not bool(stuck)
-        low, high = torch.aminmax(scales)
-        spread = low < self.decay_ratio * high  # NaN compares False: decided below
-        verdict = torch.stack([stuck, spread, scales.isnan().any()]).tolist()
-        if verdict[0]:
+        high, low = highs.numpy(), lows.numpy()
+        if ((high <= 0) & self._relu_mask()).any() or (high == low).any():
             return False
-        if not verdict[1] and not verdict[2]:
+        if scales is None:
+            return True
+        values = scales.numpy()
+        if values.min() >= self.decay_ratio * values.max():  # NaN compares False: see below
             return True
         padded = self._padded_scales(scales)
         assert padded is not None
@@ -512,15 +590,15 @@ class Monitor:
         values = torch.cat([values.float(), nan])
         return values.index_select(0, index.view(-1)).view(index.shape)
 
-    def _relu_mask(self) -> torch.Tensor:
+    def _relu_mask(self) -> np.ndarray:
+        """True for every channel (in producer order) whose producer feeds a ReLU."""
         if self._relu_cache is None:
-            parts = [
-                torch.full(
-                    (int(self.modules[n].weight.shape[0]),), self.producer_info[n].relu is not None
-                )
-                for n in self.producers
-            ]
-            self._relu_cache = torch.cat(parts)
+            self._relu_cache = np.concatenate(
+                [
+                    np.full(self._channel_count[n], self.producer_info[n].relu is not None)
+                    for n in self.producers
+                ]
+            )
         return self._relu_cache
 
     def _stat_parts(
@@ -578,11 +656,11 @@ class Monitor:
     # -- writing --------------------------------------------------------------------------
 
     def _emit(self, event: str, fields: dict[str, Any]) -> None:
-        if event not in ("run_start", "run_end"):
-            self.counts[event] = self.counts.get(event, 0) + 1
-        if not self.dist.writer:
-            return
-        with self._lock:
+        with self._lock:  # from the training thread, the check worker and the sink thread
+            if event not in ("run_start", "run_end"):
+                self.counts[event] = self.counts.get(event, 0) + 1
+            if not self.dist.writer:
+                return
             line = self._diary.append(event, fields)
         if event != "sink_error":
             self._sinks.put("event", line)
@@ -677,14 +755,17 @@ class Monitor:
 
 def to_host(parts: list[torch.Tensor | None]) -> list[torch.Tensor | None]:
     """The tensors in ``parts`` on the host, flattened, read back in one transfer (one
-    synchronisation on a GPU); None stays None. Their dtypes are promoted together (exact:
-    float16 and float32 values widen without change)."""
+    synchronisation on a GPU); None stays None. Parts on a device are joined for the
+    transfer, their dtypes promoted together (exact: float16 and float32 values widen
+    without change); parts already on the host are returned as they are, flattened."""
     present = [p.reshape(-1) for p in parts if p is not None]
     if not present:
         return list(parts)
-    device = present[0].device
-    if any(p.device != device for p in present):
+    if all(p.device.type == "cpu" for p in present):  # nothing to transfer
+        pieces = iter(present)
+    else:
+        device = next(p.device for p in present if p.device.type != "cpu")
         present = [p.to(device) for p in present]
-    joined = (torch.cat(present) if len(present) > 1 else present[0]).cpu()
-    pieces = iter(joined.split([p.numel() for p in present]))
+        joined = (torch.cat(present) if len(present) > 1 else present[0]).cpu()
+        pieces = iter(joined.split([p.numel() for p in present]))
     return [None if p is None else next(pieces) for p in parts]
