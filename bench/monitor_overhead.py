@@ -2,20 +2,22 @@
 
 Two ResNet-18s (defined here; torchvision is not needed): the ImageNet stem (7x7 stride-2
 conv and max-pool: a cheap step on 32x32 inputs, the hard case for the monitor's share) and
-the CIFAR stem (3x3 stride-1 conv, no pool: a step about ten times dearer). For each, five
+the CIFAR stem (3x3 stride-1 conv, no pool: a step about ten times dearer). For each, six
 training loops on identical copies of the model:
 
 * plain: forward, backward, optimizer step, zero_grad;
 * non-check: the same plus ``monitor.step(loss)`` on steps that are not checks;
 * check: every step a check (forward hooks for channel statistics, per-layer norms in one
   batched pass, alarms, a metrics row), with the Monitor's defaults (the logging sink on,
-  the diary writer's fsync policy);
-* floor: every step only what no check can leave out, with the Monitor's own parts: the
-  channel statistics' hooks and one read of every gradient;
+  the diary writer's fsync policy; on the CPU the gradient read runs on a worker thread
+  beside the optimizer's step, see ``trainrecord/monitor/deferred.py``);
+* inline: the same with ``overlap=False``: the gradient read inside ``monitor.step()``;
+* floor: every step only what a check that reads inline cannot leave out, with the
+  Monitor's own parts: the channel statistics' hooks and one read of every gradient;
 * hooks: a per-step monitor of the wandb.watch kind, a hook on every parameter that
   takes its gradient norm at every step.
 
-All ten loops run interleaved in one run (a round is one step of each ImageNet-stem loop;
+All twelve loops run interleaved in one run (a round is one step of each ImageNet-stem loop;
 every few rounds one step of each CIFAR-stem loop too; the order alternates), so drifting
 machine load hits them alike. Each loop's ratio is the median over rounds of its step time
 over the plain step of the same round (on a loaded machine, the ratio of the fastest steps).
@@ -24,8 +26,9 @@ Printed per stem, with the issue's target and PASS/MISS: the non-check step (wit
 plain), the check step (at most 5 % more than plain, channel statistics included), the
 amortised overhead at the default ``check_every`` (at most 0.5 %); and, without a target,
 the cost of a check as a multiple of one ``_foreach_norm`` pass over all gradients, the
-check's parts timed directly with the check's floor (the Monitor's gradient read and the
-hooks, timed alone), the metrics file's fsync (for information: every check of a real run
+check's parts timed directly (``monitor.step()``, the hooks, the optimizer's step with the
+read beside it), the inline check and its floor (the Monitor's gradient read and the hooks,
+timed alone and as a loop), the metrics file's fsync (for information: every check of a real run
 at ``check_every=50`` asks for one, and the diary writers' background thread does it, not
 the training thread) and the per-step hook monitor.
 
@@ -176,6 +179,7 @@ class Loop:
         self.times: list[float] = []
         self.forward_times: list[float] = []
         self.monitor_times: list[float] = []
+        self.optimizer_times: list[float] = []
 
     def step(self) -> float:
         """One timed training step (its forward and monitor-call times kept apart too)."""
@@ -192,6 +196,7 @@ class Loop:
         end = clock()
         self.forward_times.append(forward - start)
         self.monitor_times.append(after - before)
+        self.optimizer_times.append(end - after)
         return end - start
 
 
@@ -256,7 +261,7 @@ def verdict(value: float, target: float) -> str:
 
 
 class Group:
-    """The five loops of one stem, and the figures computed from them."""
+    """The six loops of one stem, and the figures computed from them."""
 
     def __init__(self, stem: str, data: tuple[torch.Tensor, torch.Tensor], tmp: Path) -> None:
         self.stem = stem
@@ -276,6 +281,12 @@ class Group:
                 copy.deepcopy(self.base),
                 data,
                 lambda m, o: Monitor(m, o, where / "check", check_every=1),
+            ),
+            Loop(
+                "inline",
+                copy.deepcopy(self.base),
+                data,
+                lambda m, o: Monitor(m, o, where / "inline", check_every=1, overlap=False),
             ),
             Loop("floor", copy.deepcopy(self.base), data, lambda m, o: FloorCheck(m)),
             Loop("hooks", copy.deepcopy(self.base), data, lambda m, o: HookMonitor(m)),
@@ -324,6 +335,8 @@ class Group:
         check, plain_loop = loops["check"], loops["plain"]
         call = min(check.monitor_times)
         hooks = max(0.0, min(check.forward_times) - min(plain_loop.forward_times))
+        beside = min(check.optimizer_times) - min(plain_loop.optimizer_times)
+        inline_call = min(loops["inline"].monitor_times)
         self.figures = {
             "loaded": float(loaded),
             "rounds": float(len(plain_times)),
@@ -344,9 +357,13 @@ class Group:
             "floor_loop": ratio["floor"] - 1,
             "direct_call": call,
             "direct_hooks": hooks,
-            "direct": (call + hooks) / fastest["plain"],
-            # what no implementation of the check can avoid: reading every gradient once
-            # and the channel statistics' hooks
+            "direct_beside": beside,
+            "direct": (call + hooks + beside) / fastest["plain"],
+            "inline": ratio["inline"] - 1,
+            "inline_direct": (inline_call + hooks) / fastest["plain"],
+            "inline_call": inline_call,
+            # what no check that reads inline can avoid: reading every gradient once and
+            # the channel statistics' hooks
             "floor": read / plain + hooks / fastest["plain"],
             "fsync": fsync / plain,
         }
@@ -453,12 +470,28 @@ def report(groups: list[Group]) -> None:
         "(no target; 1 x is the norm pass alone)",
     )
     row(
-        "  timed directly: monitor.step() + hooks",
+        "  timed directly: step() + hooks + beside",
         [
-            f"{f['direct_call'] * 1e3:.2f} + {f['direct_hooks'] * 1e3:.2f} ms = {f['direct']:.1%}"
+            f"{f['direct_call'] * 1e3:.2f} + {f['direct_hooks'] * 1e3:.2f} + "
+            f"{f['direct_beside'] * 1e3:.2f} ms = {f['direct']:.1%}"
             for f in figures
         ],
-        "(fastest of the check loop; share of the fastest plain step)",
+        "(fastest of the check loop: monitor.step(), the hooks, the optimizer's step's extra "
+        "with the gradient read beside it; share of the fastest plain step)",
+    )
+    row(
+        "check with the read inline (overlap=False)",
+        [f"{f['inline']:+.2%}" for f in figures],
+        "(no target: the same check, the gradient read inside monitor.step())",
+    )
+    row(
+        "  timed directly: monitor.step() + hooks",
+        [
+            f"{f['inline_call'] * 1e3:.2f} + {f['direct_hooks'] * 1e3:.2f} ms = "
+            f"{f['inline_direct']:.1%}"
+            for f in figures
+        ],
+        "(fastest of the inline loop; share of the fastest plain step)",
     )
     row(
         "  of which: the gradient read + hooks",
@@ -466,12 +499,12 @@ def report(groups: list[Group]) -> None:
             f"{f['read'] * 1e3:.2f} + {f['direct_hooks'] * 1e3:.2f} ms = {f['floor']:.1%}"
             for f in figures
         ],
-        "(the Monitor's norm pass timed alone, and the hooks: the check's floor)",
+        "(the Monitor's norm pass timed alone, and the hooks: the inline check's floor)",
     )
     row(
         "  the floor as a loop: hooks + gradient read",
         [f"{f['floor_loop']:+.2%}" for f in figures],
-        "(every step, nothing else: what a check costs at the least)",
+        "(every step, nothing else: what an inline check costs at the least)",
     )
     row(
         "  metrics fsync at a real run's check",

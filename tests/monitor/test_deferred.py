@@ -1,10 +1,10 @@
-"""Deferred checks: the gradient read and bookkeeping beside the optimizer's step.
+"""Deferred checks: the gradient read beside the optimizer's step.
 
 A deferred check must write exactly what a synchronous check writes; a loop that writes to
 the gradients in place between ``monitor.step()`` and the end of ``optimizer.step()``
 (clipping, in-place weight decay) must never be deferred; one that starts doing so after
-the monitor trusted it gets its read discarded and retaken, with a warning; an error met on
-the worker reaches the training thread.
+the monitor trusted it gets its read discarded and retaken, with a warning; an error met by a
+deferred check is raised at the next ``monitor.step()``.
 """
 
 from __future__ import annotations
@@ -28,25 +28,28 @@ VOLATILE = {"time", "hash", "prev"}
 
 
 class Launches:
-    """Counts the deferred launches of every Monitor, and notes the steps whose second half
-    (norms, their events, the metrics row) ran on the worker (the real code still runs)."""
+    """Notes the steps of every Monitor's deferred checks (the real code still runs)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.count = 0
-        self.on_worker: list[int] = []
-        launch, gradients = Deferred.launch, Monitor._gradients
+        self.steps: list[int] = []
+        self._step = -1
+        launch, check = Deferred.launch, Monitor._check
+
+        def noted(monitor: Monitor, step: int, loss: Any) -> None:
+            self._step = step
+            check(monitor, step, loss)
 
         def counted(deferred: Deferred, *args: Any) -> None:
-            self.count += 1
+            self.steps.append(self._step)
             launch(deferred, *args)
 
-        def noted(monitor: Monitor, step: int, *args: Any) -> None:
-            if threading.current_thread().name == "trainrecord-check":
-                self.on_worker.append(step)
-            gradients(monitor, step, *args)
-
+        monkeypatch.setattr(Monitor, "_check", noted)
         monkeypatch.setattr(Deferred, "launch", counted)
-        monkeypatch.setattr(Monitor, "_gradients", noted)
+
+    @property
+    def count(self) -> int:
+        """How many checks were deferred."""
+        return len(self.steps)
 
 
 @pytest.fixture
@@ -115,7 +118,7 @@ def test_deferred_checks_write_exactly_what_synchronous_checks_write(
     assert launches.count == 0
     lines, rows, monitor = run(tmp_path / "deferred", overlap=True)
     assert launches.count == 14  # every check but the first (15 checks in 30 steps)
-    assert launches.on_worker == list(range(2, 30, 2))
+    assert launches.steps == list(range(2, 30, 2))
     assert rows == sync_rows and lines == sync_lines
     assert monitor._deferred._thread is None  # close() stopped the worker
 
@@ -128,12 +131,12 @@ def test_deferred_checks_write_the_same_alarms_and_loss_events(
     sync_lines, sync_rows, _ = run(tmp_path / "sync", overlap=False, lr=1.0, steps=40)
     lines, rows, _ = run(tmp_path / "deferred", overlap=True, lr=1.0, steps=40)
     assert rows == sync_rows and lines == sync_lines
-    worker_events = {
+    deferred_events = {
         line["event"]
         for line in lines
-        if line.get("step") in launches.on_worker and line["event"] != "channels"
+        if line.get("step") in launches.steps and line["event"] != "channels"
     }
-    assert worker_events & {"alarm", "loss_spike", "nonfinite_loss", "alarm_cleared"}
+    assert deferred_events & {"alarm", "loss_spike", "nonfinite_loss", "alarm_cleared"}
 
 
 def test_clipping_between_step_and_optimizer_keeps_every_check_synchronous(
@@ -190,7 +193,7 @@ def test_a_loop_that_starts_clipping_late_has_that_read_retaken_and_is_warned(
     assert len(warnings) == 1 and "every later check reads them synchronously" in warnings[0]
 
 
-def test_an_error_on_the_worker_is_raised_at_the_next_check(tmp_path: Path) -> None:
+def test_an_error_of_a_deferred_check_is_raised_at_the_next_step(tmp_path: Path) -> None:
     torch.manual_seed(0)
     model = TinyCNN()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
@@ -207,9 +210,8 @@ def test_an_error_on_the_worker_is_raised_at_the_next_check(tmp_path: Path) -> N
     one(0)
     one(1)  # deferred: the loop was seen to leave the gradients alone
     assert monitor._deferred.trusted
-    monitor._deferred.settle()  # step 1's row is written
     monitor._metrics._file.broken = True  # as after a failed write
-    one(2)  # deferred: its metrics row fails on the worker
+    one(2)  # deferred: its metrics row fails in the optimizer's step post-hook
     with pytest.raises(OSError, match="an earlier write failed"):
         one(3)
     monitor.close()

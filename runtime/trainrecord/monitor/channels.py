@@ -181,8 +181,8 @@ def incoming_norms(producer: nn.Module) -> torch.Tensor | None:
     weight = getattr(producer, "weight", None)
     if weight is None:
         return None
-    with torch.no_grad():
-        return weight.detach().flatten(1).float().norm(dim=1)
+    with torch.no_grad():  # linalg.vector_norm: Tensor.norm goes through Python-level code
+        return torch.linalg.vector_norm(weight.detach().flatten(1), dim=1, dtype=torch.float32)
 
 
 @dataclass

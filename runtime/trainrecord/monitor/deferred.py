@@ -1,9 +1,12 @@
-"""A check's gradient read and bookkeeping on a worker thread, while the optimizer steps.
+"""A check's gradient read on a worker thread, while the optimizer steps.
 
-On the CPU the gradient read of a check (one pass over every gradient, memory-bound) and
-the bookkeeping that follows (alarms, loss events, the metrics row) can run beside the
-optimizer's step, which reads the same gradients: ``Deferred`` runs them on one worker
-thread per monitor and the training thread goes on at once.
+On the CPU the gradient read of a check (one pass over every gradient, memory-bound, and
+free of Python's global lock) can run beside the optimizer's step: ``Deferred`` runs it on
+one worker thread per monitor and the training thread goes on at once. The check's
+bookkeeping (norms per layer, alarms, loss events, the metrics row) stays on the training
+thread: it runs in the optimizer's step post-hook, once the read is verified. (Python
+bookkeeping on the worker would hold the global lock the training thread needs between
+its operations, and cost it as much as it saves.)
 
 That is only exact when nothing writes to the gradients in place between
 ``monitor.step()`` and the end of ``optimizer.step()``: a ``clip_grad_norm_`` there, a
@@ -12,16 +15,16 @@ would race with the read. So the monitor *learns* it first, at no cost: after a 
 reads synchronously, it records every gradient's version counter (``Tensor._version``,
 bumped by every in-place operation) and compares them in the optimizer's step post-hook.
 Only when they are unchanged, and the optimizer stepped before the next ``monitor.step()``,
-is the next check deferred. A deferred check is verified the same way before anything it
-read is used: its versions are compared on the training thread in the optimizer's step
-post-hook (every in-place operation issued by then has finished and bumped its counter,
-so unchanged versions mean the read saw the gradients as ``monitor.step()`` saw them).
-If they changed after all (the loop changed its ways), the read is discarded, the norms
-are taken again on the training thread from the gradients as they are, a warning is
-logged, and every later check reads synchronously.
+is the next check deferred. A deferred read is verified the same way before it is used:
+its versions are compared on the training thread in the optimizer's step post-hook (every
+in-place operation issued by then has finished and bumped its counter, so unchanged
+versions mean the read saw the gradients as ``monitor.step()`` saw them). If they changed
+after all (the loop changed its ways), the read is discarded, the norms are taken again
+from the gradients as they are, a warning is logged, and every later check reads
+synchronously.
 
-The bookkeeping of a verified read goes on in the background; the next check, and
-``close()``, wait for it and raise any error it met.
+An error met by the read or the bookkeeping is raised at the next ``monitor.step()`` or
+``close()`` (not out of ``optimizer.step()``).
 """
 
 from __future__ import annotations
@@ -36,24 +39,29 @@ import torch
 Read = Callable[[list[torch.Tensor | None]], Any]
 Finish = Callable[[Any], None]
 
+DISCARDED = (
+    "the gradients were modified in place between monitor.step() and the end of "
+    "optimizer.step(); this check's norms are those of the modified gradients, and "
+    "every later check reads them synchronously"
+)
+
 
 class Deferred:
-    """One worker thread that runs a check's read and, once verified, its bookkeeping."""
+    """One worker thread that runs a check's gradient read; verification and bookkeeping
+    on the training thread."""
 
     def __init__(self, on_discard: Callable[[str], None]) -> None:
         self.trusted = False  # the loop left the gradients alone after the last sync check
         self.never = False  # a deferred read was discarded: every later check is synchronous
+        self.pending = False  # a launch, a watch or an error waits for the next step()
         self._on_discard = on_discard
-        self.pending = False  # a launch or a watch waits for the optimizer's step
         self._watched: list[tuple[torch.Tensor, int]] | None = None
         self._job: _Job | None = None  # launched, not yet verified
-        self._running: _Job | None = None  # verified (or discarded), maybe still running
-        self._jobs: list[tuple[_Job, list[torch.Tensor | None]] | None] = []
+        self._error: BaseException | None = None
+        self._jobs: list[_Job | None] = []
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
         self._pid = 0
-
-    # -- learning -------------------------------------------------------------------------
 
     def watch(self, grads: list[torch.Tensor | None]) -> None:
         """After a synchronous check: learn at the optimizer's step whether the gradients
@@ -63,47 +71,43 @@ class Deferred:
             self._watched = versions(grads)
             self.pending = True
 
-    def optimizer_stepped(self) -> None:
-        """The optimizer's step post-hook: learn, and verify a launched read."""
-        if self._watched is not None:
-            self.trusted = unchanged(self._watched)
-            self.never = self.never or not self.trusted
-            self._watched = None
-        if self._job is not None:
-            self._verify(self._job)
-        self.pending = False
-
-    def step_without_optimizer(self) -> None:
-        """``monitor.step()`` came before the optimizer stepped: verify what is pending now
-        (a launched read), and trust nothing until a synchronous check shows the loop's
-        ways again."""
-        self._watched = None
-        self.trusted = False
-        if self._job is not None:
-            self._verify(self._job)
-        self.pending = False
-
-    # -- deferring ------------------------------------------------------------------------
-
     def launch(self, grads: list[torch.Tensor | None], read: Read, finish: Finish) -> None:
-        """Run ``read(grads)`` on the worker now and ``finish(result)`` once verified."""
-        job = _Job(grads, versions(grads), read, finish)
+        """Run ``read(grads)`` on the worker now; ``finish(result)`` runs once the read is
+        verified (see the module docstring)."""
+        job = _Job(grads, read, finish)
         self._job = job
         self.pending = True
         self._start()
         with self._wake:
-            self._jobs.append((job, grads))  # the worker's own reference to the gradients
+            self._jobs.append(job)
             self._wake.notify()
 
+    def optimizer_stepped(self) -> None:
+        """The optimizer's step post-hook: learn, and verify and finish a launched read."""
+        if self._watched is not None:
+            self.trusted = unchanged(self._watched)
+            self.never = self.never or not self.trusted
+            self._watched = None
+        self._conclude()
+
+    def before_step(self) -> None:
+        """``monitor.step()`` while something is pending. When the optimizer did not step
+        since the last check: conclude a launched read now, and trust nothing until a
+        synchronous check shows the loop's ways again. Then raise what the read or the
+        bookkeeping met."""
+        if self._watched is not None or self._job is not None:
+            self._watched = None
+            self.trusted = False
+            self._conclude()
+        self.settle()
+
     def settle(self) -> None:
-        """Verify what is pending, wait until the worker is done, raise what it met."""
-        if self._job is not None:
-            self._verify(self._job)
-        job, self._running = self._running, None
-        if job is not None:
-            job.done.wait()
-            if job.error is not None:
-                raise job.error
+        """Conclude what is pending; raise what the read or the bookkeeping met."""
+        self._conclude()
+        error, self._error = self._error, None
+        self.pending = self._watched is not None
+        if error is not None:
+            raise error
 
     def close(self) -> None:
         """Settle, then stop the worker."""
@@ -117,26 +121,27 @@ class Deferred:
                 self._thread.join()
             self._thread = None
 
-    # -- inside ---------------------------------------------------------------------------
-
-    def _verify(self, job: _Job) -> None:
-        self._job = None
-        self.pending = self._watched is not None
-        self._running = job
-        job.valid = unchanged(job.versions)
-        job.verified.set()
-        grads, job.grads, job.versions = job.grads, [], []  # the worker keeps its own
-        if job.valid:
+    def _conclude(self) -> None:
+        job, self._job = self._job, None
+        self.pending = self._watched is not None or self._error is not None
+        if job is None:
             return
-        self.trusted, self.never = False, True
-        job.done.wait()  # the worker discards its read and finishes nothing
-        self._running = None
-        self._on_discard(
-            "the gradients were modified in place between monitor.step() and the end of "
-            "optimizer.step(); this check's norms are those of the modified gradients, and "
-            "every later check reads them synchronously"
-        )
-        job.finish(job.read(grads))
+        valid = unchanged(job.versions)  # before waiting: nothing else runs here meanwhile
+        job.done.wait()
+        try:
+            if job.error is not None:
+                raise job.error
+            if valid:
+                job.finish(job.result)
+                return
+            self.trusted, self.never = False, True
+            self._on_discard(DISCARDED)
+            job.finish(job.read(job.grads))
+        except BaseException as error:  # raised at the next monitor.step() or close()
+            self._error = self._error or error
+            self.pending = True
+        finally:
+            job.grads, job.versions, job.result = [], [], None
 
     def _start(self) -> None:
         if self._thread is not None and self._pid == os.getpid():
@@ -151,38 +156,25 @@ class Deferred:
             with self._wake:
                 while not self._jobs:
                     self._wake.wait()
-                item = self._jobs.pop(0)
-            if item is None:
+                job = self._jobs.pop(0)
+            if job is None:
                 return
-            job, grads = item
-            item = None
             try:
-                result = job.read(grads)
-                del grads  # nothing holds the gradients once read
-                job.verified.wait()
-                if job.valid:
-                    job.finish(result)
-            except BaseException as error:  # raised on the training thread at settle()
+                job.result = job.read(job.grads)
+            except BaseException as error:
                 job.error = error
             finally:
                 job.done.set()
 
 
 class _Job:
-    def __init__(
-        self,
-        grads: list[torch.Tensor | None],
-        seen: list[tuple[torch.Tensor, int]],
-        read: Read,
-        finish: Finish,
-    ) -> None:
+    def __init__(self, grads: list[torch.Tensor | None], read: Read, finish: Finish) -> None:
         self.grads = grads
-        self.versions = seen
+        self.versions = versions(grads)
         self.read = read
         self.finish = finish
-        self.valid = False
+        self.result: Any = None
         self.error: BaseException | None = None
-        self.verified = threading.Event()
         self.done = threading.Event()
 
 

@@ -168,6 +168,7 @@ class Monitor:
         self._scale_sources: tuple[list[torch.Tensor], list[nn.Module]] | None = None
         self._channel_count = {n: int(self.modules[n].weight.shape[0]) for n in self.producers}
         self._pad_index: dict[tuple[int, ...], torch.Tensor] = {}
+        self._one_device = len({p.device for p in self.model.parameters()}) <= 1
         first = next(self.model.parameters(), None)
         self._device = first.device if first is not None else torch.device("cpu")
         self._said: set[str] = set()
@@ -211,8 +212,8 @@ class Monitor:
         """Call once per optimizer step, after ``backward()`` and before ``optimizer.step()``."""
         if self.closed:
             raise RuntimeError("Monitor.step() after close(): create a new Monitor for a new run")
-        if self._deferred.pending:  # the optimizer did not step since the last check
-            self._deferred.step_without_optimizer()
+        if self._deferred.pending:  # see deferred.py
+            self._deferred.before_step()
         step = self.steps
         if step % self.check_every == 0:
             self._check(step, loss)
@@ -538,11 +539,10 @@ class Monitor:
             return None
         with torch.no_grad():  # no graph: the parameters need no detach()
             parts = gammas + others
-            device = parts[0].device
-            if any(t.device != device for t in parts):
-                parts = [t.to(device) for t in parts]
-            joined = torch.cat(parts) if len(parts) > 1 else parts[0]
-            return joined.abs().float()  # |x| and float32 are exact
+            if not self._one_device:
+                parts = [t.to(parts[0].device) for t in parts]
+            joined = torch.cat(parts).abs_()  # a new tensor: abs_ leaves the parameters be
+            return joined if joined.dtype == torch.float32 else joined.float()  # exact
 
     def _scale_parts(self) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         """The BatchNorm gammas (raw) and the other producers' scales (on their device)."""
@@ -621,8 +621,8 @@ class Monitor:
         measured = [self.structure.pairs.get(name, name) for name in names]
         maxima = [probe.maxima[m] for m in measured]
         minima = [probe.minima[m] for m in measured]
-        device = maxima[0].device
-        if any(p.device != device for p in maxima + minima):
+        if not self._one_device:  # activations on several devices: gather them on one
+            device = maxima[0].device
             maxima = [p.to(device) for p in maxima]
             minima = [p.to(device) for p in minima]
         high, low = torch.cat(maxima), torch.cat(minima)
