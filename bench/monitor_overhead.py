@@ -2,35 +2,37 @@
 
 Two ResNet-18s (defined here; torchvision is not needed): the ImageNet stem (7x7 stride-2
 conv and max-pool: a cheap step on 32x32 inputs, the hard case for the monitor's share) and
-the CIFAR stem (3x3 stride-1 conv, no pool: a step about ten times dearer). For each, six
-training loops on identical copies of the model:
+the CIFAR stem (3x3 stride-1 conv, no pool: a step about ten times dearer). For each stem,
+identical copies of the model, each trained with its own kinds of step:
 
-* plain: forward, backward, optimizer step, zero_grad;
-* non-check: the same plus ``monitor.step(loss)`` on steps that are not checks;
-* check: every step a check (forward hooks for channel statistics, per-layer norms in one
-  batched pass, alarms, a metrics row), with the Monitor's defaults (the logging sink on,
-  the diary writer's fsync policy; on the CPU the gradient read runs on a worker thread
-  beside the optimizer's step, see ``trainrecord/monitor/deferred.py``);
-* inline: the same with ``overlap=False``: the gradient read inside ``monitor.step()``;
-* floor: every step only what a check that reads inline cannot leave out, with the
-  Monitor's own parts: the channel statistics' hooks and one read of every gradient;
-* hooks: a per-step monitor of the wandb.watch kind, a hook on every parameter that
-  takes its gradient norm at every step.
+* the Monitor's copy (``check_every=3``, its defaults: the logging sink on, the diary
+  writer's fsync policy): a *plain* step (forward, backward, optimizer step, zero_grad; the
+  monitor not called), a *non-check* step (the same plus ``monitor.step(loss)``), the
+  non-check step before a check (*arming*: it installs the check's hooks) and a *check*
+  (forward hooks for channel statistics, per-layer norms in one batched pass, alarms, a
+  metrics row);
+* the floor's copy: a plain step and a *floor* step, only what no check can leave out, with
+  the Monitor's own parts: the channel statistics' hooks and one read of every gradient;
+* a per-step monitor of the wandb.watch kind (*hooks*: a hook on every parameter takes its
+  gradient norm at every step), compared with the Monitor copy's plain step.
 
-All twelve loops run interleaved in one run (a round is one step of each ImageNet-stem loop;
-every few rounds one step of each CIFAR-stem loop too; the order alternates), so drifting
-machine load hits them alike. Each loop's ratio is the median over rounds of its step time
-over the plain step of the same round (on a loaded machine, the ratio of the fastest steps).
+A round takes every kind of step on every copy, copy by copy, the order of the copies
+alternating; every few rounds of the ImageNet stem, one round of the CIFAR stem. Drifting
+machine load hits all kinds alike, and each ratio pairs steps on the same copy of the
+model in the same round (copies of one model placed elsewhere in memory differ by up to a
+percent): the median over rounds (on a loaded machine, the ratio of the fastest steps). A
+check's cost is its step over the plain step, plus what installing its hooks added to the
+step before it (the arming step over the non-check step).
 
 Printed per stem, with the issue's target and PASS/MISS: the non-check step (within 1 % of
 plain), the check step (at most 5 % more than plain, channel statistics included), the
 amortised overhead at the default ``check_every`` (at most 0.5 %); and, without a target,
 the cost of a check as a multiple of one ``_foreach_norm`` pass over all gradients, the
-check's parts timed directly (``monitor.step()``, the hooks, the optimizer's step with the
-read beside it), the inline check and its floor (the Monitor's gradient read and the hooks,
-timed alone and as a loop), the metrics file's fsync (for information: every check of a real run
-at ``check_every=50`` asks for one, and the diary writers' background thread does it, not
-the training thread) and the per-step hook monitor.
+check's parts timed directly (``monitor.step()``, the hooks, installing them), its floor
+(the Monitor's gradient read and the hooks, timed alone and as steps of their own), the
+metrics file's fsync (for information: every check of a real run at ``check_every=50``
+asks for one, and the diary writers' background thread does it, not the training thread)
+and the per-step hook monitor.
 
     python bench/monitor_overhead.py [--quick] [--threads N] [--stem imagenet|cifar|both]
         [--device cuda]
@@ -46,7 +48,9 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -122,9 +126,9 @@ def clock() -> float:
 
 
 class FloorCheck:
-    """What no check can leave out, every step, with the Monitor's own parts: the channel
-    statistics' forward hooks (installed for the next forward, removed after it) on every
-    BatchNorm and Linear, and one gradient read (the Monitor's norm pass); nothing else."""
+    """What no check that reads inline can leave out, with the Monitor's own parts: the
+    channel statistics' forward hooks on every BatchNorm and Linear (installed before the
+    step's forward, removed after it) and one gradient read (the Monitor's norm pass)."""
 
     def __init__(self, model: nn.Module) -> None:
         self.watched = {
@@ -133,13 +137,17 @@ class FloorCheck:
             if isinstance(module, (nn.BatchNorm2d, nn.Linear))
         }
         self.norms = GradientNorms(parameter_layers(model))
+        self.probe: ActivationProbe | None = None
+
+    def arm(self) -> None:
+        """Install the hooks for this step's forward."""
         self.probe = ActivationProbe(self.watched)
 
     def step(self, loss: torch.Tensor) -> None:
-        """Remove the hooks, read the gradients, arm the hooks for the next forward."""
+        """Remove the hooks, read the gradients."""
+        assert self.probe is not None
         self.probe.remove()
         self.norms.compute()
-        self.probe = ActivationProbe(self.watched)
 
 
 class HookMonitor:
@@ -161,43 +169,51 @@ class HookMonitor:
         self.norms["loss"] = loss.item()
 
 
-class Loop:
-    """One training loop variant on its own copy of the model."""
+@dataclass
+class Timing:
+    """One timed step, whole and in parts."""
+
+    total: float
+    forward: float
+    monitor: float
+    optimizer: float
+
+
+class Copy:
+    """One copy of the model with its optimizer and monitor, and the kinds of step each
+    round takes on it, in order: a step kind is a name and whether the monitor is called
+    (a plain step on the copy does not call it)."""
 
     def __init__(
         self,
-        name: str,
         model: nn.Module,
         data: tuple[torch.Tensor, torch.Tensor],
-        monitor: Callable[[nn.Module, torch.optim.Optimizer], object] | None,
+        monitor: Callable[[nn.Module, torch.optim.Optimizer], Any] | None,
+        kinds: list[tuple[str, bool]],
     ) -> None:
-        self.name = name
         self.model = model
         self.x, self.y = data
         self.optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
         self.monitor = monitor(model, self.optimizer) if monitor else None
-        self.times: list[float] = []
-        self.forward_times: list[float] = []
-        self.monitor_times: list[float] = []
-        self.optimizer_times: list[float] = []
+        self.kinds = kinds
 
-    def step(self) -> float:
-        """One timed training step (its forward and monitor-call times kept apart too)."""
+    def step(self, call: bool) -> Timing:
+        """One timed training step, calling the monitor or not."""
+        arm = getattr(self.monitor, "arm", None)
+        if call and arm is not None:
+            arm()
         start = clock()
         loss = F.cross_entropy(self.model(self.x), self.y)
         forward = clock()
         loss.backward()
         before = clock()
-        if self.monitor is not None:
-            self.monitor.step(loss)  # type: ignore[attr-defined]
+        if call and self.monitor is not None:
+            self.monitor.step(loss)
         after = clock()
         self.optimizer.step()
         self.optimizer.zero_grad()
         end = clock()
-        self.forward_times.append(forward - start)
-        self.monitor_times.append(after - before)
-        self.optimizer_times.append(end - after)
-        return end - start
+        return Timing(end - start, forward - start, after - before, end - after)
 
 
 def foreach_norm_time(
@@ -261,85 +277,108 @@ def verdict(value: float, target: float) -> str:
 
 
 class Group:
-    """The six loops of one stem, and the figures computed from them."""
+    """The model copies of one stem, their steps, and the figures computed from them."""
 
     def __init__(self, stem: str, data: tuple[torch.Tensor, torch.Tensor], tmp: Path) -> None:
         self.stem = stem
         self.data = data
         self.base = ResNet18(stem=stem).to(DEVICE)
-        where = tmp / stem
-        self.loops = [
-            Loop("plain", copy.deepcopy(self.base), data, None),
-            Loop(
-                "non-check",
+        self.where = where = tmp / stem
+        self.copies = [
+            # steps 3k+1 and 3k+2 are not checks (the second installs the hooks for the
+            # check to come), 3k+3 is a check
+            Copy(
                 copy.deepcopy(self.base),
                 data,
-                lambda m, o: Monitor(m, o, where / "noncheck", check_every=10**9),
+                lambda m, o: Monitor(m, o, where / "check", check_every=3),
+                [("plain", False), ("non-check", True), ("arming", True), ("check", True)],
             ),
-            Loop(
-                "check",
+            Copy(
                 copy.deepcopy(self.base),
                 data,
-                lambda m, o: Monitor(m, o, where / "check", check_every=1),
+                lambda m, o: FloorCheck(m),
+                [("floor plain", False), ("floor", True)],
             ),
-            Loop(
-                "inline",
-                copy.deepcopy(self.base),
-                data,
-                lambda m, o: Monitor(m, o, where / "inline", check_every=1, overlap=False),
-            ),
-            Loop("floor", copy.deepcopy(self.base), data, lambda m, o: FloorCheck(m)),
-            Loop("hooks", copy.deepcopy(self.base), data, lambda m, o: HookMonitor(m)),
+            Copy(copy.deepcopy(self.base), data, lambda m, o: HookMonitor(m), [("hooks", True)]),
         ]
+        self.times: dict[str, list[Timing]] = {name: [] for c in self.copies for name, _ in c.kinds}
         self.figures: dict[str, float] = {}
 
+    def warm_up(self) -> None:
+        """Untimed steps: every monitor's first check (step 0, which learns the structure),
+        then two rounds' worth of steps of every kind."""
+        for c in self.copies:
+            if isinstance(c.monitor, Monitor):
+                c.step(True)
+            for _ in range(2):
+                for _, call in c.kinds:
+                    c.step(call)
+
     def round(self, index: int) -> None:
-        """One timed step of every loop, the order alternating."""
-        for loop in self.loops if index % 2 == 0 else self.loops[::-1]:
-            loop.times.append(loop.step())
+        """One timed step of every kind, copy by copy, the order of the copies alternating."""
+        for c in self.copies if index % 2 == 0 else self.copies[::-1]:
+            for name, call in c.kinds:
+                self.times[name].append(c.step(call))
 
     def finish(self, norm_repeats: int, fsync: float) -> None:
-        """Time the norm pass and the counter alone, close the monitors, compute figures."""
-        loops = {loop.name: loop for loop in self.loops}
+        """Time the norm pass and the counter alone, close the monitors, compute figures.
+
+        A check's cost in a round is its step's time over the plain step's on the same
+        copy, plus what installing its hooks added to the step before it (the arming step
+        over the non-check step)."""
         norm_median, norm_fastest = foreach_norm_time(
             copy.deepcopy(self.base), self.data, norm_repeats
         )
         read_median, read_fastest = monitor_norm_time(
             copy.deepcopy(self.base), self.data, norm_repeats
         )
-        counter = loops["non-check"].monitor
-        assert isinstance(counter, Monitor)
-        calls = 100_000
-        start = time.perf_counter()
-        for _ in range(calls):  # what a non-check step adds, timed directly: the counter
-            counter.step()
-        step_call = (time.perf_counter() - start) / calls
-        for loop in self.loops:
-            if isinstance(loop.monitor, Monitor):
-                loop.monitor.close()
-        plain_times = loops["plain"].times
-        median = {n: statistics.median(loop.times) for n, loop in loops.items()}
-        fastest = {n: min(loop.times) for n, loop in loops.items()}
+        tiny = nn.Linear(4, 4)
+        with Monitor(tiny, None, self.where / "counter", check_every=10**9) as counter:
+            counter.step()  # step 0, its only check
+            calls = 100_000
+            start = time.perf_counter()
+            for _ in range(calls):  # what a non-check step adds, timed directly: the counter
+                counter.step()
+            step_call = (time.perf_counter() - start) / calls
+        for c in self.copies:
+            if isinstance(c.monitor, Monitor):
+                c.monitor.close()
+        t = {name: [x.total for x in timings] for name, timings in self.times.items()}
+        median = {n: statistics.median(v) for n, v in t.items()}
+        fastest = {n: min(v) for n, v in t.items()}
         loaded = median["plain"] > 1.3 * fastest["plain"]
+        ratio: dict[str, float] = {}
         if loaded:  # other processes took the CPU for much of the run: uncontended steps
-            ratio = {n: fastest[n] / fastest["plain"] for n in fastest}
             plain, norm, read = fastest["plain"], norm_fastest, read_fastest
+            for name, base in (("non-check", "plain"), ("floor", "floor plain")):
+                ratio[name] = fastest[name] / fastest[base]
+            ratio["hooks"] = fastest["hooks"] / fastest["plain"]
+            extra = fastest["arming"] - fastest["non-check"]
+            ratio["check"] = (fastest["check"] + extra) / fastest["plain"]
         else:
-            ratio = {
-                n: statistics.median(t / p for t, p in zip(loop.times, plain_times, strict=True))
-                for n, loop in loops.items()
-            }
             plain, norm, read = median["plain"], norm_median, read_median
+            for name, base in (
+                ("non-check", "plain"),
+                ("floor", "floor plain"),
+                ("hooks", "plain"),
+            ):
+                ratio[name] = statistics.median(
+                    a / b for a, b in zip(t[name], t[base], strict=True)
+                )
+            rows = zip(t["check"], t["plain"], t["arming"], t["non-check"], strict=True)
+            ratio["check"] = statistics.median((c + a - n) / p for c, p, a, n in rows)
         check_cost = (ratio["check"] - 1) * plain
         every = DEFAULT_CHECK_EVERY
-        check, plain_loop = loops["check"], loops["plain"]
-        call = min(check.monitor_times)
-        hooks = max(0.0, min(check.forward_times) - min(plain_loop.forward_times))
-        beside = min(check.optimizer_times) - min(plain_loop.optimizer_times)
-        inline_call = min(loops["inline"].monitor_times)
+
+        def low(name: str, part: str) -> float:
+            return min(getattr(x, part) for x in self.times[name])
+
+        call = low("check", "monitor")
+        hooks = max(0.0, low("check", "forward") - low("plain", "forward"))
+        arming = low("arming", "monitor") - low("non-check", "monitor")
         self.figures = {
             "loaded": float(loaded),
-            "rounds": float(len(plain_times)),
+            "rounds": float(len(t["plain"])),
             "plain": plain,
             "plain_median": median["plain"],
             "plain_fastest": fastest["plain"],
@@ -350,20 +389,17 @@ class Group:
             "check": ratio["check"] - 1,
             "check_cost": check_cost,
             "check_norms": check_cost / norm,
-            # non-check steps add exactly the counter, timed alone (their loop ratio is the
-            # same work plus the machine's noise); a check's fsync is on a background thread
+            # non-check steps add exactly the counter, timed alone (their ratio is the same
+            # work plus the machine's noise); a check's fsync is on a background thread
             "amortised": check_cost / every / plain + (every - 1) / every * step_call / plain,
             "hooks_monitor": ratio["hooks"] - 1,
             "floor_loop": ratio["floor"] - 1,
             "direct_call": call,
             "direct_hooks": hooks,
-            "direct_beside": beside,
-            "direct": (call + hooks + beside) / fastest["plain"],
-            "inline": ratio["inline"] - 1,
-            "inline_direct": (inline_call + hooks) / fastest["plain"],
-            "inline_call": inline_call,
-            # what no check that reads inline can avoid: reading every gradient once and
-            # the channel statistics' hooks
+            "direct_arming": arming,
+            "direct": (call + hooks + arming) / fastest["plain"],
+            # what no check can avoid: reading every gradient once and the channel
+            # statistics' hooks
             "floor": read / plain + hooks / fastest["plain"],
             "fsync": fsync / plain,
         }
@@ -380,8 +416,8 @@ def main() -> int:
         "--rounds",
         type=int,
         default=None,
-        help="rounds of the ImageNet-stem loops (default 160, --quick 48); the CIFAR-stem "
-        "loops run a quarter as many",
+        help="rounds of the ImageNet stem (default 160, --quick 48); the CIFAR stem runs "
+        "a quarter as many",
     )
     parser.add_argument(
         "--device", default="cpu", help="torch device, e.g. cuda (default cpu; timings synchronise)"
@@ -389,7 +425,7 @@ def main() -> int:
     args = parser.parse_args()
     global DEVICE
     DEVICE = torch.device(args.device)
-    # every loop trains on one repeated batch, so gradients do vanish and the monitor says
+    # every copy trains on one repeated batch, so gradients do vanish and the monitor says
     # so: its logging sink runs as by default, its warning lines are not printed here
     logging.getLogger("trainrecord.monitor").setLevel(logging.ERROR)
     torch.set_num_threads(args.threads)
@@ -410,12 +446,10 @@ def main() -> int:
         f"parameters), batch {args.batch} of 3x32x32, torch {torch.__version__}, "
         f"{args.threads} threads, device {DEVICE}; "
         + ", ".join(f"{g.stem} stem {len(range(0, rounds, every[g.stem]))} rounds" for g in groups)
-        + "; each round one step of every loop of that stem, all interleaved"
+        + "; each round every kind of step on each copy of that stem's model, interleaved"
     )
-    for group in groups:  # warm-up; the non-check monitor's step 0 (its only check) is here
-        for loop in group.loops:
-            for _ in range(3):
-                loop.step()
+    for group in groups:
+        group.warm_up()
     for index in range(rounds):
         for group in groups:
             if index % every[group.stem] == 0:
@@ -470,28 +504,14 @@ def report(groups: list[Group]) -> None:
         "(no target; 1 x is the norm pass alone)",
     )
     row(
-        "  timed directly: step() + hooks + beside",
+        "  timed directly: step() + hooks + arming",
         [
             f"{f['direct_call'] * 1e3:.2f} + {f['direct_hooks'] * 1e3:.2f} + "
-            f"{f['direct_beside'] * 1e3:.2f} ms = {f['direct']:.1%}"
+            f"{f['direct_arming'] * 1e3:.2f} ms = {f['direct']:.1%}"
             for f in figures
         ],
-        "(fastest of the check loop: monitor.step(), the hooks, the optimizer's step's extra "
-        "with the gradient read beside it; share of the fastest plain step)",
-    )
-    row(
-        "check with the read inline (overlap=False)",
-        [f"{f['inline']:+.2%}" for f in figures],
-        "(no target: the same check, the gradient read inside monitor.step())",
-    )
-    row(
-        "  timed directly: monitor.step() + hooks",
-        [
-            f"{f['inline_call'] * 1e3:.2f} + {f['direct_hooks'] * 1e3:.2f} ms = "
-            f"{f['inline_direct']:.1%}"
-            for f in figures
-        ],
-        "(fastest of the inline loop; share of the fastest plain step)",
+        "(fastest steps: monitor.step(), the hooks in the forward pass, installing them in "
+        "the step before; share of the fastest plain step)",
     )
     row(
         "  of which: the gradient read + hooks",
@@ -499,12 +519,12 @@ def report(groups: list[Group]) -> None:
             f"{f['read'] * 1e3:.2f} + {f['direct_hooks'] * 1e3:.2f} ms = {f['floor']:.1%}"
             for f in figures
         ],
-        "(the Monitor's norm pass timed alone, and the hooks: the inline check's floor)",
+        "(the Monitor's norm pass timed alone, and the hooks: the check's floor)",
     )
     row(
         "  the floor as a loop: hooks + gradient read",
         [f"{f['floor_loop']:+.2%}" for f in figures],
-        "(every step, nothing else: what an inline check costs at the least)",
+        "(every step, nothing else: what a check costs at the least)",
     )
     row(
         "  metrics fsync at a real run's check",
@@ -522,8 +542,8 @@ def report(groups: list[Group]) -> None:
         "(for comparison: every step)",
     )
     print(
-        "\n(ratios: median over rounds of each loop's step time over the plain step of the "
-        "same round, or of the fastest steps when the machine was loaded (median plain step "
+        "\n(ratios: median over rounds of each kind of step's time over the plain step on the "
+        "same copy in the same round, or of the fastest steps when the machine was loaded (median plain step "
         "> 1.3 x the fastest); on a loaded machine differences below ~1% are within the "
         "spread)"
     )

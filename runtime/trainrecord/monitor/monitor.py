@@ -47,7 +47,6 @@ from trainrecord.monitor.channels import (
     classify,
     incoming_norms,
 )
-from trainrecord.monitor.deferred import Deferred
 from trainrecord.monitor.distributed import Distributed, unwrap
 from trainrecord.monitor.gradients import GradientAlarms, GradientNorms, parameter_layers
 from trainrecord.monitor.loss import LossTracker
@@ -91,10 +90,6 @@ class Monitor:
         warmup: checks before the first gradient alarm or loss spike.
         decay_ratio: a channel whose scale is below this times its layer's median decayed.
         fsync_policy: the diary writers' fsync policy (default: theirs).
-        overlap: on the CPU, let a check read the gradients and do its bookkeeping on a
-            worker thread while the optimizer steps, once the monitor has seen that the loop
-            leaves the gradients alone until then (see ``deferred.py``); False: every check
-            is done inside ``step()``.
     """
 
     def __init__(
@@ -118,7 +113,6 @@ class Monitor:
         warmup: int = 5,
         decay_ratio: float = 1e-3,
         fsync_policy: str | None = None,
-        overlap: bool = True,
     ) -> None:
         if not isinstance(model, nn.Module):
             raise TypeError(f"Monitor needs a torch.nn.Module as model, got {type(model).__name__}")
@@ -172,13 +166,6 @@ class Monitor:
         first = next(self.model.parameters(), None)
         self._device = first.device if first is not None else torch.device("cpu")
         self._said: set[str] = set()
-        self._overlap = overlap
-        self._deferred = Deferred(lambda message: LOGGER.warning("trainrecord: %s", message))
-        self._optimizer_hook = (
-            optimizer.register_step_post_hook(self._optimizer_stepped)
-            if optimizer is not None
-            else None
-        )
         self._structure_probe: StructureProbe | None = None
         self._activation_probe: ActivationProbe | None = None
         self._lock = threading.Lock()
@@ -212,8 +199,6 @@ class Monitor:
         """Call once per optimizer step, after ``backward()`` and before ``optimizer.step()``."""
         if self.closed:
             raise RuntimeError("Monitor.step() after close(): create a new Monitor for a new run")
-        if self._deferred.pending:  # see deferred.py
-            self._deferred.before_step()
         step = self.steps
         if step % self.check_every == 0:
             self._check(step, loss)
@@ -227,14 +212,6 @@ class Monitor:
             return
         self.closed = True
         self._disarm()
-        if self._optimizer_hook is not None:
-            self._optimizer_hook.remove()
-        try:
-            self._deferred.close()  # the last deferred check is written before run_end
-        finally:
-            self._finish_close()
-
-    def _finish_close(self) -> None:
         self._sinks.close()
         self.counts["sink_errors"] = self._sinks.failures
         if self.dist.writer:
@@ -250,9 +227,6 @@ class Monitor:
                 },
             )
             self._diary.close()
-
-    def _optimizer_stepped(self, *_: object) -> None:
-        self._deferred.optimizer_stepped()
 
     def __enter__(self) -> Monitor:
         return self
@@ -288,7 +262,6 @@ class Monitor:
     # -- a check --------------------------------------------------------------------------
 
     def _check(self, step: int, loss: torch.Tensor | float | None) -> None:
-        self._deferred.settle()  # the last deferred check is finished; its errors raise here
         self.checks += 1
         probe, self._activation_probe = self._activation_probe, None
         if probe is not None:
@@ -303,10 +276,7 @@ class Monitor:
         # everything the check reads, gathered on the device and read back in one transfer
         loss_part, value = self._loss_part(step, loss)
         scale = self._scale()
-        eligible = self._may_defer(scale)
-        defer = eligible and self._deferred.trusted
-        grads = self.norms.grads()
-        gathered = None if defer else self.norms.gather(grads)
+        gathered = self.norms.gather(self.norms.grads())
         names, stat_parts = self._stat_parts(probe) if self.structure is not None else ([], None)
         scales = self._scale_vector() if stat_parts is not None else None
         parts = [loss_part, None if gathered is None else gathered.squares]
@@ -314,47 +284,20 @@ class Monitor:
         host = to_host(parts)
         if host[0] is not None:
             value = float(host[0].item())
-        stats = (host[2], host[3]) if host[2] is not None and host[3] is not None else None
-        quiet = (
-            self.structure is not None
-            and len(names) == len(self.producers)
-            and stats is not None
-            and self._quiet(*stats, host[4])
-        )
-        if defer and (quiet or self.structure is None or not self.producers):
-            # nothing on the channel side touches the gradients: read them beside the
-            # optimizer's step, on the worker (see deferred.py)
-            rows = self._quiet_rows()
-            self._deferred.launch(
-                grads,
-                self.norms.read,
-                lambda read: self._gradients(step, value, read, 1.0, rows),
+        read = None
+        if gathered is not None:
+            assert host[1] is not None
+            read = (gathered.owners, gathered.exact(host[1].tolist()))
+        rows: dict[str, list[int]] = {}
+        if self.structure is not None:
+            stats = (host[2], host[3]) if host[2] is not None and host[3] is not None else None
+            quiet = (
+                len(names) == len(self.producers)
+                and stats is not None
+                and self._quiet(*stats, host[4])
             )
-            return
-        if gathered is None:  # a repair may touch the gradients: read them before it
-            read = self.norms.read(grads)
-        else:
-            read = (
-                gathered.owners,
-                gathered.exact(host[1].tolist() if host[1] is not None else []),
-            )
-        rows = self._channels(step, names, stats, host[4], quiet) if self.structure else {}
+            rows = self._channels(step, names, stats, host[4], quiet)
         self._gradients(step, value, read, scale or 1.0, rows)
-        if eligible:
-            self._deferred.watch(grads)
-
-    def _may_defer(self, scale: float | None) -> bool:
-        """True when this check's gradient read may run beside the optimizer's step, once
-        the loop is seen to leave the gradients alone: on the CPU, with the optimizer known
-        (its step post-hook verifies the read) and no active GradScaler (its unscale_
-        writes the gradients in place inside the optimizer's step)."""
-        return (
-            self._overlap
-            and self._optimizer_hook is not None
-            and scale is None
-            and self._device.type == "cpu"
-            and not self._deferred.never
-        )
 
     def _gradients(
         self,
@@ -364,9 +307,9 @@ class Monitor:
         scale: float,
         rows: dict[str, list[int]],
     ) -> None:
-        """The second half of a check: gradient norms, their events and the loss's, and the
-        metrics row (``read``: each gradient's owner and sum of squares; ``rows``: the
-        producers' stuck counts)."""
+        """A check's gradient norms, their events and the loss's, and its metrics row
+        (``read``: each gradient's owner and sum of squares; ``rows``: the producers' stuck
+        counts)."""
         norms, any_grad = self.norms.group(read, scale)
         if any_grad and all(v == 0.0 for v in norms.values() if v is not None):
             any_grad = False  # every gradient exactly zero: after zero_grad(), or nothing flows
@@ -656,7 +599,7 @@ class Monitor:
     # -- writing --------------------------------------------------------------------------
 
     def _emit(self, event: str, fields: dict[str, Any]) -> None:
-        with self._lock:  # from the training thread, the check worker and the sink thread
+        with self._lock:  # from the training thread and the sink thread
             if event not in ("run_start", "run_end"):
                 self.counts[event] = self.counts.get(event, 0) + 1
             if not self.dist.writer:
