@@ -465,7 +465,7 @@ def report(groups: list[Group]) -> None:
     """The figures in one table, a column per stem, with targets and PASS/MISS."""
     every = DEFAULT_CHECK_EVERY
     figures = [g.figures for g in groups]
-    width = 24
+    width = 30
 
     def row(label: str, cells: list[str], target: str = "") -> None:
         print(f"{label:<44}" + "".join(f"{c:>{width}}" for c in cells) + f"   {target}")

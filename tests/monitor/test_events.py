@@ -113,6 +113,12 @@ def test_zeroed_layer_alarms_certificate_channels_then_repair_and_recovery(run_d
     assert math.isclose(
         repair["relative_change"], repair["delta_norm"] / repair["weight_norm_before"]
     )
+    # within a check: the channel side (certificate, channels, repair) before the alarms
+    at_20 = [line["event"] for line in lines if line.get("step") == 20]
+    channel_side = {"certificate", "channels", "repair"}
+    assert at_20[:3] == ["certificate", "channels", "repair"]  # conv2's, in that order
+    last = max(i for i, e in enumerate(at_20) if e in channel_side)
+    assert last < at_20.index("alarm") and set(at_20[last + 1 :]) == {"alarm"}
     cleared = events(lines, "channels_cleared")
     assert [c["step"] for c in cleared if c["layer"] == "conv2"] == [22]
     assert {c["layer"] for c in events(lines, "alarm_cleared")} >= {"block1.0", "conv2", "bn2"}
