@@ -64,15 +64,17 @@ def channel_extremes(x: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Ten
             flat = x.reshape(x.shape[0], channels)
             high, low = flat.amax(dim=0), flat.amin(dim=0)
         elif x.numel() < BATCH_FIRST_BELOW * channels * x.shape[0]:
-            high = x.amax(dim=0).reshape(channels, -1).amax(dim=1)
-            low = x.amin(dim=0).reshape(channels, -1).amin(dim=1)
+            rest = tuple(range(1, x.dim() - 1))  # the positions, once the batch is reduced
+            high, low = x.amax(dim=0).amax(dim=rest), x.amin(dim=0).amin(dim=rest)
         else:
             flat = x.flatten(2)
             high, low = flat.amax(dim=2).amax(dim=0), flat.amin(dim=2).amin(dim=0)
     else:
         flat = x.movedim(dim, -1).reshape(-1, x.shape[dim])
         high, low = flat.amax(dim=0), flat.amin(dim=0)
-    return high.float(), low.float()
+    if high.dtype != torch.float32:  # (a call less per extreme in the common case)
+        high, low = high.float(), low.float()
+    return high, low
 
 
 class ActivationProbe:
