@@ -370,12 +370,14 @@ class Group:
         check_cost = (ratio["check"] - 1) * plain
         every = DEFAULT_CHECK_EVERY
 
-        def low(name: str, part: str) -> float:
-            return min(getattr(x, part) for x in self.times[name])
+        def paired(name: str, base: str, part: str) -> float:
+            """Median over rounds of a part of a step over the same part of ``base``'s."""
+            pairs = zip(self.times[name], self.times[base], strict=True)
+            return statistics.median(getattr(a, part) - getattr(b, part) for a, b in pairs)
 
-        call = low("check", "monitor")
-        hooks = max(0.0, low("check", "forward") - low("plain", "forward"))
-        arming = low("arming", "monitor") - low("non-check", "monitor")
+        call = statistics.median(x.monitor for x in self.times["check"])
+        hooks = paired("check", "plain", "forward")
+        arming = paired("arming", "non-check", "monitor")
         self.figures = {
             "loaded": float(loaded),
             "rounds": float(len(t["plain"])),
@@ -397,10 +399,10 @@ class Group:
             "direct_call": call,
             "direct_hooks": hooks,
             "direct_arming": arming,
-            "direct": (call + hooks + arming) / fastest["plain"],
+            "direct": (call + hooks + arming) / plain,
             # what no check can avoid: reading every gradient once and the channel
             # statistics' hooks
-            "floor": read / plain + hooks / fastest["plain"],
+            "floor": read / plain + hooks / plain,
             "fsync": fsync / plain,
         }
 
@@ -510,8 +512,8 @@ def report(groups: list[Group]) -> None:
             f"{f['direct_arming'] * 1e3:.2f} ms = {f['direct']:.1%}"
             for f in figures
         ],
-        "(fastest steps: monitor.step(), the hooks in the forward pass, installing them in "
-        "the step before; share of the fastest plain step)",
+        "(medians: monitor.step(), what the hooks add to the forward pass and installing "
+        "them to the step before, paired on the same copy; share of the plain step)",
     )
     row(
         "  of which: the gradient read + hooks",
