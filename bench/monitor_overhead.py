@@ -19,7 +19,7 @@ identical copies of the model, each trained with its own kinds of step:
 A round takes every kind of step on every copy, copy by copy, the order of the copies
 alternating; every few rounds of the ImageNet stem, one round of the CIFAR stem. Drifting
 machine load hits all kinds alike, and each ratio pairs steps on the same copy of the
-model in the same round (copies of one model placed elsewhere in memory differ by up to a
+model in the same round (copies of one model placed elsewhere in memory differ by up to half a
 percent): the median over rounds (on a loaded machine, the ratio of the fastest steps). A
 check's cost is its step over the plain step, plus what installing its hooks added to the
 step before it (the arming step over the non-check step).
