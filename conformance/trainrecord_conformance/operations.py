@@ -76,7 +76,19 @@ def read_witness(data: dict[str, Any]) -> dict[str, Any]:
 
 def write_diary(data: dict[str, Any]) -> dict[str, Any]:
     """Write a new diary from ``events`` (each with its ``event`` type) and close it."""
-    events = data["events"]
+    return _append(data["dir"], data["events"], "critical")
+
+
+def append_diary(data: dict[str, Any]) -> dict[str, Any]:
+    """Reopen an existing diary (the writer verifies it first) and append ``events``."""
+    return _append(data["dir"], data["events"], data["fsync_policy"])
+
+
+def _append(folder: str, events: list[Any], fsync_policy: Any) -> dict[str, Any]:
+    """Append ``events`` (each with its type in ``event``) with a DiaryWriter on ``folder``;
+    an event without its type is refused before the diary is opened."""
+    from trainrecord.diary import DiaryWriter
+
     for i, event in enumerate(events):
         if not isinstance(event, dict) or not isinstance(event.get("event"), str):
             raise RecordRefused.one(
@@ -85,12 +97,6 @@ def write_diary(data: dict[str, Any]) -> dict[str, Any]:
                 "each event needs its type in the field event",
                 event,
             )
-    return _append(data["dir"], events, "critical")
-
-
-def _append(folder: str, events: list[Any], fsync_policy: Any) -> dict[str, Any]:
-    from trainrecord.diary import DiaryWriter
-
     writer = DiaryWriter(folder, fsync_policy=fsync_policy)
     try:
         for event in events:
@@ -98,19 +104,6 @@ def _append(folder: str, events: list[Any], fsync_policy: Any) -> dict[str, Any]
     finally:
         writer.close()
     return {"path": str(writer.path)}
-
-
-def append_diary(data: dict[str, Any]) -> dict[str, Any]:
-    """Reopen an existing diary (the writer verifies it first) and append ``events``."""
-    for i, event in enumerate(data["events"]):
-        if not isinstance(event, dict) or not isinstance(event.get("event"), str):
-            raise RecordRefused.one(
-                "diary.event.type",
-                ("events", i, "event"),
-                "each event needs its type in the field event",
-                event,
-            )
-    return _append(data["dir"], data["events"], data["fsync_policy"])
 
 
 def architecture(data: dict[str, Any]) -> dict[str, Any]:
