@@ -226,7 +226,9 @@ class GradientAlarms:
         for layer, norm in norms.items():
             if norm is not None and not math.isfinite(norm):
                 continue  # a non-finite gradient is its own event; the alarm state stays
-            base = self.baselines.setdefault(layer, LayerBaseline())
+            base = self.baselines.get(layer)
+            if base is None:  # (setdefault would build a LayerBaseline per layer per check)
+                base = self.baselines[layer] = LayerBaseline()
             diagnosis, sigma = self._diagnose(norm, base)
             if diagnosis is None and norm is not None and math.isfinite(norm) and norm > 0:
                 base.update(math.log10(norm), self.alpha)
