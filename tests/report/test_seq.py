@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import multiprocessing
 from pathlib import Path
+
+import pytest
 
 from trainrecord.report import SeqClock
 from trainrecord.report.seq import now_ms
@@ -34,10 +37,29 @@ def test_a_resumed_process_continues_above_the_persisted_seq(tmp_path: Path) -> 
     assert SeqClock(path).next() == ahead + 2
 
 
-def test_a_corrupt_seq_file_falls_back_to_the_clock(tmp_path: Path) -> None:
+@pytest.mark.parametrize("text", ["not json", "[1]", '{"last_seq": "7"}', '{"last_seq": true}'])
+def test_a_corrupt_seq_file_falls_back_to_the_clock_and_says_so_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, text: str
+) -> None:
     path = tmp_path / "report_seq.json"
-    path.write_text("not json")
-    assert SeqClock(path).next() >= now_ms() - 1000
+    path.write_text(text)
+    clock = SeqClock(path)
+    with caplog.at_level(logging.WARNING, logger="trainrecord.report"):
+        first = clock.next()
+        path.write_text(text)  # still unreadable at the next report: no second warning
+        second = clock.next()
+    assert first >= now_ms() - 1000 and second > first
+    warnings = [r for r in caplog.records if "report_seq.json" in r.getMessage()]
+    assert len(warnings) == 1
+    assert json.loads(path.read_text()) == {"last_seq": second}  # the file is repaired
+
+
+def test_a_missing_seq_file_is_not_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="trainrecord.report"):
+        SeqClock(tmp_path / "report_seq.json").next()
+    assert not caplog.records
 
 
 def _take(path: str, n: int, out: multiprocessing.Queue) -> None:

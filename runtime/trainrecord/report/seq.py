@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import threading
 import time
@@ -28,6 +29,8 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX: in-process lock only
     fcntl = None  # type: ignore[assignment]
+
+log = logging.getLogger("trainrecord.report")
 
 SEQ_FILE = "report_seq.json"
 """The conventional name of the seq file, beside the run's metadata.json."""
@@ -57,6 +60,7 @@ class SeqClock:
         self._last = int(last_seq)
         self._clock = clock if clock is not None else now_ms
         self._lock = threading.Lock()
+        self._warned = False
 
     @property
     def last(self) -> int:
@@ -81,9 +85,27 @@ class SeqClock:
             return 0
         try:
             value = json.loads(self.path.read_text(encoding="utf-8")).get("last_seq", 0)
-        except (FileNotFoundError, ValueError, AttributeError):
+        except FileNotFoundError:
             return 0
-        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+        except (ValueError, AttributeError):
+            value = None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        self._unreadable()
+        return 0
+
+    def _unreadable(self) -> None:
+        """Say once that the seq file could not be read: reporting goes on (seq from the
+        clock and this process's last seq; the next write repairs the file), but a seq
+        written by another process may now be overtaken only by the clock."""
+        if not self._warned:
+            self._warned = True
+            log.warning(
+                'report seq file %s is not {"last_seq": <integer>}: seq continues from the '
+                "clock and this process's last seq, and the file is written again; delete "
+                "it or restore it to silence this",
+                self.path,
+            )
 
     def _write(self, value: int) -> None:
         if self.path is None:
