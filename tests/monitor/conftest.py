@@ -95,13 +95,14 @@ def batches(count: int, batch: int = 32, seed: int = 0) -> list[tuple[torch.Tens
 def train(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
-    monitor: Monitor,
+    monitor: Monitor | None,
     steps: int,
     before_step: Callable[[int, torch.Tensor], torch.Tensor] | None = None,
     after_backward: Callable[[int], None] | None = None,
     seed: int = 0,
 ) -> list[float]:
-    """The issue's loop: forward, backward, monitor.step(loss), optimizer step, zero_grad."""
+    """The issue's loop: forward, backward, monitor.step(loss), optimizer step, zero_grad
+    (``monitor`` None: the same loop unmonitored)."""
     losses = []
     for step, (x, y) in enumerate(batches(steps, seed=seed)):
         loss = F.cross_entropy(model(x), y)
@@ -110,7 +111,8 @@ def train(
         loss.backward()
         if after_backward is not None:
             after_backward(step)
-        monitor.step(loss)
+        if monitor is not None:
+            monitor.step(loss)
         optimizer.step()
         optimizer.zero_grad()
         losses.append(float(loss.detach().mean()))

@@ -17,25 +17,34 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from trainrecord.monitor.compiled import is_compiled_wrapper
+
 
 class UnsupportedModel(TypeError):
     """The model is wrapped in a way the monitor cannot observe (FSDP)."""
 
 
 def unwrap(model: nn.Module) -> tuple[nn.Module, str | None]:
-    """The module to observe and the wrapper's name (DDP -> its .module)."""
-    kind = type(model).__name__
-    if kind == "FullyShardedDataParallel" or any(
-        type(c).__name__.startswith("FSDP") for c in type(model).__mro__
-    ):
-        raise UnsupportedModel(
-            "trainrecord.Monitor does not support FSDP: parameters are sharded across ranks, "
-            "so per-layer gradient norms and per-channel weights are not whole on any rank. "
-            "Use DistributedDataParallel, or monitor an unsharded copy."
-        )
-    if isinstance(model, nn.parallel.DistributedDataParallel | nn.DataParallel):
-        return model.module, kind
-    return model, None
+    """The module to observe and the data-parallel wrapper's name: DDP and DataParallel
+    give their ``.module``, and ``torch.compile``'s wrapper its original module, in any
+    nesting (see :mod:`trainrecord.monitor.compiled`)."""
+    kind: str | None = None
+    while True:
+        name = type(model).__name__
+        if name == "FullyShardedDataParallel" or any(
+            type(c).__name__.startswith("FSDP") for c in type(model).__mro__
+        ):
+            raise UnsupportedModel(
+                "trainrecord.Monitor does not support FSDP: parameters are sharded across "
+                "ranks, so per-layer gradient norms and per-channel weights are not whole on "
+                "any rank. Use DistributedDataParallel, or monitor an unsharded copy."
+            )
+        if isinstance(model, nn.parallel.DistributedDataParallel | nn.DataParallel):
+            kind, model = kind or name, model.module
+        elif is_compiled_wrapper(model):
+            model = model._orig_mod
+        else:
+            return model, kind
 
 
 @dataclass

@@ -47,6 +47,7 @@ from trainrecord.monitor.channels import (
     classify,
     incoming_norms,
 )
+from trainrecord.monitor.compiled import EagerStance, is_compiled
 from trainrecord.monitor.distributed import Distributed, unwrap
 from trainrecord.monitor.gradients import GradientAlarms, GradientNorms, parameter_layers
 from trainrecord.monitor.loss import LossTracker
@@ -168,6 +169,9 @@ class Monitor:
         self._said: set[str] = set()
         self._structure_probe: StructureProbe | None = None
         self._activation_probe: ActivationProbe | None = None
+        self._stance = EagerStance()
+        self._dynamo_at_arming = False
+        self.compiled = is_compiled(model) or is_compiled(self.model)
         self._lock = threading.Lock()
         self._diary: Any = None
         self._metrics: Any = None
@@ -252,12 +256,30 @@ class Monitor:
                 measured = self.structure.pairs.get(name, name)
                 watched[measured] = self.modules[measured]
         self._activation_probe = ActivationProbe(watched)
+        self._stance.enter()  # compiled code runs eagerly until the check (see compiled.py)
+        self._dynamo_at_arming = "torch._dynamo" in sys.modules
 
     def _disarm(self) -> None:
         if self._structure_probe is not None:
             self._structure_probe.remove()
         if self._activation_probe is not None:
             self._activation_probe.remove()
+        self._stance.exit()
+
+    def _compiled_in_window(self) -> None:
+        """Say once when torch.compile was first used between the hooks' installation and
+        the check: that forward may have been compiled with the hooks in it."""
+        if self._dynamo_at_arming or "torch._dynamo" not in sys.modules:
+            return
+        self._dynamo_at_arming = True
+        if "compiled_after_monitor" not in self._said:
+            self._said.add("compiled_after_monitor")
+            LOGGER.warning(
+                "trainrecord.Monitor: torch.compile was first used after the monitor was "
+                "created, while its check hooks were installed; the compiled model may keep "
+                "graph breaks at them on every step. Create the Monitor after torch.compile "
+                "(it then runs check steps eagerly and leaves the compiled code alone)."
+            )
 
     # -- a check --------------------------------------------------------------------------
 
@@ -266,6 +288,8 @@ class Monitor:
         probe, self._activation_probe = self._activation_probe, None
         if probe is not None:
             probe.remove()
+        self._stance.exit()
+        self._compiled_in_window()
         tensor = loss if isinstance(loss, torch.Tensor) else None
         if self._structure_probe is not None:
             structure_probe, self._structure_probe = self._structure_probe, None
@@ -669,6 +693,13 @@ class Monitor:
             "skipped steps are recorded at checks whose gradients are not finite, "
             "the condition under which the GradScaler skips the optimizer step",
         ]
+        if self.compiled:
+            notes.append(
+                "the model is compiled (torch.compile): check steps run eagerly "
+                "(compiler stance force_eager from the step before each check until the "
+                "check), so the hooks see the real forward pass; other steps run the "
+                "compiled code, which never saw a hook"
+            )
         return {
             "step": step,
             "check_every": self.check_every,
