@@ -373,6 +373,29 @@ def test_inf_in_a_gradient_with_a_grad_scaler_is_a_skipped_step(run_dir: Path) -
     assert rows[0]["grad"]["head"] < 10
 
 
+def test_a_skipped_step_after_unscale_records_the_scale_and_unscaled_norms(
+    run_dir: Path,
+) -> None:
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = sgd(model)
+    scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
+    with Monitor(model, optimizer, run_dir, check_every=2, scaler=scaler) as monitor:
+        for step, (x, y) in enumerate(batches(6)):
+            scaler.scale(F.cross_entropy(model(x), y)).backward()
+            if step == 4:
+                model.conv2.weight.grad[0, 0, 0, 0] = float("inf")
+            scaler.unscale_(optimizer)  # e.g. to clip gradients before the step
+            monitor.step()
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+    skipped = events(read_run(run_dir), "skipped_step")
+    # the scaler's scale at that moment, although the gradients were already divided by it
+    assert [(s["step"], s["scale"], s["layers"]) for s in skipped] == [(4, 1024.0, ["conv2"])]
+    assert metrics(run_dir)[0]["grad"]["head"] < 10  # not divided a second time either
+
+
 def test_scaled_norms_match_unscaled_norms(tmp_path: Path) -> None:
     grads = {}
     for scaled in (False, True):

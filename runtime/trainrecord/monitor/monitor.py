@@ -321,20 +321,20 @@ class Monitor:
                 and self._quiet(*stats, host[4])
             )
             rows = self._channels(step, names, stats, host[4], quiet)
-        self._gradients(step, value, read, scale or 1.0, rows)
+        self._gradients(step, value, read, scale, rows)
 
     def _gradients(
         self,
         step: int,
         value: float | None,
         read: tuple[list[int], list[float]] | None,
-        scale: float,
+        scale: tuple[float, float] | None,
         rows: dict[str, list[int]],
     ) -> None:
         """A check's gradient norms, their events and the loss's, and its metrics row
         (``read``: each gradient's owner and sum of squares; ``rows``: the producers' stuck
         counts)."""
-        norms, any_grad = self.norms.group(read, scale)
+        norms, any_grad = self.norms.group(read, 1.0 if scale is None else scale[1])
         if any_grad and all(v == 0.0 for v in norms.values() if v is not None):
             any_grad = False  # every gradient exactly zero: after zero_grad(), or nothing flows
         if not any_grad:
@@ -347,10 +347,10 @@ class Monitor:
                 self._emit(event, fields)
         bad = [n for n, v in norms.items() if v is not None and not math.isfinite(v)]
         if bad:
-            if self.scaler is not None and getattr(self.scaler, "is_enabled", lambda: True)():
+            if scale is not None:  # the scaler is enabled: it skips optimizer.step() now
                 self._emit(
                     "skipped_step",
-                    {"step": step, "severity": "info", "scale": scale, "layers": bad},
+                    {"step": step, "severity": "info", "scale": scale[0], "layers": bad},
                 )
             else:
                 self._emit(
@@ -407,7 +407,9 @@ class Monitor:
             )
         return None, float(loss)
 
-    def _scale(self) -> float | None:
+    def _scale(self) -> tuple[float, float] | None:
+        """The enabled GradScaler's scale now, and what the gradients are to be divided by
+        (1 when ``scaler.unscale_`` already did it); None without an enabled scaler."""
         scaler = self.scaler
         if scaler is None or not getattr(scaler, "is_enabled", lambda: True)():
             return None
@@ -415,7 +417,7 @@ class Monitor:
         state = states.get(id(self.optimizer)) if self.optimizer is not None else None
         stage = getattr(state.get("stage"), "name", None) if isinstance(state, dict) else None
         scale = float(scaler.get_scale())
-        return 1.0 if stage == "UNSCALED" else scale
+        return scale, 1.0 if stage == "UNSCALED" else scale
 
     def _channels(
         self,
