@@ -89,6 +89,11 @@ def test_verify_exits_3_on_a_torn_tail(tmp_path: Path) -> None:
         fh.write(b'{"seq":')
     out = cli("verify", tmp_path)
     assert out.returncode == 3 and "TORN TAIL" in out.stdout
+    only = tmp_path / "only"
+    only.mkdir()
+    (only / "diary.jsonl").write_bytes(b'{"seq":0')  # torn in its first line
+    out = cli("verify", only)
+    assert out.returncode == 3 and "TORN TAIL" in out.stdout
 
 
 def test_verify_a_missing_directory_is_a_usage_error(tmp_path: Path) -> None:

@@ -181,6 +181,20 @@ def test_resume_after_a_torn_tail_needs_consent_and_then_cuts_only_the_torn_line
     assert verify(tmp_path).ok
 
 
+def test_a_diary_torn_in_its_first_line_is_torn_and_can_be_resumed(tmp_path):
+    path = tmp_path / "diary.jsonl"
+    path.write_bytes(b'{"seq":0,"time":1.5,"ev')  # killed while writing the first line
+    result = verify(tmp_path)
+    assert (result.status, result.lines, result.torn_bytes) == ("torn", 0, path.stat().st_size)
+    assert result.failure is None
+    with pytest.raises(RecordRefused, match="drop_torn_tail"):
+        DiaryWriter(tmp_path)
+    with DiaryWriter(tmp_path, drop_torn_tail=True) as w:
+        assert (w.seq, w.head) == (0, "0" * 64)
+        w.append("run_start", BODIES["run_start"])
+    assert verify(tmp_path).ok and verify(tmp_path).lines == 1
+
+
 def test_metrics_sha256_is_the_sha256_of_the_file_as_it_stands(tmp_path: Path):
     with MetricsWriter(tmp_path) as m:
         assert m.sha256() == hashlib.sha256(b"").hexdigest()

@@ -318,13 +318,8 @@ def verify(
     if failure is None and lines:
         result.head_seq, result.head_hash = head.last_seq, head.last_hash
         result.complete = head.last_event == "run_end"
-    if failure is None and lines == 0:
-        failure = LineFailure(
-            1,
-            None,
-            "diary.file.torn" if torn else "diary.file.empty",
-            "the diary has no complete line",
-        )
+    if failure is None and lines == 0 and not torn:  # (a lone torn line is a torn tail)
+        failure = LineFailure(1, None, "diary.file.empty", "the diary has no complete line")
     if failure is None:
         failure = _check_metrics(run, head.run_ends, result.complete, result)
     if failure is None and check_seal:

@@ -83,6 +83,8 @@ class DiaryWriter:
         if result.status == "torn" and drop_torn_tail:
             os.ftruncate(self._file.fd, self.path.stat().st_size - result.torn_bytes)
             self._file.sync()
+            if result.lines == 0:  # the crash came while writing the first line: start afresh
+                return
             result = verify(self.run_dir, workers=1)
         if not result.ok:
             if result.status == "torn":
