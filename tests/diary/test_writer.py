@@ -181,6 +181,20 @@ def test_resume_after_a_torn_tail_needs_consent_and_then_cuts_only_the_torn_line
     assert verify(tmp_path).ok
 
 
+def test_a_resumed_session_starts_with_run_start(tmp_path):
+    with DiaryWriter(tmp_path, seal=False) as w:  # a session that crashed: no run_end
+        w.append("run_start", BODIES["run_start"])
+    before = (tmp_path / "diary.jsonl").read_bytes()
+    with DiaryWriter(tmp_path) as w:
+        with pytest.raises(RecordRefused) as err:
+            w.append("sink_error", {"sink": "x", "error": "y"})
+        assert err.value.rule == "diary.writer.resume"
+        assert (tmp_path / "diary.jsonl").read_bytes() == before  # nothing written
+        w.append("run_start", BODIES["run_start"])
+        w.append("sink_error", {"sink": "x", "error": "y"})
+    assert verify(tmp_path).ok
+
+
 def test_a_diary_torn_in_its_first_line_is_torn_and_can_be_resumed(tmp_path):
     path = tmp_path / "diary.jsonl"
     path.write_bytes(b'{"seq":0,"time":1.5,"ev')  # killed while writing the first line

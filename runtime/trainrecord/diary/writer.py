@@ -37,6 +37,9 @@ from trainrecord.diary.nonfinite import encode
 from trainrecord.diary.verifier import DIARY, METRICS, SEAL, SIGNATURE, verify
 from trainrecord.errors import RecordRefused
 
+RESUMED = "(resumed)"
+"""``last_event`` of a writer that resumed a diary without run_end (a crashed session)."""
+
 SYNC_EVENTS = frozenset({"run_start", "run_end"})
 """Events that are always fsynced, besides every event of severity critical."""
 
@@ -101,7 +104,7 @@ class DiaryWriter:
             )
         self.seq = result.lines
         self.head = result.head_hash or GENESIS
-        self.last_event = "run_end" if result.complete else "?"
+        self.last_event = "run_end" if result.complete else RESUMED
         for name in (SEAL, SIGNATURE):  # the seal pins the old head; appending outdates it
             (self.run_dir / name).unlink(missing_ok=True)
 
@@ -131,6 +134,13 @@ class DiaryWriter:
                 "diary.order.run_start",
                 ["event"],
                 "the first line of a diary must be run_start",
+                event,
+            )
+        if self.last_event == RESUMED and event != "run_start":
+            raise RecordRefused.one(
+                "diary.writer.resume",
+                ["event"],
+                "a resumed diary continues with the new session's run_start: write it first",
                 event,
             )
         if self.last_event == "run_end" and event != "run_start":
