@@ -18,6 +18,16 @@ const localResolver = {
   read: async (file) =>
     JSON.stringify(typeView(JSON.parse(await readFile(path.join(root, file.url.slice(ID_PREFIX.length).split("#")[0]), "utf8")))),
 };
+// Relative $refs (events/manifest.schema.json) are read here too, so they get the same
+// type-level view as the schema that refers to them.
+const fileResolver = {
+  order: 2,
+  canRead: (file) => !/^[a-z][a-z0-9+.-]*:\/\//i.test(file.url) || file.url.startsWith("file://"),
+  read: async (file) => {
+    const where = decodeURIComponent(file.url.replace(/^file:\/\//, "").split("#")[0]);
+    return JSON.stringify(typeView(JSON.parse(await readFile(where, "utf8"))));
+  },
+};
 
 // Keywords that only narrow a value without changing its TypeScript type.
 const ASSERTIONS = new Set([
@@ -39,7 +49,8 @@ function typeView(node) {
   const out = {};
   for (const [k, v] of Object.entries(node)) {
     if ((k === "anyOf" || k === "oneOf" || k === "allOf") && Array.isArray(v) && v.every(onlyAssertions)) continue;
-    out[k] = k === "x-rules" || k === "const" || k === "enum" || k === "default" || k === "examples" ? v : typeView(v);
+    if (k === "x-rules") continue; // rule ids: nothing to type (json-schema-to-typescript would walk them as keywords)
+    out[k] = k === "const" || k === "enum" || k === "default" || k === "examples" ? v : typeView(v);
   }
   if (out.type === "integer" && typeof out.minimum === "number" && out.minimum === out.maximum) {
     out.const = out.minimum;
@@ -60,7 +71,7 @@ for (const rel of rels) {
     unknownAny: true,
     format: true,
     style: { printWidth: 100, singleQuote: false, trailingComma: "all", tabWidth: 2 },
-    $refOptions: { resolve: { trainrecord: localResolver, http: false, https: false } },
+    $refOptions: { resolve: { trainrecord: localResolver, file: fileResolver, http: false, https: false } },
   });
   const target = path.join(outDir, rel.replace(/\.schema\.json$/, ".d.ts"));
   await mkdir(path.dirname(target), { recursive: true });

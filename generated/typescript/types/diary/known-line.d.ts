@@ -45,7 +45,7 @@ export type DiaryRunStart = DiaryLineCommon & {
    */
   model: string;
   /**
-   * The number of trainable parameter elements in the model.
+   * The number of parameter elements in the model, trainable and frozen alike (sum of numel over model.parameters()).
    */
   parameters: number;
   layers: LayerNames;
@@ -275,7 +275,7 @@ export type DiaryChannels = DiaryLineCommon & {
    */
   step: number;
   /**
-   * The severity of the change: warning when stuck channels appear or grow, info when they shrink or clear.
+   * warning when the level is most or all, or any channel is certified; info otherwise.
    */
   severity: "info" | "warning" | "action" | "proof" | "critical";
   /**

@@ -14,10 +14,10 @@ export interface DiaryMetricsRow {
    */
   loss: number | ("NaN" | "Infinity" | "-Infinity") | null;
   /**
-   * The gradient norm per layer at the check: a non-negative number, or "NaN"/"Infinity" when the gradient was not finite, or null when the layer got no gradient.
+   * The gradient norm per layer at the check: a non-negative number, or "NaN"/"Infinity" when the gradient was not finite (a norm is never negative: "-Infinity" is refused), or null when the layer got no gradient.
    */
   grad: {
-    [k: string]: number | "NaN" | "Infinity" | "-Infinity" | null;
+    [k: string]: number | "NaN" | "Infinity" | null;
   };
   /**
    * Per producer layer, the stuck-channel counts [certified, constant, silent, decayed].

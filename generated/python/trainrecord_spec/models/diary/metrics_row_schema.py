@@ -35,9 +35,9 @@ class DiaryMetricsRow(StrictModel):
     """
     The loss at the check: a finite number, one of "NaN", "Infinity", "-Infinity", or null when step() was given no loss.
     """
-    grad: dict[str, Grad | Literal['NaN', 'Infinity', '-Infinity'] | None]
+    grad: dict[str, Grad | Literal['NaN', 'Infinity'] | None]
     """
-    The gradient norm per layer at the check: a non-negative number, or "NaN"/"Infinity" when the gradient was not finite, or null when the layer got no gradient.
+    The gradient norm per layer at the check: a non-negative number, or "NaN"/"Infinity" when the gradient was not finite (a norm is never negative: "-Infinity" is refused), or null when the layer got no gradient.
     """
     stuck: dict[str, StuckAdditionalProperty]
     """

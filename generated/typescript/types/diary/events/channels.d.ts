@@ -14,7 +14,7 @@ export type DiaryChannels = DiaryLineCommon & {
    */
   step: number;
   /**
-   * The severity of the change: warning when stuck channels appear or grow, info when they shrink or clear.
+   * warning when the level is most or all, or any channel is certified; info otherwise.
    */
   severity: "info" | "warning" | "action" | "proof" | "critical";
   /**

@@ -22,7 +22,7 @@ export type DiaryRunStart = DiaryLineCommon & {
    */
   model: string;
   /**
-   * The number of trainable parameter elements in the model.
+   * The number of parameter elements in the model, trainable and frozen alike (sum of numel over model.parameters()).
    */
   parameters: number;
   layers: LayerNames;

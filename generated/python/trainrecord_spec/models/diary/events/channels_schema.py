@@ -25,7 +25,7 @@ class DiaryChannels(DiaryLineCommon):
     """
     severity: Literal['info', 'warning', 'action', 'proof', 'critical']
     """
-    The severity of the change: warning when stuck channels appear or grow, info when they shrink or clear.
+    warning when the level is most or all, or any channel is certified; info otherwise.
     """
     layer: Annotated[str, Field(min_length=1)]
     """

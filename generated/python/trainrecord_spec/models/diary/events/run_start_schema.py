@@ -33,7 +33,7 @@ class DiaryRunStart(DiaryLineCommon):
     """
     parameters: Annotated[int, Field(ge=0)]
     """
-    The number of trainable parameter elements in the model.
+    The number of parameter elements in the model, trainable and frozen alike (sum of numel over model.parameters()).
     """
     layers: list[common_schema.LayerName]
     """
