@@ -251,3 +251,14 @@ def test_arbitrary_bytes_never_crash_the_verifier(record, tmp_path_factory, name
     assert result.status in ("ok", "torn", "failed")
     if result.ok:
         assert garbage == original
+
+
+def test_a_number_beyond_a_double_is_refused_by_name(record, tmp_path: Path) -> None:
+    run = _copy(record[0], tmp_path / "run")
+    lines = _lines(run)
+    lines[3] = lines[3].replace(b'"seq":', b'"x":1e400,"seq":', 1)  # an extra field: schema-valid
+    _write(run, lines)
+    result = verify(run)
+    assert result.status == "failed" and result.failure.line == 4
+    assert result.failure.rule == "diary.file.json"
+    assert "too large for a 64-bit float" in result.failure.message

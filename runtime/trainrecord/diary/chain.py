@@ -126,12 +126,13 @@ def _slow_line(raw: bytes, line_no: int) -> tuple[dict[str, Any], bytes] | LineF
         return failure
     try:
         body = canonical_body_std(value)
-    except (ValueError, TypeError):  # pragma: no cover - strict parsing leaves nothing to refuse
+    except (ValueError, TypeError):  # a number beyond a 64-bit float (1e400) parses as inf
         return LineFailure(
             line_no,
             _seq_of(value),
             "diary.file.json",
-            "the line holds a value canonical JSON cannot write",
+            "the line holds a number too large for a 64-bit float (it reads as infinity, "
+            "which canonical JSON cannot write)",
         )
     return value, body
 
