@@ -9,7 +9,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from tests.monitor.conftest import events, metrics, read_run
+from tests.monitor.conftest import TinyCNN, batches, events, metrics, read_run
+from tests.monitor.test_events import sgd, zero_block2
 from trainrecord.monitor import Monitor
 
 
@@ -191,3 +192,31 @@ def test_an_unbatched_convolution_is_measured_on_its_channel_axis(run_dir: Path)
         loss.backward()
         monitor.step(loss)
     assert metrics(run_dir / "silent")[0]["stuck"]["conv"] == [0, 0, 1, 0]
+
+
+@pytest.mark.parametrize("loss_given", [True, False])
+def test_gradient_accumulation_learns_the_structure_of_one_forward_pass(
+    run_dir: Path, loss_given: bool
+) -> None:
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = sgd(model)
+    micro = 4  # the check step runs four forward passes before step()
+    with Monitor(model, optimizer, run_dir, check_every=2, warmup=3) as monitor:
+        for step in range(16):
+            if step == 8:
+                zero_block2(model, optimizer)
+            for x, y in batches(micro, batch=8, seed=step):
+                loss = F.cross_entropy(model(x), y) / micro
+                loss.backward()
+            monitor.step(loss if loss_given else None)
+            optimizer.step()
+            optimizer.zero_grad()
+    lines = read_run(run_dir)
+    producers = {p["layer"]: p for p in events(lines, "manifest")[0]["producers"]}
+    # as with one forward pass per step: each ReLU is its layer's only consumer, no layer is
+    # "called four times per forward pass"
+    assert producers["block1.0"]["certifiable"] and producers["conv2"]["certifiable"]
+    assert producers["conv2"]["consumer"] == "head"
+    assert not events(lines, "certificate_refused")
+    assert [(c["step"], c["layer"]) for c in events(lines, "certificate")] == [(8, "conv2")]

@@ -9,11 +9,13 @@ given) counts the consumers of every node: a ReLU is the *only* consumer of a la
 the layer's output node has exactly one parent and that parent is the ReLU's node. From
 the ReLU's output, channel-preserving modules (pooling, dropout, a flatten of 1x1 maps)
 lead to the module that consumes the channels (its input weights are the outgoing weights
-a function-preserving repair zeroes).
+a function-preserving repair zeroes). With gradient accumulation the first check step runs
+several forward passes; the structure is that of the one the graph belongs to.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,6 +104,7 @@ class StructureProbe:
         self.calls: list[_Call] = []
         self._pending: dict[int, list[tuple[Any, int]]] = {}
         self._outputs: list[torch.Tensor] = []
+        self._ends: list[int] = []  # len(calls) at the end of each forward pass of the model
         self._handles: list[Any] = []
         for name, module in modules.items():
             if name and not any(True for _ in module.children()):
@@ -141,6 +144,25 @@ class StructureProbe:
         tensor = first_tensor(output)
         if tensor is not None and tensor.grad_fn is not None:
             self._outputs.append(tensor)
+            self._ends.append(len(self.calls))
+
+    def _one_pass(self, roots: list[Any], parents: dict[int, list[Any]]) -> list[_Call]:
+        """The calls of the one forward pass the graph from ``roots`` belongs to.
+
+        With gradient accumulation the check step runs several forward passes (one per
+        micro-batch) and the loss given to ``step()`` is one of them: mixing the passes would
+        count every module as called once per micro-batch and every other pass's nodes as
+        consumed by nothing. The pass is the one with the most outputs in that graph (the
+        last such pass on a tie); calls of no complete pass (a model called piecewise, no
+        root forward) are all taken, as before."""
+        bounds = [0, *self._ends]
+        passes = [self.calls[a:b] for a, b in itertools.pairwise(bounds) if b > a]
+        if len(passes) < 2:
+            return self.calls
+        reachable = set(parents) | {id(r) for r in roots}
+        return max(
+            reversed(passes), key=lambda calls: sum(id(c.output) in reachable for c in calls)
+        )
 
     @property
     def saw_forward(self) -> bool:
@@ -160,9 +182,10 @@ class StructureProbe:
         roots: list[Any] = []
         if loss is not None and loss.grad_fn is not None:
             roots, structure.graph = [loss.grad_fn], "loss"
-        elif self._outputs:
-            roots, structure.graph = [t.grad_fn for t in self._outputs], "model outputs"
+        elif self._outputs:  # the last forward pass's outputs
+            roots, structure.graph = [self._outputs[-1].grad_fn], "model outputs"
         parents = _parents(roots)
+        self.calls = self._one_pass(roots, parents)
         owner: dict[int, str] = {}
         for call in self.calls:
             structure.calls[call.module] = structure.calls.get(call.module, 0) + 1
