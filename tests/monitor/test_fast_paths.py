@@ -8,6 +8,7 @@ parameters have no gradient or gradients that require grad (``create_graph=True`
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -284,3 +285,34 @@ def test_metrics_rows_reach_sinks_that_take_them_and_skip_the_others(tmp_path: P
     assert [r["event"] for r in seen][:3] == ["run_start", "structure", "manifest"]
     with Monitor(model, optimizer, tmp_path / "b", callback=seen.append) as quiet:
         assert not quiet._sinks._wants_metrics  # logging and callback sinks: rows not queued
+
+
+class Bag(nn.Module):
+    """A bag of embeddings with sparse gradients, then a classifier."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(50, 8, sparse=True)
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.emb(tokens).mean(1))
+
+
+def test_a_sparse_gradient_is_measured_by_its_values(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = Bag()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    tokens = torch.tensor([[1, 1, 1, 7], [7, 2, 1, 9]])  # repeated rows: an uncoalesced gradient
+    expected = []
+    with Monitor(model, optimizer, tmp_path / "run", check_every=1) as monitor:
+        for _ in range(3):
+            loss = F.cross_entropy(model(tokens), torch.tensor([0, 2]))
+            loss.backward()
+            assert model.emb.weight.grad.is_sparse
+            expected.append(model.emb.weight.grad.to_dense().double().norm().item())
+            monitor.step(loss)
+            optimizer.step()
+            optimizer.zero_grad()
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    assert [row["grad"]["emb"] for row in rows] == pytest.approx(expected, rel=1e-6)

@@ -4,7 +4,8 @@ A *layer* is a module that owns parameters directly (``named_modules()`` with
 ``parameters(recurse=False)``): a Conv2d, a Linear, a BatchNorm. Its gradient norm is the
 L2 norm over all its parameters' gradients. On a check step every parameter's sum of
 squares comes from one batched pass over the gradients that exist, then one transfer to the
-host, where the sums are grouped per layer in double precision. On a GPU the pass is one
+host, where the sums are grouped per layer in double precision (a sparse gradient, as
+``nn.Embedding(sparse=True)`` makes, counts by its stored values). On a GPU the pass is one
 ``torch._foreach_norm`` call; on the CPU, for float32 and float64 gradients of at least
 ``DOT_MIN`` elements, it is a BLAS ``dot`` of each gradient with itself (the smaller ones
 share one ``_foreach_norm`` call), which on a 2-core CPU reads the gradients 1.3 to 2 times
@@ -76,6 +77,8 @@ class GradientNorms:
         if not grads:
             return None
         with torch.no_grad():  # no graph, whatever the gradients require (create_graph=True)
+            if any(g.layout != torch.strided for g in grads):  # type: ignore[union-attr]
+                grads = [stored_values(g) for g in grads]  # type: ignore[arg-type]
             squares, order = squared_norms(grads)  # type: ignore[arg-type]
         return Gathered(squares, [owners[i] for i in order], [grads[i] for i in order])  # type: ignore[misc]
 
@@ -126,6 +129,18 @@ class Gathered:
                         torch.linalg.vector_norm(self.grads[i], dtype=torch.float64).item() ** 2
                     )
         return out
+
+
+def stored_values(grad: torch.Tensor) -> torch.Tensor:
+    """A dense tensor with the same L2 norm as ``grad``: itself when dense, the values of a
+    sparse gradient (``nn.Embedding(sparse=True)``; COO entries for one index summed first)."""
+    if grad.layout == torch.strided:
+        return grad
+    if grad.layout == torch.sparse_coo:
+        return grad.coalesce().values()
+    if grad.layout in (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc):
+        return grad.values()
+    return grad.to_dense()
 
 
 BLAS_DTYPES = (torch.float32, torch.float64)
