@@ -534,3 +534,30 @@ def test_every_event_type_is_covered_by_this_file() -> None:
     source = Path(__file__).read_text()
     produced = {name for name in EVENT_TYPES if f'"{name}"' in source}
     assert produced | BASE == set(EVENT_TYPES)
+
+
+def test_a_resumed_run_numbers_steps_from_start_step(
+    run_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = sgd(model)
+    with Monitor(model, optimizer, run_dir, check_every=4) as monitor:
+        train(model, optimizer, monitor, 10)
+    assert not [r for r in caplog.records if "start_step" in r.getMessage()]
+    with Monitor(model, optimizer, run_dir, check_every=4, start_step=10) as monitor:
+        train(model, optimizer, monitor, 7)
+    lines = read_run(run_dir)
+    assert [x["event"] for x in lines].count("run_start") == 2
+    assert [(x["steps"], x["checks"]) for x in events(lines, "run_end")] == [(10, 3), (7, 2)]
+    assert [row["step"] for row in metrics(run_dir)] == [0, 4, 8, 12, 16]
+    with Monitor(model, optimizer, run_dir, check_every=4):  # resumed, start_step forgotten
+        pass
+    assert [r for r in caplog.records if "start_step=" in r.getMessage()]
+
+
+def test_start_step_must_be_a_non_negative_integer(run_dir: Path) -> None:
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="start_step"):
+            Monitor(TinyCNN(), None, run_dir, start_step=bad)  # type: ignore[arg-type]
+    assert not (run_dir / "diary.jsonl").exists()

@@ -91,6 +91,9 @@ class Monitor:
         warmup: checks before the first gradient alarm or loss spike.
         decay_ratio: a channel whose scale is below this times its layer's median decayed.
         fsync_policy: the diary writers' fsync policy (default: theirs).
+        start_step: the number of the first step (default 0). When training resumes from a
+            checkpoint into the same ``run_dir``, pass the optimizer steps already taken, so
+            that steps, checks and metrics rows carry on where the checkpoint left off.
     """
 
     def __init__(
@@ -114,6 +117,7 @@ class Monitor:
         warmup: int = 5,
         decay_ratio: float = 1e-3,
         fsync_policy: str | None = None,
+        start_step: int = 0,
     ) -> None:
         if not isinstance(model, nn.Module):
             raise TypeError(f"Monitor needs a torch.nn.Module as model, got {type(model).__name__}")
@@ -126,6 +130,8 @@ class Monitor:
             raise ValueError(f"check_every must be an integer >= 1, got {check_every!r}")
         if channel_list_limit < 0:
             raise ValueError("channel_list_limit must be >= 0")
+        if isinstance(start_step, bool) or not isinstance(start_step, int) or start_step < 0:
+            raise ValueError(f"start_step must be an integer >= 0, got {start_step!r}")
         self.model, wrapper = unwrap(model)
         self.optimizer = optimizer
         self.scaler = scaler
@@ -155,7 +161,8 @@ class Monitor:
         self.structure: Structure | None = None
         self.producer_info: dict[str, Producer] = {}
         self.counts: dict[str, int] = {"checks_without_gradients": 0}
-        self.steps = 0
+        self.start_step = start_step
+        self.steps = start_step
         self.checks = 0
         self.closed = False
         self._silent_streak: dict[str, dict[int, int]] = {}
@@ -194,8 +201,16 @@ class Monitor:
                 self._diary.close()
                 raise
         self._sinks = SinkDispatcher(sink_list, self._sink_failed)
+        if self._diary is not None and self._diary.seq and start_step == 0:
+            LOGGER.warning(
+                "trainrecord.Monitor: %s continues an earlier run's diary, and steps count "
+                "from 0 again; when training resumed from a checkpoint, pass "
+                "start_step=<optimizer steps already taken> so steps and metrics rows carry on",
+                self.run_dir,
+            )
         self._emit("run_start", self._run_start(config))
-        self._arm()
+        if self.steps % self.check_every == 0:
+            self._arm()
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -224,7 +239,7 @@ class Monitor:
             self._emit(
                 "run_end",
                 {
-                    "steps": self.steps,
+                    "steps": self.steps - self.start_step,  # this session's
                     "checks": self.checks,
                     "counts": dict(sorted(self.counts.items())),
                     "metrics_sha256": digest,
