@@ -220,3 +220,40 @@ def test_gradient_accumulation_learns_the_structure_of_one_forward_pass(
     assert producers["conv2"]["consumer"] == "head"
     assert not events(lines, "certificate_refused")
     assert [(c["step"], c["layer"]) for c in events(lines, "certificate")] == [(8, "conv2")]
+
+
+class Scaled(nn.Module):
+    """A model that owns parameters itself (as a ViT owns pos_embedding and cls_token)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.offset = nn.Parameter(torch.zeros(1, 12))
+        self.fc = nn.Linear(12, 3)
+        self.temperature = nn.Parameter(torch.ones(()))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x + self.offset) * self.temperature
+
+
+def test_parameters_the_model_owns_itself_are_layers_of_their_own(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = Scaled()
+    x, y = torch.randn(16, 12), torch.randint(0, 3, (16,))
+    with Monitor(model, None, run_dir, check_every=1, warmup=0) as monitor:
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        expected = {n: p.grad.norm().item() for n, p in model.named_parameters()}
+        monitor.step(loss)
+        model.zero_grad()
+        model.fc(x).sum().backward()  # the model's own parameters get no gradient
+        monitor.step()
+    lines = read_run(run_dir)
+    assert lines[0]["layers"] == ["offset", "temperature", "fc"]
+    grads = metrics(run_dir)[0]["grad"]
+    assert grads["offset"] == pytest.approx(expected["offset"], rel=1e-6)
+    assert grads["temperature"] == pytest.approx(expected["temperature"], rel=1e-6)
+    alarms = {a["layer"]: (a["kind"], a["diagnosis"]) for a in events(lines, "alarm")}
+    assert alarms == {
+        "offset": ("Parameter", "no_gradient"),
+        "temperature": ("Parameter", "no_gradient"),
+    }

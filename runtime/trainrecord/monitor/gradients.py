@@ -36,13 +36,27 @@ from torch import nn
 
 
 def parameter_layers(model: nn.Module) -> dict[str, list[tuple[str, nn.Parameter]]]:
-    """Modules that own trainable parameters directly, in ``named_modules()`` order."""
+    """Modules that own trainable parameters directly, in ``named_modules()`` order.
+
+    A parameter the model itself owns (a ViT's ``pos_embedding``, a ``logit_scale``) has no
+    module name of its own: it is a layer by itself, named after the parameter (its kind is
+    ``Parameter``, see :func:`layer_kind`)."""
     out: dict[str, list[tuple[str, nn.Parameter]]] = {}
     for name, module in model.named_modules():
         params = [(n, p) for n, p in module.named_parameters(recurse=False) if p.requires_grad]
-        if params and name:
+        if not params:
+            continue
+        if name:
             out[name] = params
+        else:
+            out.update({n: [(n, p)] for n, p in params})
     return out
+
+
+def layer_kind(modules: dict[str, nn.Module], layer: str) -> str:
+    """A layer's kind: its module's class name, or ``Parameter`` for one the model owns."""
+    module = modules.get(layer)
+    return type(module).__name__ if module is not None else "Parameter"
 
 
 class GradientNorms:

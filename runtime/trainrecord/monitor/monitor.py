@@ -49,7 +49,12 @@ from trainrecord.monitor.channels import (
 )
 from trainrecord.monitor.compiled import EagerStance, is_compiled
 from trainrecord.monitor.distributed import Distributed, unwrap
-from trainrecord.monitor.gradients import GradientAlarms, GradientNorms, parameter_layers
+from trainrecord.monitor.gradients import (
+    GradientAlarms,
+    GradientNorms,
+    layer_kind,
+    parameter_layers,
+)
 from trainrecord.monitor.loss import LossTracker
 from trainrecord.monitor.repair import Repairer
 from trainrecord.monitor.sinks import (
@@ -144,7 +149,7 @@ class Monitor:
         self.name = name or self.run_dir.name
         self.modules = dict(self.model.named_modules())
         self.layers = parameter_layers(self.model)
-        self.kinds = {n: type(self.modules[n]).__name__ for n in self.layers}
+        self.kinds = {n: layer_kind(self.modules, n) for n in self.layers}
         self.producers = [
             n
             for n, m in self.modules.items()
