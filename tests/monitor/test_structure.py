@@ -9,7 +9,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from tests.monitor.conftest import TinyCNN, batches, events, metrics, read_run
+from tests.monitor.conftest import TinyCNN, batches, events, metrics, read_run, train
 from tests.monitor.test_events import sgd, zero_block2
 from trainrecord.monitor import Monitor
 
@@ -257,3 +257,54 @@ def test_parameters_the_model_owns_itself_are_layers_of_their_own(run_dir: Path)
         "offset": ("Parameter", "no_gradient"),
         "temperature": ("Parameter", "no_gradient"),
     }
+
+
+class FunctionalCNN(TinyCNN):
+    """TinyCNN with its second ReLU written as a function, in place or not."""
+
+    def __init__(self, inplace: bool = False, second_consumer: bool = False) -> None:
+        super().__init__(second_consumer=second_consumer)
+        self.inplace = inplace
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.bn2(self.conv2(self.block1(x)))
+        if self.second_consumer:
+            return self.head(self.flatten(self.pool(F.relu(y) + 0.1 * y)))
+        out = torch.relu_(y) if self.inplace else F.relu(y)
+        return self.head(self.flatten(self.pool(out)))
+
+
+def zeroed_story(run_dir: Path, model: TinyCNN) -> list[dict[str, object]]:
+    """The zeroed-block scenario (block 2 zeroed at step 10) on ``model``."""
+    optimizer = sgd(model)
+    with Monitor(model, optimizer, run_dir, check_every=2, warmup=3, repair=True) as monitor:
+        train(model, optimizer, monitor, 10)
+        zero_block2(model, optimizer)
+        train(model, optimizer, monitor, 10, seed=1)
+    return read_run(run_dir)
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+def test_a_functional_relu_is_a_relu_for_the_channel_checks(tmp_path: Path, inplace: bool) -> None:
+    torch.manual_seed(0)
+    lines = zeroed_story(tmp_path / "functional", FunctionalCNN(inplace=inplace))
+    torch.manual_seed(0)
+    modules = zeroed_story(tmp_path / "modules", TinyCNN())
+    conv2 = {p["layer"]: p for p in events(lines, "manifest")[0]["producers"]}["conv2"]
+    assert (conv2["relu"], conv2["certifiable"], conv2["consumer"]) == ("F.relu", True, "head")
+    assert "bn2" not in events(lines, "structure")[0]["relu_after"]  # lists ReLU modules only
+
+    def story(run: list[dict[str, object]]) -> list[tuple[object, ...]]:
+        return [(x["event"], x.get("step"), x.get("layer"), x.get("count")) for x in run]
+
+    assert story(lines) == story(modules)  # certificate, channels, repair: the same run
+    assert [(r["layer"], r["count"]) for r in events(lines, "repair")] == [("conv2", 8)]
+
+
+def test_a_functional_relu_with_a_second_consumer_is_not_certifiable(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    lines = zeroed_story(run_dir, FunctionalCNN(second_consumer=True))
+    conv2 = {p["layer"]: p for p in events(lines, "manifest")[0]["producers"]}["conv2"]
+    assert conv2["relu"] == "F.relu" and not conv2["certifiable"]
+    assert "not the only consumer" in conv2["reason"]
+    assert not events(lines, "certificate")

@@ -26,6 +26,10 @@ from torch import nn
 PRODUCERS: tuple[type[nn.Module], ...] = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Linear)
 BATCHNORMS: tuple[type[nn.Module], ...] = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
 RELUS: tuple[type[nn.Module], ...] = (nn.ReLU,)
+FUNCTIONAL_RELU = "F.relu"
+"""The ``relu`` of a layer whose output goes to ``torch.relu``/``F.relu`` (no module) alone."""
+RELU_NODES = frozenset({"ReluBackward0", "ReluBackward1"})
+"""Autograd nodes of relu and relu_ (how a functional ReLU shows in the graph)."""
 CHANNEL_PRESERVING: tuple[type[nn.Module], ...] = (
     nn.MaxPool1d,
     nn.MaxPool2d,
@@ -76,6 +80,7 @@ class Structure:
     consumer: dict[str, str] = field(default_factory=dict)
     calls: dict[str, int] = field(default_factory=dict)
     graph: str | None = None
+    relu_nodes: dict[str, Any] = field(default_factory=dict)  # functional ReLUs' graph nodes
 
     def event(self, step: int) -> dict[str, Any]:
         """The fields of the structure event."""
@@ -209,6 +214,7 @@ class StructureProbe:
                 sole = users is not None and len(users) == 1 and id(users[0]) in relu_outputs
                 structure.relu_sole[source] = structure.relu_sole.get(source, True) and sole
         if parents:
+            self._functional_relus(structure, owner, parents)
             for call in self.calls:
                 if isinstance(call.kind, PRODUCERS) and call.output is not None:
                     users = parents.get(id(call.output), [])
@@ -218,17 +224,45 @@ class StructureProbe:
             self._consumers(structure, parents)
         return structure
 
+    def _functional_relus(
+        self, structure: Structure, owner: dict[int, str], parents: dict[int, list[Any]]
+    ) -> None:
+        """Layers whose output only a functional ReLU (``F.relu(x)``, ``torch.relu_``)
+        consumes: a producer's BatchNorm, or a producer without one. Not in ``relu_after``
+        (the seed's field lists what ReLU *modules* receive), but their ReLU is known: their
+        channels can be silent and certified like those before a ReLU module."""
+        for call in self.calls:
+            name = call.module
+            if name in structure.relu_of or call.output is None or call.output is call.input:
+                continue
+            if isinstance(call.kind, BATCHNORMS):
+                source = owner.get(id(call.input)) if call.input is not None else None
+                if source is None or structure.pairs.get(source) != name:
+                    continue
+            elif not isinstance(call.kind, PRODUCERS) or name in structure.pairs:
+                continue
+            users = parents.get(id(call.output), [])
+            relus = [u for u in users if type(u).__name__ in RELU_NODES]
+            if relus:
+                structure.relu_of[name] = FUNCTIONAL_RELU
+                structure.relu_sole[name] = len(users) == 1
+                structure.relu_nodes[name] = relus[0]
+
     def _consumers(self, structure: Structure, parents: dict[int, list[Any]]) -> None:
         by_input: dict[int, list[_Call]] = {}
         for call in self.calls:
             if call.input is not None:
                 by_input.setdefault(id(call.input), []).append(call)
         relu_calls = [c for c in self.calls if isinstance(c.kind, RELUS)]
-        for producer in structure.pairs.keys() | set(structure.relu_after):
+        for producer in (
+            structure.pairs.keys() | set(structure.relu_after) | set(structure.relu_nodes)
+        ):
             layer = structure.pairs.get(producer, producer)
             if not isinstance(self.modules.get(producer), PRODUCERS):
                 continue
             found: str | None = None
+            if layer in structure.relu_nodes:
+                found = self._follow(structure.relu_nodes[layer], by_input, parents)
             for relu in relu_calls:
                 if relu.input is None or self._owner_name(relu.input) != layer:
                     continue
