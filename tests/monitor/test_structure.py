@@ -308,3 +308,32 @@ def test_a_functional_relu_with_a_second_consumer_is_not_certifiable(run_dir: Pa
     assert conv2["relu"] == "F.relu" and not conv2["certifiable"]
     assert "not the only consumer" in conv2["reason"]
     assert not events(lines, "certificate")
+
+
+class Attention(nn.Module):
+    """Self-attention (whose out_proj is never called as a module) and a ReLU block."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attn = nn.MultiheadAttention(8, 2, batch_first=True)
+        self.fc = nn.Linear(8, 8)
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y, _ = self.attn(x, x, x)
+        return self.head(torch.relu(self.fc(y)).mean(1))
+
+
+def test_producers_the_hooks_never_see_are_marked_unmeasured(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = Attention()
+    with Monitor(model, None, run_dir, check_every=1) as monitor:
+        loss = F.cross_entropy(model(torch.randn(4, 5, 8)), torch.tensor([0, 1, 2, 0]))
+        loss.backward()
+        monitor.step(loss)
+    manifest = events(read_run(run_dir), "manifest")[0]
+    measured = {p["layer"]: p["measured"] for p in manifest["producers"]}
+    assert measured == {"attn.out_proj": False, "fc": True, "head": True}
+    assert any("no channel statistics for attn.out_proj" in n for n in manifest["notes"])
+    fc = {p["layer"]: p for p in manifest["producers"]}["fc"]
+    assert fc["relu"] == "F.relu" and fc["certifiable"]  # torch.relu, consumed by nothing else

@@ -54,7 +54,10 @@ class Producer:
     def static_reason(self) -> str | None:
         """Why this producer can never be certified, or None when it can be."""
         if self.relu is None:
-            return f"no ReLU module receives the output of {self.batchnorm or self.name} unmodified"
+            return (
+                f"no ReLU (module or F.relu) receives the output of "
+                f"{self.batchnorm or self.name} unmodified"
+            )
         if not self.relu_sole:
             return (
                 f"the ReLU {self.relu} is not the only consumer of the output of "

@@ -182,6 +182,7 @@ class Monitor:
         self._structure_probe: StructureProbe | None = None
         self._activation_probe: ActivationProbe | None = None
         self._stance = EagerStance()
+        self._unmeasured: list[str] = []
         self._dynamo_at_arming = False
         self.compiled = is_compiled(model) or is_compiled(self.model)
         self._lock = threading.Lock()
@@ -314,7 +315,8 @@ class Monitor:
         if self._structure_probe is not None:
             structure_probe, self._structure_probe = self._structure_probe, None
             if structure_probe.saw_forward:
-                self._learn(step, structure_probe.finish(tensor))
+                seen = set(probe.maxima) if probe is not None else set()
+                self._learn(step, structure_probe.finish(tensor), seen)
             else:
                 structure_probe.remove()
         # everything the check reads, gathered on the device and read back in one transfer
@@ -384,11 +386,14 @@ class Monitor:
             self._metrics.append(row)
             self._sinks.put("metrics", row)
 
-    def _learn(self, step: int, structure: Structure) -> None:
+    def _learn(self, step: int, structure: Structure, seen: set[str]) -> None:
+        """Take the structure of the first check's forward pass; ``seen``: the modules whose
+        outputs the channel hooks saw in it."""
         self.structure = structure
         self.producer_info = {
             p.name: p for p in producers_from(structure, self.modules, self.producers)
         }
+        self._unmeasured = [n for n in self.producers if structure.pairs.get(n, n) not in seen]
         self._emit("structure", structure.event(step))
         self._emit("manifest", self._manifest(step))
 
@@ -690,6 +695,7 @@ class Monitor:
             entry: dict[str, Any] = {
                 "layer": name,
                 "certifiable": reason is None,
+                "measured": name not in self._unmeasured,
                 "batchnorm": info.batchnorm,
                 "relu": info.relu,
                 "consumer": self.structure.consumer.get(name),
@@ -715,6 +721,15 @@ class Monitor:
             "skipped steps are recorded at checks whose gradients are not finite, "
             "the condition under which the GradScaler skips the optimizer step",
         ]
+        if self._unmeasured:
+            notes.append(
+                "no channel statistics for "
+                + ", ".join(self._unmeasured)
+                + ": the forward pass never called them as modules (MultiheadAttention, for "
+                "one, uses its out_proj weights directly), so their constant and silent "
+                "counts stay 0 and none is certified (their producers entries say measured: "
+                "false); decayed channels are still counted"
+            )
         if self.compiled:
             notes.append(
                 "the model is compiled (torch.compile): check steps run eagerly "
