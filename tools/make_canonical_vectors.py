@@ -4,13 +4,21 @@ The expected texts and hashes come from Python's json.dumps and hashlib, which a
 definition the seeds give. Inputs are chosen to trip other languages: Python's float
 spelling, integer-valued floats, -0.0, big integers, non-ASCII and control characters,
 lone surrogates, and key order of nested objects.
+
+The configuration form also has cases with NaN and infinities, which json.dumps writes as
+the tokens NaN, Infinity and -Infinity (the diary line form refuses them). A vector file
+is strict JSON, so such an input holds the text "NaN", "Infinity" or "-Infinity" at each
+place listed in the case's "nonfinite" (JSON pointers into "input"): a reader puts the
+float there before hashing (see spec/meta/canonical-vectors.schema.json).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from pathlib import Path
+from typing import Any
 
 OUT = Path(__file__).resolve().parent.parent / "spec" / "vectors" / "canonical"
 PREV = "0" * 64
@@ -67,6 +75,38 @@ INPUTS: list[tuple[str, object]] = [
     ),
 ]
 
+CONFIG_ONLY: list[tuple[str, object]] = [
+    (
+        "NaN is written NaN, as json.dumps writes it, and hashed",
+        {"lr": math.nan, "epochs": 2},
+    ),
+    (
+        "infinities are written Infinity and -Infinity, in arrays too",
+        {"clip": math.inf, "floor": -math.inf, "xs": [math.nan, 1.0, -math.inf]},
+    ),
+]
+"""Configuration-form cases only: the diary line form refuses non-finite numbers."""
+
+TOKENS = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def strict_input(value: Any, pointer: str = "") -> tuple[Any, list[str]]:
+    """``value`` with every non-finite float replaced by its token text, and the JSON
+    pointers of the places replaced."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return TOKENS[repr(value)], [pointer]
+    if isinstance(value, dict):
+        out, places = {}, []
+        for key, item in value.items():
+            escaped = key.replace("~", "~0").replace("/", "~1")
+            out[key], found = strict_input(item, f"{pointer}/{escaped}")
+            places += found
+        return out, places
+    if isinstance(value, list):
+        items = [strict_input(item, f"{pointer}/{i}") for i, item in enumerate(value)]
+        return [item for item, _ in items], [p for _, found in items for p in found]
+    return value, []
+
 
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
@@ -90,16 +130,16 @@ def main() -> None:
             {"lr": 0.001, "epochs": 2},
         ),
         *INPUTS,
+        *CONFIG_ONLY,
     ]:
         text = json.dumps(cfg, sort_keys=True)
-        config_cases.append(
-            {
-                "description": desc,
-                "input": cfg,
-                "canonical": text,
-                "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
-            }
-        )
+        strict, places = strict_input(cfg)
+        case = {"description": desc, "input": strict}
+        if places:
+            case["nonfinite"] = places
+        case["canonical"] = text
+        case["sha256"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        config_cases.append(case)
     files = {
         "line-hash.json": {
             "description": "Diary line hash: sha256(prev + json.dumps(body, sort_keys=True, separators=(',', ':'))).",
@@ -107,14 +147,15 @@ def main() -> None:
             "cases": line_cases,
         },
         "config-hash.json": {
-            "description": "Foundry config hash: json.dumps(config, sort_keys=True) with default separators; config_sha is the first 16 hex characters of its sha256.",
+            "description": "Foundry config hash: json.dumps(config, sort_keys=True) with its defaults (separators, NaN and Infinity written as those tokens); config_sha is the first 16 hex characters of its sha256.",
             "form": "config",
             "cases": config_cases,
         },
     }
     for name, doc in files.items():
         (OUT / name).write_text(
-            json.dumps(doc, indent=2, ensure_ascii=True) + "\n", encoding="utf-8"
+            json.dumps(doc, indent=2, ensure_ascii=True, allow_nan=False) + "\n",
+            encoding="utf-8",
         )
 
 

@@ -18,6 +18,7 @@ bodies and configurations, Foundry environments, diary event sequences.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -162,8 +163,9 @@ def _full_id(schema_id: str) -> str:
 # --------------------------------------------------------------------------- canonical JSON
 
 
-def tricky_floats() -> st.SearchStrategy[float]:
-    """Floats whose spelling differs between languages: exponents, -0.0, 17 digits."""
+def tricky_floats(nonfinite: bool = False) -> st.SearchStrategy[float]:
+    """Floats whose spelling differs between languages: exponents, -0.0, 17 digits (and,
+    with ``nonfinite``, NaN and the infinities, drawn often)."""
     edges = [
         0.1,
         1e-07,
@@ -180,7 +182,10 @@ def tricky_floats() -> st.SearchStrategy[float]:
         123456789012345680.0,
         100.0,
     ]
-    return st.one_of(st.sampled_from(edges), st.floats(allow_nan=False, allow_infinity=False))
+    finite = st.one_of(st.sampled_from(edges), st.floats(allow_nan=False, allow_infinity=False))
+    if not nonfinite:
+        return finite
+    return st.one_of(st.sampled_from([math.nan, math.inf, -math.inf]), finite)
 
 
 def tricky_strings() -> st.SearchStrategy[str]:
@@ -189,9 +194,13 @@ def tricky_strings() -> st.SearchStrategy[str]:
     return st.one_of(st.sampled_from(edges), st.text(max_size=12))
 
 
-def _canonical_values(max_leaves: int) -> st.SearchStrategy[Any]:
+def _canonical_values(max_leaves: int, nonfinite: bool = False) -> st.SearchStrategy[Any]:
     scalars = st.one_of(
-        st.none(), st.booleans(), st.integers(-(2**80), 2**80), tricky_floats(), tricky_strings()
+        st.none(),
+        st.booleans(),
+        st.integers(-(2**80), 2**80),
+        tricky_floats(nonfinite),
+        tricky_strings(),
     )
     return st.recursive(
         scalars,
@@ -207,9 +216,15 @@ def canonical_bodies() -> st.SearchStrategy[dict[str, Any]]:
     return st.dictionaries(tricky_strings(), _canonical_values(8), max_size=6)
 
 
-def configs() -> st.SearchStrategy[dict[str, Any]]:
-    """Run configurations, as a Foundry config hash receives them."""
-    return canonical_bodies()
+def configs(nonfinite: bool = False) -> st.SearchStrategy[dict[str, Any]]:
+    """Run configurations, as a Foundry config hash receives them.
+
+    With ``nonfinite`` (only for a target that takes Python values: JSON cannot carry them)
+    they may hold NaN and infinities, which json.dumps writes and the hash covers.
+    """
+    if not nonfinite:
+        return canonical_bodies()
+    return st.dictionaries(tricky_strings(), _canonical_values(8, nonfinite=True), max_size=6)
 
 
 # --------------------------------------------------------------------------- Foundry

@@ -7,8 +7,11 @@ with its defaults (``ensure_ascii=True``, Python's float ``repr``):
 * the Foundry configuration form: ``json.dumps(config, sort_keys=True)`` (default
   separators ``", "`` and ``": "``).
 
-Non-finite floats are refused here (``allow_nan=False``): records are strict JSON
-(RFC 8259). See ``spec/README.md`` for how non-finite values are written instead.
+The diary line form refuses non-finite floats (``allow_nan=False``): diary lines are
+strict JSON (RFC 8259); see ``spec/README.md`` for how non-finite values are written
+instead. The configuration form is hashed, never parsed, and the seed defines it as
+``json.dumps`` with its defaults: a NaN or an infinity in a configuration is written as
+``NaN``, ``Infinity`` or ``-Infinity`` and hashed like everything else.
 """
 
 from __future__ import annotations
@@ -32,8 +35,13 @@ def line_hash(prev: str, body: Any) -> str:
 
 
 def canonical_config(config: Any) -> str:
-    """The Foundry configuration form: ``json.dumps(config, sort_keys=True)``."""
-    return json.dumps(config, sort_keys=True, allow_nan=False)
+    """The Foundry configuration form: exactly ``json.dumps(config, sort_keys=True)``.
+
+    NaN and infinities are written as json.dumps writes them (``NaN``, ``Infinity``,
+    ``-Infinity``); what json.dumps cannot serialize at all raises its ``TypeError``,
+    ``ValueError`` (a circular reference) or ``RecursionError``.
+    """
+    return json.dumps(config, sort_keys=True)
 
 
 def config_sha(config: Any) -> str:

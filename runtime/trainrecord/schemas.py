@@ -6,7 +6,8 @@ builds one ``referencing`` registry over all of them and validates with
 ``spec/README.md``, "The oracle"):
 
 * ``integer`` is an integer token: ``3`` is one, ``3.0``, ``true`` and ``"3"`` are not;
-* ``number`` is a finite integer or float, never a boolean.
+* ``number`` is a finite integer or float, never a boolean; an integer too large for a
+  64-bit float (``10**400``: its nearest double is infinite) is not finite.
 
 Every schema error becomes a :class:`~trainrecord.errors.Problem` whose rule id comes from
 the ``x-rules`` annotation of the subschema where the error arose: ``{"<keyword>": "<rule
@@ -41,6 +42,10 @@ def _is_number(checker: Any, instance: Any) -> bool:
     if isinstance(instance, bool):
         return False
     if isinstance(instance, int):
+        try:
+            float(instance)  # an integer whose nearest double is infinite is not finite
+        except OverflowError:
+            return False
         return True
     return isinstance(instance, float) and math.isfinite(instance)
 

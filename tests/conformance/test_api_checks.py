@@ -1,7 +1,7 @@
 """The checks of the API operations (build_report, report_status, load_settings, keygen,
-load_key, seal, read_metrics, append_diary, architecture) have teeth: an in-process target whose operation is made to
-break one rule fails that rule (the exec mutants in conformance/mutants/ do the same for a
-few of them through the protocol)."""
+load_key, seal, read_metrics, append_diary, architecture, write_witness) have teeth: an
+in-process target whose operation is made to break one rule fails that rule (the exec
+mutants in conformance/mutants/ do the same for a few of them through the protocol)."""
 
 from __future__ import annotations
 
@@ -132,6 +132,14 @@ def _warns_once_ever(data: dict[str, Any]) -> dict[str, Any]:
     return {**out, "warnings": min(1, out["warnings"])}
 
 
+def _slurm_procid_first(data: dict[str, Any]) -> dict[str, Any]:
+    """Read SLURM_PROCID before RANK: the seed's precedence turned around."""
+    env = data["env"]
+    if isinstance(env, dict) and "SLURM_PROCID" in env:
+        env = {k: v for k, v in env.items() if k != "RANK"}
+    return ops.write_witness({**data, "env": env})
+
+
 FAULTS: dict[str, tuple[str, Faulty]] = {
     "report.consistency.event_status": ("build_report", _after_build(_event_kept)),
     "report.consistency.error": ("build_report", _after_build(_error_kept)),
@@ -149,6 +157,7 @@ FAULTS: dict[str, tuple[str, Faulty]] = {
     "diary_metrics.grad.value": ("validate", _lenient_validate),
     "report.transport.one_warning": ("report_job", _warns_once_ever),
     "report.lesion.initial_validation.intact.null": ("validate", _lenient_validate),
+    "witness.rank.precedence": ("write_witness", _slurm_procid_first),
 }
 
 

@@ -3,8 +3,10 @@ exactly their rule, and a strategy that drifts from the spec is caught."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
-from hypothesis import given, settings
+from hypothesis import find, given, settings
 from hypothesis import strategies as st
 
 from trainrecord.schemas import problems
@@ -71,3 +73,39 @@ def test_a_drifting_strategy_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_unknown_rules_have_no_breaking_strategy() -> None:
     with pytest.raises(KeyError):
         S.breaking_instances("no.such.rule")
+
+
+def _has_nonfinite(value: object) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_has_nonfinite(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_nonfinite(v) for v in value)
+    return False
+
+
+def test_config_hash_is_fuzzed_with_non_finite_floats_in_process_only() -> None:
+    """json.dumps writes NaN and Infinity into the configuration form: the in-process target
+    gets configurations holding them; an exec target (strict JSON) never does."""
+    from trainrecord_conformance.checks.canonical import config_cases
+    from trainrecord_conformance.targets import PythonTarget
+
+    with PythonTarget() as target:
+        case = find(config_cases(target), lambda c: _has_nonfinite(c["input"]))
+    assert "NaN" in case["canonical"] or "Infinity" in case["canonical"]
+
+    class Exec:
+        nonfinite = False
+
+    @given(config_cases(Exec()))  # type: ignore[arg-type]
+    @settings(max_examples=60, database=None)
+    def finite_only(case: dict) -> None:
+        assert not _has_nonfinite(case["input"])
+
+    finite_only()
+
+
+def test_s_configs_can_hold_non_finite_floats() -> None:
+    found = find(S.configs(nonfinite=True), _has_nonfinite)
+    assert _has_nonfinite(found)

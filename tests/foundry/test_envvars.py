@@ -83,3 +83,20 @@ def test_rank_precedence_and_shadowing() -> None:
     assert envvars.read_rank({"RANK": "2", "SLURM_PROCID": "nonsense"}) == (2, None)
     value, problem = envvars.read_rank({"SLURM_PROCID": "x"})
     assert value is None and problem.rule == "witness.env.slurm_procid.integer"
+
+
+@pytest.mark.parametrize(
+    "raw", ["", " \t\n", "\u00a0", "\u3000", "\u2003\u00a0 ", "\u2028", "\x1c"]
+)
+def test_run_id_of_white_space_only_is_blank(raw: str) -> None:
+    """White space is defined by Unicode (spec/README.md, Blank), not ASCII alone."""
+    value, problem = envvars.read_run_id({"FOUNDRY_RUN_ID": raw})
+    assert value is None and problem is not None
+    assert problem.rule == "witness.env.foundry_run_id.blank"
+    assert problem.path == ("FOUNDRY_RUN_ID",)
+
+
+def test_run_id_with_unicode_space_around_digits_is_not_an_integer() -> None:
+    # Not blank (it has digits), and only ASCII white space is stripped around an integer.
+    _, problem = envvars.read_run_id({"FOUNDRY_RUN_ID": "\u00a012"})
+    assert problem is not None and problem.rule == "witness.env.foundry_run_id.integer"

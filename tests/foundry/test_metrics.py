@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, SPEC
 from tests.foundry.conftest import good_row, snapshot
 from trainrecord import schemas
 from trainrecord.errors import RecordRefused
@@ -67,6 +67,9 @@ REFUSALS: list[tuple[str, Any, str, str]] = [
     ("value inf", [good_row(value=math.inf)], "metrics.value.type", "[0].value"),
     ("value -inf", [good_row(value=-math.inf)], "metrics.value.type", "[0].value"),
     ("second row bad", [good_row(), good_row(value=math.nan)], "metrics.value.type", "[1].value"),
+    ("value 10**400", [good_row(value=10**400)], "metrics.value.type", "[0].value"),
+    ("value -(10**400)", [good_row(value=-(10**400))], "metrics.value.type", "[0].value"),
+    ("value 2**1024", [good_row(value=2**1024)], "metrics.value.type", "[0].value"),
 ]
 
 
@@ -107,6 +110,31 @@ def test_written_file_matches_the_oracle_and_reads_back(results: Path) -> None:
     assert [m.model_dump() for m in read_metrics(path)] == rows
 
 
+def test_integers_up_to_the_largest_float_are_numbers(results: Path) -> None:
+    """An int is a number when a float64 holds it (rounded): 2**1024 - 2**971 is the largest
+    double; 2**1024 - 2**970 already rounds to infinity."""
+    rows = [good_row(value=2**1024 - 2**971), good_row(value=-(2**1023)), good_row(value=2**64)]
+    path = write_metrics(results, rows)
+    assert [r.value for r in read_metrics(path)] == [float(r["value"]) for r in rows]
+    with pytest.raises(RecordRefused) as info:
+        write_metrics(results, [good_row(value=2**1024 - 2**970)])
+    assert info.value.rules == ["metrics.value.type"]
+
+
+@pytest.mark.parametrize("value", [10**400, -(10**400), 2**1024])
+def test_reader_refuses_an_integer_no_float_can_hold(tmp_path: Path, value: int) -> None:
+    """Not a finite number for any float reader: metrics.value.type, never a model crash."""
+    path = tmp_path / "metrics.json"
+    path.write_text(json.dumps([good_row(value=value)]), encoding="utf-8")
+    assert schemas.problems(json.loads(path.read_text()), METRICS_SCHEMA)[0].rule == (
+        "metrics.value.type"
+    )
+    with pytest.raises(RecordRefused) as info:
+        read_metrics(path)
+    assert info.value.rules == ["metrics.value.type"]
+    assert info.value.field == "[0].value"
+
+
 def test_rows_may_come_from_any_iterable(results: Path) -> None:
     path = write_metrics(results, (good_row(seed=s) for s in range(3)))
     assert [r.seed for r in read_metrics(path)] == [0, 1, 2]
@@ -135,6 +163,18 @@ def test_numpy_numbers_are_taken_as_the_number_they_hold(results: Path) -> None:
         (96, 0, 0.25),
         (96, 0, -2),
     ]
+
+
+def test_the_value_rule_states_what_is_done_with_numpy_scalars() -> None:
+    """The registry says what the writer does: numpy numbers are taken as the number they
+    hold (an int is a number too), and only tensors, booleans and non-finite values are
+    refused; it must not claim that every scalar other than a Python float is refused."""
+    registry = json.loads((SPEC / "rules" / "foundry.json").read_text(encoding="utf-8"))
+    [rule] = [r for r in registry["rules"] if r["id"] == "metrics.value.type"]
+    statement = rule["statement"]
+    assert "that are not Python floats are refused" not in statement
+    assert "numpy" in statement and "as the number it holds" in statement
+    assert "tensor" in statement and "integer" in statement
 
 
 @pytest.mark.parametrize(

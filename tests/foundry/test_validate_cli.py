@@ -160,3 +160,21 @@ def test_folder_validation_checks_metrics_against_sibling_versions(
         "metrics.json": ["metrics.read.sibling_version"],
         "observed.attempt0.json": ["witness.run_record_format.unsupported"],
     }
+
+
+@pytest.mark.parametrize(
+    ("field", "rule"),
+    [("device", "witness.device.type"), ("device_name", "witness.device_name.type")],
+)
+def test_validate_refuses_a_witness_whose_text_has_a_lone_surrogate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, rule: str
+) -> None:
+    """Text with a lone surrogate is not text (spec/README.md): refused with the field's
+    *.type rule, as read_witness refuses it."""
+    results = tmp_path / "run"
+    witness = write_witness(results, config={}, device="cpu", wall_seconds=1, env=good_env())
+    doc = json.loads(witness.read_text(encoding="utf-8"))
+    witness.write_text(json.dumps({**doc, field: "cuda\ud800"}), encoding="utf-8")
+    status, out = _run(["validate", str(witness)], capsys)
+    assert status == 1
+    assert f"[{rule}] {field}: " in out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -112,9 +113,23 @@ REFUSALS: list[tuple[str, dict[str, Any], dict[str, Any], str, str]] = [
     ),
     ("env value not text", {"FOUNDRY_RUN_ID": 17}, {}, "witness.env.type", "FOUNDRY_RUN_ID"),
     (
-        "config with NaN",
+        "FOUNDRY_RUN_ID no-break space",
+        {"FOUNDRY_RUN_ID": "\u00a0"},
+        {},
+        "witness.env.foundry_run_id.blank",
+        "FOUNDRY_RUN_ID",
+    ),
+    (
+        "FOUNDRY_RUN_ID ideographic space",
+        {"FOUNDRY_RUN_ID": " \u3000\t"},
+        {},
+        "witness.env.foundry_run_id.blank",
+        "FOUNDRY_RUN_ID",
+    ),
+    (
+        "config with a circular reference",
         None,
-        {"config": {"lr": float("nan")}},
+        {"config": (lambda c: c.update(self=c) or c)({})},
         "witness.config.serializable",
         "config",
     ),
@@ -204,7 +219,7 @@ def test_refusal_is_a_value_error_and_names_every_problem(results: Path) -> None
 
 
 def test_secrets_in_config_never_appear_in_messages(results: Path) -> None:
-    config = {"api_token": "hunter2-very-secret", "lr": float("inf")}
+    config = {"api_token": "hunter2-very-secret", "layers": {"hunter2-very-secret"}}
     with pytest.raises(RecordRefused) as info:
         write(results, config=config)
     assert "hunter2" not in str(info.value)
@@ -263,6 +278,26 @@ def test_witness_fields_and_oracle(results: Path) -> None:
     assert data["captured_at"] == captured.isoformat()
 
 
+@pytest.mark.parametrize(
+    ("config", "sha"),
+    [
+        ({"lr": float("nan"), "epochs": 2}, "ac1bcb6a3c667693"),
+        ({"clip": float("inf"), "floor": -float("inf"), "xs": [float("nan"), 1.0]}, None),
+    ],
+)
+def test_a_configuration_with_nan_is_hashed_as_json_dumps_writes_it(
+    results: Path, config: dict[str, Any], sha: str | None
+) -> None:
+    """The seed hashes json.dumps(config, sort_keys=True), which writes NaN and Infinity: a
+    failed run with a NaN in its configuration is witnessed too (not refused)."""
+    text = json.dumps(config, sort_keys=True)
+    assert "NaN" in text or "Infinity" in text
+    expected = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    assert config_sha(config) == expected == (sha or expected)
+    data = json.loads(write(results, config=config).read_text(encoding="utf-8"))
+    assert data["config_sha"] == expected
+
+
 def test_cpu_device_gives_null_name_and_peak(results: Path) -> None:
     """witness.device.cpu_nulls."""
     for device in ("cpu", "cpu:0", "CPU"):
@@ -308,6 +343,19 @@ def test_nonzero_rank_writes_nothing(results: Path, env: dict[str, str]) -> None
     """witness.rank.nonzero: None, no file, no folder, even without FOUNDRY_RUN_ID."""
     assert write(results, env) is None
     assert not results.parent.exists()
+
+
+@pytest.mark.parametrize(
+    ("rank", "slurm_procid", "writes"),
+    [("0", "3", True), ("0", "-1", True), ("2", "0", False), ("1", "1", False)],
+)
+def test_rank_takes_precedence_over_slurm_procid(
+    results: Path, rank: str, slurm_procid: str, writes: bool
+) -> None:
+    """witness.rank.precedence: with both set, RANK alone decides whether rank 0 writes."""
+    path = write(results, good_env(RANK=rank, SLURM_PROCID=slurm_procid))
+    assert (path is not None) is writes
+    assert results.exists() is writes
 
 
 def test_default_env_is_os_environ(results: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -376,6 +424,34 @@ def test_reader_refuses_unknown_version_first(tmp_path: Path, version: Any) -> N
         read_witness(path)
     assert info.value.rules == ["witness.run_record_format.unsupported"]
     assert repr(version) in str(info.value)
+
+
+@pytest.mark.parametrize("field", ["device", "device_name"])
+@pytest.mark.parametrize("text", ["\ud800", "cuda\udfff", "\udc80x"])
+def test_reader_refuses_lone_surrogates_as_not_text(tmp_path: Path, field: str, text: str) -> None:
+    """Text with a lone surrogate is not text (spec/README.md): witness.<field>.type, named,
+    never a crash of the model."""
+    path = tmp_path / "observed.attempt0.json"
+    path.write_text(json.dumps(_witness_doc(**{field: text})), encoding="utf-8")
+    with pytest.raises(RecordRefused) as info:
+        read_witness(path)
+    assert info.value.rules == [f"witness.{field}.type"]
+    assert info.value.field == field
+    assert f"[witness.{field}.type] {field}: " in str(info.value)
+
+
+def test_writer_refuses_a_device_name_that_is_not_text(
+    results: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A device name with a lone surrogate cannot be written as UTF-8: refused, not a crash."""
+    import trainrecord.foundry.witness as witness_module
+
+    monkeypatch.setattr(witness_module, "accelerator_info", lambda device: ("H200\udc80", 3))
+    with pytest.raises(RecordRefused) as info:
+        write(results, device="cuda")
+    assert info.value.rules == ["witness.device_name.type"]
+    assert info.value.field == "device_name"
+    assert not results.exists()
 
 
 def test_reader_refuses_schema_problems(tmp_path: Path) -> None:

@@ -3,24 +3,28 @@
 Through the harness process: every canonical-JSON vector byte for byte, a differential
 fuzz against ``json.dumps(..., sort_keys=True)`` in both forms (floats, big integers,
 surrogates, control characters, key order), and every schema vector with its rule id,
-compared with the Python oracle.
+compared with the Python oracle. The configuration form with NaN and infinities, which the
+protocol (strict JSON) cannot carry, is checked by calling the Node module directly.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import SPEC
-from tests.typescript.node_harness import Harness
+from tests.typescript.node_harness import NODE_IMPL, Harness, require_node
 from trainrecord import schemas
 from trainrecord.canonical import canonical_config, canonical_line, config_sha, line_hash
+from trainrecord_conformance.checks.canonical import vector_input
 
 pytestmark = pytest.mark.xdist_group("node")
 
@@ -44,7 +48,11 @@ def test_line_hash_vectors_byte_exact(harness: Harness, case: dict[str, Any]) ->
     assert got["hash"] == case["sha256"]
 
 
-@pytest.mark.parametrize("case", _vector_cases("config"), ids=lambda c: c["description"])
+@pytest.mark.parametrize(
+    "case",
+    [c for c in _vector_cases("config") if not c.get("nonfinite")],
+    ids=lambda c: c["description"],
+)
 def test_config_hash_vectors_byte_exact(harness: Harness, case: dict[str, Any]) -> None:
     got = harness.run("config_hash", config=case["input"])
     assert got["canonical"] == case["canonical"]
@@ -79,6 +87,62 @@ def test_canonical_forms_match_python(harness: Harness, body: dict[str, Any]) ->
     config = harness.run("config_hash", config=body)
     assert config["canonical"] == canonical_config(body)
     assert config["config_sha"] == config_sha(body)
+
+
+def _js(value: Any) -> str:
+    """A JavaScript expression for ``value`` as lib/pyjson.js holds it (ints as BigInt,
+    floats as number, NaN and infinities included; own properties, even ``__proto__``)."""
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, int):
+        return f"{value}n"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return repr(value)  # Python's repr parses to the same double in JavaScript
+    if isinstance(value, str):
+        return json.dumps(value)  # \uXXXX escapes: lone surrogates survive
+    if isinstance(value, list):
+        return "[" + ", ".join(_js(v) for v in value) + "]"
+    pairs = ", ".join(f"[{json.dumps(k)}, {_js(v)}]" for k, v in value.items())
+    return f"Object.fromEntries([{pairs}])"
+
+
+def node_config_forms(configs: list[Any]) -> list[str]:
+    """canonicalConfig of lib/pyjson.js for each configuration, in one Node process."""
+    script = (
+        f"const {{ canonicalConfig }} = require({json.dumps(str(NODE_IMPL / 'lib' / 'pyjson.js'))});\n"
+        f"for (const c of [{', '.join(_js(c) for c in configs)}]) "
+        "process.stdout.write(JSON.stringify(canonicalConfig(c)) + '\\n');\n"
+    )
+    proc = subprocess.run(
+        [require_node(), "-"], input=script, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+def test_config_hash_vectors_with_nan_byte_exact() -> None:
+    """NaN, Infinity and -Infinity are written as json.dumps writes them, as the vectors say."""
+    cases = [c for c in _vector_cases("config") if c.get("nonfinite")]
+    assert cases
+    got = node_config_forms([vector_input(c) for c in cases])
+    assert got == [c["canonical"] for c in cases]
+
+
+NONFINITE_VALUES = st.recursive(
+    st.one_of(SCALARS, st.sampled_from([math.nan, math.inf, -math.inf])),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(TEXT, inner, max_size=4)),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=8, deadline=None)
+@given(configs=st.lists(st.dictionaries(TEXT, NONFINITE_VALUES, max_size=5), max_size=20))
+def test_config_form_with_non_finite_floats_matches_python(configs: list[Any]) -> None:
+    assert node_config_forms(configs) == [canonical_config(c) for c in configs]
 
 
 @given(values=st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=60))

@@ -3,13 +3,17 @@
 Inputs are the spec's canonical vectors (``spec/vectors/canonical``) and random bodies
 full of what other languages spell differently (floats such as ``1e-07`` and ``1e+16``,
 ``-0.0``, big integers, non-ASCII, astral and control characters). The expected text is
-the definition itself: Python's ``json.dumps`` with the seed's arguments.
+the definition itself: Python's ``json.dumps`` with the seed's arguments. For a target that
+takes Python values (``@nonfinite``), configurations also hold NaN and infinities, which
+json.dumps writes as ``NaN``, ``Infinity`` and ``-Infinity`` (the exec protocol is strict
+JSON and cannot carry them).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from importlib import resources
 from typing import Any
 
@@ -19,16 +23,38 @@ from trainrecord_conformance import strategies as S
 from trainrecord_conformance.checks.base import Check, Context, Failed
 from trainrecord_conformance.targets import Target
 
+NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+"""The texts a vector holds, at the places its ``nonfinite`` lists, for these floats."""
 
-def vector_cases(form: str) -> list[dict[str, Any]]:
-    """The canonical vectors of one form (``line`` or ``config``)."""
+
+def vector_input(case: dict[str, Any]) -> Any:
+    """The input of a canonical vector case, with the float put at each ``nonfinite``
+    place (a JSON pointer whose text is ``NaN``, ``Infinity`` or ``-Infinity``)."""
+    value = json.loads(json.dumps(case["input"]))  # a copy to change
+    for pointer in case.get("nonfinite", ()):
+        parts = [p.replace("~1", "/").replace("~0", "~") for p in pointer.split("/")[1:]]
+        parent = value
+        for part in parts[:-1]:
+            parent = parent[int(part)] if isinstance(parent, list) else parent[part]
+        key: Any = int(parts[-1]) if isinstance(parent, list) else parts[-1]
+        parent[key] = NONFINITE[parent[key]]
+    return value
+
+
+def vector_cases(form: str, *, nonfinite: bool = True) -> list[dict[str, Any]]:
+    """The canonical vectors of one form (``line`` or ``config``), inputs as Python values;
+    without ``nonfinite``, the cases with NaN or an infinity are left out."""
     folder = resources.files("trainrecord_spec").joinpath("vectors", "canonical")
     out = []
     for entry in folder.iterdir():
         if entry.name.endswith(".json"):
             data = json.loads(entry.read_text(encoding="utf-8"))
             if data["form"] == form:
-                out.extend(data["cases"])
+                out.extend(
+                    {**case, "input": vector_input(case)}
+                    for case in data["cases"]
+                    if nonfinite or not case.get("nonfinite")
+                )
     return out
 
 
@@ -51,12 +77,14 @@ def line_cases(target: Target) -> st.SearchStrategy[dict[str, Any]]:
     """Vector cases first, then random bodies after random prev hashes."""
     prev = st.one_of(st.just("0" * 64), st.text("0123456789abcdef", min_size=64, max_size=64))
     drawn = st.builds(_line_case, S.canonical_bodies(), prev)
-    return st.one_of(st.sampled_from(vector_cases("line")), drawn)
+    return st.one_of(st.sampled_from(vector_cases("line", nonfinite=target.nonfinite)), drawn)
 
 
 def config_cases(target: Target) -> st.SearchStrategy[dict[str, Any]]:
-    """Vector cases first, then random configurations."""
-    return st.one_of(st.sampled_from(vector_cases("config")), st.builds(_config_case, S.configs()))
+    """Vector cases first, then random configurations (with NaN and infinities for a
+    target that can take them)."""
+    vectors = st.sampled_from(vector_cases("config", nonfinite=target.nonfinite))
+    return st.one_of(vectors, st.builds(_config_case, S.configs(nonfinite=target.nonfinite)))
 
 
 def line_body(ctx: Context, case: dict[str, Any]) -> None:

@@ -1,13 +1,15 @@
 """Foundry run records v1: the witness and metrics writers and the witness reader.
 
 Through ``write_witness``, ``write_metrics`` and ``read_witness``: every environment
-refusal, no overwrite, nothing left behind by a refused call, the nonzero-rank and CPU
-guarantees, and every schema rule of the two files once more through the writer (metrics)
-and the reader (witness).
+refusal, no overwrite, nothing left behind by a refused call, the nonzero-rank, rank
+precedence and CPU guarantees, the configuration hash of what json.dumps writes (NaN
+included), text with a lone surrogate, and every schema rule of the two files once more
+through the writer (metrics) and the reader (witness).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Callable
@@ -15,7 +17,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from trainrecord.canonical import config_sha, loads_strict
+from trainrecord.canonical import loads_strict
 from trainrecord_conformance import strategies as S
 from trainrecord_conformance.checks.base import Check, Context, Failed, snapshot
 from trainrecord_conformance.checks.racing import RACERS, race_all, racers
@@ -27,7 +29,8 @@ INPROCESS = "@nonfinite"
 """A pseudo-operation: the target takes Python values JSON cannot carry (NaN, non-text)."""
 
 NOT_INTEGERS = ["abc", "1.5", "1e3", "0x10", "1_000", "١٢", "--1", "1 2", "4.0", "8,4", "nan"]
-BLANKS = ["", " ", "\t", "  \n"]
+BLANKS = ["", " ", "\t", "  \n", "\u00a0", "\u3000", " \u2003\t"]
+"""Blank: empty or only white space as Unicode defines it (spec/README.md, Blank)."""
 
 
 def _witness_input(
@@ -118,6 +121,11 @@ def nothing_on_refusal(ctx: Context, case: tuple[str, dict[str, str]]) -> None:
 # --------------------------------------------------------------------------- writing
 
 
+def expected_sha(config: Any) -> str:
+    """The seed's definition: sha256 over json.dumps(config, sort_keys=True), 16 hex."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+
+
 def written_witness(ctx: Context, env: dict[str, str], config: dict[str, Any]) -> Any:
     """Write a valid witness; check every field against what the writer was given."""
     folder = ctx.folder()
@@ -133,7 +141,7 @@ def written_witness(ctx: Context, env: dict[str, str], config: dict[str, Any]) -
     wanted = {
         "attempt": attempt,
         "experiment_id": int(env["FOUNDRY_RUN_ID"]),
-        "config_sha": config_sha(config),
+        "config_sha": expected_sha(config),
         "wall_seconds": 7,
         "device": "cpu",
         "run_record_format": 1,
@@ -202,6 +210,37 @@ def rank_nonzero(ctx: Context, case: tuple[dict[str, str], int, str]) -> None:
         raise Failed(f"rank {rank} ({variable}) wrote {out['path']!r} / {sorted(snapshot(folder))}")
 
 
+def rank_precedence(ctx: Context, case: tuple[dict[str, str], int, str]) -> None:
+    """With RANK and SLURM_PROCID both set to different values, RANK alone decides: the
+    witness is written exactly when RANK is 0."""
+    env, rank, procid = case
+    env = {**env, "RANK": str(rank), "SLURM_PROCID": procid}
+    folder = ctx.folder()
+    result = ctx.run("write_witness", _witness_input(ctx, env, folder=folder))
+    written = sorted(snapshot(folder))
+    if rank == 0 and (result.outcome != "ok" or not result.output.get("path")):
+        raise Failed(
+            f"RANK=0 with SLURM_PROCID={procid!r} gave {result.describe()}: RANK takes "
+            "precedence, so rank 0 writes its witness"
+        )
+    if rank != 0 and (result.outcome != "ok" or result.output.get("path") or written):
+        raise Failed(
+            f"RANK={rank} with SLURM_PROCID={procid!r} gave {result.describe()} and left "
+            f"{written}: RANK takes precedence, so this nonzero rank writes nothing"
+        )
+
+
+def _rank_and_procid(target: Target) -> st.SearchStrategy[tuple[dict[str, str], int, str]]:
+    """RANK 0 with another SLURM_PROCID (a nonzero one, or one that is no rank at all and
+    must not be read), or a nonzero RANK with SLURM_PROCID 0."""
+    env = S.foundry_env().map(lambda e: {k: v for k, v in e.items() if k != "RANK"})
+    shadowed = st.one_of(st.integers(1, 512).map(str), st.sampled_from(["-1", "x", "", "1.0"]))
+    return st.one_of(
+        st.tuples(env, st.just(0), shadowed),
+        st.tuples(env, st.integers(1, 512), st.just("0")),
+    )
+
+
 def cpu_nulls(ctx: Context, case: tuple[dict[str, str], dict[str, Any]]) -> None:
     """On cpu, device_name and peak_vram_mb are null."""
     env, config = case
@@ -214,13 +253,48 @@ def cpu_nulls(ctx: Context, case: tuple[dict[str, str], dict[str, Any]]) -> None
 
 
 def config_serializable(ctx: Context, config: dict[str, Any]) -> None:
-    """A configuration that strict JSON cannot hash is refused."""
+    """A configuration json.dumps(config, sort_keys=True) cannot serialize is refused."""
     folder = ctx.folder()
     ctx.refused(
         "write_witness",
         _witness_input(ctx, {"FOUNDRY_RUN_ID": "1"}, config, folder),
         "witness.config.serializable",
     )
+    if folder.exists():
+        raise Failed(f"a refused witness left {sorted(snapshot(folder))} behind")
+
+
+def _unserializable(target: Target) -> st.SearchStrategy[dict[str, Any]]:
+    """Configurations json.dumps refuses: a set, bytes, an object, a complex number, keys
+    of mixed types under sort_keys, a circular reference."""
+
+    def circular() -> dict[str, Any]:
+        config: dict[str, Any] = {"lr": 0.1}
+        config["self"] = config
+        return config
+
+    values = st.sampled_from([{1, 2}, b"lr", object(), 1 + 2j, frozenset()])
+    return st.one_of(
+        values.map(lambda v: {"opt": v}),
+        st.builds(circular),
+        st.just({1: "a", "b": 2}),
+    )
+
+
+def config_nonfinite_hashed(ctx: Context, case: tuple[dict[str, str], dict[str, Any]]) -> None:
+    """NaN and infinities in the configuration are hashed as json.dumps writes them (NaN,
+    Infinity, -Infinity): the witness is written, not refused."""
+    env, config = case
+    written_witness(ctx, env, config)
+
+
+def _nonfinite_configs(target: Target) -> st.SearchStrategy[tuple[dict[str, str], Any]]:
+    bad = st.sampled_from([math.nan, math.inf, -math.inf])
+    extra = st.tuples(st.text(max_size=6), bad, st.booleans()).map(
+        lambda t: {t[0]: [1.0, t[1]] if t[2] else t[1]}
+    )
+    configs = st.tuples(S.configs(nonfinite=True), extra).map(lambda t: {**t[0], **t[1]})
+    return st.tuples(S.foundry_env(), configs)
 
 
 def env_type(ctx: Context, env: dict[str, Any]) -> None:
@@ -236,6 +310,25 @@ def _write_file(ctx: Context, name: str, text: str) -> str:
     path = folder / name
     path.write_text(text, encoding="utf-8")
     return str(path)
+
+
+def reader_refuses_lone_surrogate(rule: str) -> Callable[[Context, Any], None]:
+    """The reader refuses a witness whose text field holds a lone surrogate (not text:
+    UTF-8 cannot encode it) with the field's ``*.type`` rule."""
+    field = rule.split(".")[1]
+
+    def body(ctx: Context, case: tuple[Any, str]) -> None:
+        valid, text = case
+        path = _write_file(ctx, _witness_name(valid), json.dumps({**valid, field: text}))
+        ctx.refused("read_witness", {"path": path}, rule)
+
+    return body
+
+
+def _lone_surrogates(target: Target) -> st.SearchStrategy[tuple[Any, str]]:
+    lone = st.one_of(st.integers(0xD800, 0xDBFF), st.integers(0xDC00, 0xDFFF)).map(chr)
+    text = st.tuples(st.text(max_size=4), lone, st.text(max_size=4)).map("".join)
+    return st.tuples(S.valid_instances(WITNESS), text)
 
 
 def _witness_name(data: Any) -> str:
@@ -425,6 +518,13 @@ def checks() -> list[Check]:
             rank_nonzero,
         ),
         Check(
+            "witness.rank.precedence",
+            "RANK decides over SLURM_PROCID",
+            frozenset({"write_witness"}),
+            _rank_and_procid,
+            rank_precedence,
+        ),
+        Check(
             "witness.device.cpu_nulls",
             "cpu witnesses have null accelerator fields",
             frozenset({"write_witness"}),
@@ -433,10 +533,27 @@ def checks() -> list[Check]:
         ),
         Check(
             "witness.config.serializable",
-            "a NaN configuration is refused",
+            "a configuration json.dumps cannot serialize is refused",
             frozenset({"write_witness", INPROCESS}),
-            lambda t: st.sampled_from([math.nan, math.inf, -math.inf]).map(lambda v: {"lr": v}),
+            _unserializable,
             config_serializable,
+        ),
+        Check(
+            "witness.config.serializable",
+            "a NaN configuration is hashed as json.dumps writes it, not refused",
+            frozenset({"write_witness", INPROCESS}),
+            _nonfinite_configs,
+            config_nonfinite_hashed,
+        ),
+        *(
+            Check(
+                rule,
+                "read_witness refuses a lone surrogate as not text",
+                frozenset({"read_witness"}),
+                _lone_surrogates,
+                reader_refuses_lone_surrogate(rule),
+            )
+            for rule in ("witness.device.type", "witness.device_name.type")
         ),
         Check(
             "witness.env.type",

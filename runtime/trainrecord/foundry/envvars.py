@@ -11,6 +11,8 @@ The seed says each variable holds "an integer"; this module fixes which spelling
 * leading zeros are allowed (``007`` is 7);
 * the value lies in the signed 64-bit range, so that every language can hold it.
 
+A ``FOUNDRY_RUN_ID`` that is empty or only white space (as Unicode defines it, like every
+blank text of the spec: a lone no-break space too) is blank rather than not an integer.
 Each variable then has its own range: ranks and the restart count are zero or greater,
 ``OMP_NUM_THREADS`` is at least 1, ``FOUNDRY_RUN_ID`` may be any such integer.
 """
@@ -111,7 +113,11 @@ def read_integer(
 
 
 def read_run_id(env: Mapping[str, object]) -> tuple[int | None, Problem | None]:
-    """FOUNDRY_RUN_ID: required, not blank, an integer."""
+    """FOUNDRY_RUN_ID: required, not blank, an integer.
+
+    Blank is empty or only white space as Unicode defines it (``str.isspace``, the schemas'
+    ``\\S``): a no-break space or an ideographic space alone is blank, not a non-integer.
+    """
     if RUN_ID.name not in env:
         return None, Problem(
             f"{RUN_ID.prefix}.unset",
@@ -120,7 +126,7 @@ def read_run_id(env: Mapping[str, object]) -> tuple[int | None, Problem | None]:
             "(e.g. FOUNDRY_RUN_ID=4217) before the run starts",
         )
     raw = env[RUN_ID.name]
-    if isinstance(raw, str) and not raw.strip(ASCII_SPACE):
+    if isinstance(raw, str) and not raw.strip():  # white space as Unicode (str.isspace) has it
         return None, _problem(
             RUN_ID,
             "blank",

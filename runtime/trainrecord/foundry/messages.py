@@ -59,8 +59,9 @@ MESSAGES: dict[str, str] = {
     "metrics.seed.type": "seed must be an integer (not 1.0, not true, not text)",
     "metrics.seed.negative": "seed must be zero or greater",
     "metrics.value.type": (
-        "value must be a finite number: not a boolean, not text, not NaN or infinity; "
-        "convert a tensor with .item()"
+        "value must be a finite number: not a boolean, not text, not NaN or infinity, not an "
+        "integer too large for a 64-bit float (beyond about 1.8e308); convert a tensor with "
+        ".item()"
     ),
 }
 

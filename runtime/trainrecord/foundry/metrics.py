@@ -20,11 +20,13 @@ from trainrecord.errors import Problem, RecordRefused, safe_value
 from trainrecord.foundry import files
 from trainrecord.foundry.messages import humane
 from trainrecord.foundry.numbers import plain_number
+from trainrecord.foundry.text import text_problems
 from trainrecord.foundry.witness import WITNESS_NAME
 
 METRICS_SCHEMA = "https://trainrecord.dev/schemas/foundry/metrics.schema.json"
 METRICS_NAME = "metrics.json"
 FIELDS = ("benchmark", "metric", "horizon", "seed", "value")
+TEXT_FIELDS = ("benchmark", "metric")
 
 
 def _row(row: Any) -> Any:
@@ -45,34 +47,12 @@ def normalize_rows(rows: Any) -> Any:
     return [_row(row) for row in rows]
 
 
-def _text_problems(rows: list[Any]) -> list[Problem]:
-    """Text fields JSON cannot carry as UTF-8 (lone surrogates) are not text."""
-    found = []
-    for i, row in enumerate(rows):
-        if not isinstance(row, dict):
-            continue
-        for key in ("benchmark", "metric"):
-            value = row.get(key)
-            if isinstance(value, str):
-                try:
-                    value.encode("utf-8")
-                except UnicodeEncodeError:
-                    found.append(
-                        Problem(
-                            f"metrics.{key}.type",
-                            (i, key),
-                            f"{key} is not valid Unicode text (a lone surrogate)",
-                            safe_value(value),
-                        )
-                    )
-    return found
-
-
 def metrics_problems(rows: Any) -> list[Problem]:
     """Every problem of the rows (parsed or as given to the writer), each with its rule id."""
     found = humane(schemas.problems(rows, METRICS_SCHEMA))
     if isinstance(rows, list):
-        found += _text_problems(rows)
+        for i, row in enumerate(rows):
+            found += text_problems(row, TEXT_FIELDS, "metrics", (i,))
     return found
 
 

@@ -23,9 +23,12 @@ from trainrecord.foundry import envvars, files
 from trainrecord.foundry.accelerator import accelerator_info
 from trainrecord.foundry.messages import humane
 from trainrecord.foundry.numbers import plain_number
+from trainrecord.foundry.text import text_problems
 
 WITNESS_SCHEMA = "https://trainrecord.dev/schemas/foundry/witness.schema.json"
 RUN_RECORD_FORMAT = 1
+TEXT_FIELDS = ("device", "device_name")
+"""The witness fields that hold free text (the others' patterns allow ASCII only)."""
 WITNESS_NAME = re.compile(r"observed\.attempt(0|[1-9][0-9]*)\.json", re.ASCII)
 """The file name of a witness; N is written in decimal without leading zeros."""
 
@@ -38,9 +41,12 @@ def witness_name(attempt: int) -> str:
 def config_sha(config: Any) -> str:
     """First 16 hex characters of sha256 over ``json.dumps(config, sort_keys=True)``.
 
-    The configuration must be strict JSON: a NaN, an infinity, or an object JSON cannot
-    hold is refused (``witness.config.serializable``). The configuration itself never
-    appears in the message: it may hold secrets.
+    Exactly what the seed says: NaN and infinities are hashed as json.dumps writes them
+    (``NaN``, ``Infinity``, ``-Infinity``), so a run whose configuration holds one is still
+    witnessed. Only a configuration json.dumps cannot serialize at all (a set, bytes, an
+    object, keys of mixed types, a circular reference) is refused
+    (``witness.config.serializable``). The configuration itself never appears in the
+    message: it may hold secrets.
     """
     try:
         return _config_sha(config)
@@ -49,8 +55,9 @@ def config_sha(config: Any) -> str:
         raise RecordRefused.one(
             "witness.config.serializable",
             ("config",),
-            f"the configuration cannot be hashed as strict JSON ({reason}); pass only "
-            "dicts, lists, str, int, finite float, bool and None",
+            f"json.dumps(config, sort_keys=True) cannot serialize the configuration "
+            f"({reason}); pass only dicts (with text keys), lists, str, int, float, bool and "
+            "None, e.g. convert sets to sorted lists and objects to dicts",
         ) from None
 
 
@@ -74,15 +81,9 @@ def _device_text(device: Any) -> tuple[str | None, Problem | None]:
             "device must be text such as 'cpu', 'cuda', 'cuda:1' or 'mps'",
             safe_value(device),
         )
-    try:
-        device.encode("utf-8")
-    except UnicodeEncodeError:
-        return None, Problem(
-            "witness.device.type",
-            ("device",),
-            "device is not valid Unicode text (it has a lone surrogate)",
-            safe_value(device),
-        )
+    found = text_problems({"device": device}, ("device",), "witness")
+    if found:
+        return None, found[0]
     return device, None
 
 
@@ -166,7 +167,9 @@ def write_witness(
         raise _exists(target)
     witness["device_name"], witness["peak_vram_mb"] = accelerator_info(witness["device"])
     witness["captured_at"] = datetime.now(UTC).isoformat()  # when it is written
-    schemas.check(witness, WITNESS_SCHEMA)  # the guarantee: what we write is valid
+    found = witness_problems(witness)  # the guarantee: what we write is valid (and UTF-8)
+    if found:
+        raise RecordRefused(found)
     data = (dumps_strict(witness, indent=2) + "\n").encode("utf-8")
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -209,11 +212,12 @@ def version_problems(data: Any) -> list[Problem]:
 
 
 def witness_problems(data: Any, path: Path | None = None) -> list[Problem]:
-    """Every problem of a parsed witness: version first, then schema and file name."""
+    """Every problem of a parsed witness: version first, then schema, text and file name."""
     found = version_problems(data)
     if found:
         return found
     found = humane(schemas.problems(data, WITNESS_SCHEMA))
+    found += text_problems(data, TEXT_FIELDS, "witness")
     match = WITNESS_NAME.fullmatch(path.name) if path is not None else None
     attempt = data.get("attempt") if isinstance(data, dict) else None
     if match and type(attempt) is int and 0 <= attempt != int(match.group(1)):

@@ -13,7 +13,7 @@ const os = require("node:os");
 const path = require("node:path");
 const crypto = require("node:crypto");
 const { canonicalConfig, dumpsIndented, parse } = require("./pyjson");
-const { problems } = require("./validate");
+const { problems, isBlank } = require("./validate");
 const files = require("./files");
 const { Refused } = require("./refused");
 
@@ -33,7 +33,8 @@ const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 
 /**
- * First 16 hex characters of sha256 over json.dumps(config, sort_keys=True).
+ * First 16 hex characters of sha256 over json.dumps(config, sort_keys=True), NaN and
+ * infinities written as json.dumps writes them (NaN, Infinity, -Infinity).
  * @param {PyValue} config
  */
 function configSha(config) {
@@ -42,7 +43,7 @@ function configSha(config) {
     text = canonicalConfig(config);
   } catch (e) {
     throw Refused.one("witness.config.serializable", ["config"],
-      `the configuration cannot be hashed as strict JSON (${/** @type {Error} */ (e).message}); pass only JSON values with finite numbers`);
+      `json.dumps(config, sort_keys=True) cannot serialize the configuration (${/** @type {Error} */ (e).message}); pass only JSON values`);
   }
   return crypto.createHash("sha256").update(text, "utf8").digest("hex").slice(0, 16);
 }
@@ -113,7 +114,7 @@ function readRunId(env) {
     return [null, envProblem(RUN_ID, "unset", "FOUNDRY_RUN_ID is not set; the launcher must export the integer run id")];
   }
   const raw = env[RUN_ID.name];
-  if (typeof raw === "string" && raw.replace(ASCII_SPACE, "") === "") {
+  if (typeof raw === "string" && isBlank(raw)) { // white space as Unicode (Python's str.isspace) has it
     return [null, envProblem(RUN_ID, "blank", "FOUNDRY_RUN_ID is blank; set it to the integer run id")];
   }
   const [, value, problem] = readInteger(env, RUN_ID);
@@ -158,9 +159,11 @@ function writeWitness({ dir, env, config, device, wall_seconds }) {
   let deviceText = "cpu";
   if (typeof device !== "string") {
     found.push({ rule: "witness.device.type", path: ["device"], message: "device must be text such as 'cpu', 'cuda', 'cuda:1' or 'mps'" });
-  } else if (!device.isWellFormed()) {
-    found.push({ rule: "witness.device.type", path: ["device"], message: "device is not valid Unicode text (it has a lone surrogate)" });
-  } else deviceText = device;
+  } else {
+    const notText = fieldTextProblems({ device }, ["device"], "witness");
+    if (notText.length > 0) found.push(...notText);
+    else deviceText = device;
+  }
   let sha = "0".repeat(16);
   try {
     sha = configSha(config);
@@ -239,25 +242,37 @@ function writeMetrics({ dir, rows }) {
 }
 
 /**
- * Rows whose benchmark or metric is not valid Unicode text (a lone surrogate, which JSON
- * can carry but UTF-8 cannot).
+ * A `<prefix>.<field>.type` problem for each of `fields` of the object `doc` that is text
+ * with a lone surrogate (which JSON can carry but UTF-8 cannot: not text). Anything else
+ * is left to the schema.
+ * @param {PyValue} doc
+ * @param {string[]} fields
+ * @param {string} prefix
+ * @param {(string|number)[]} [at] the object's own path
+ * @returns {import("./refused").Problem[]}
+ */
+function fieldTextProblems(doc, fields, prefix, at = []) {
+  /** @type {import("./refused").Problem[]} */
+  const found = [];
+  if (!isObject(doc)) return found;
+  for (const key of fields) {
+    const v = doc[key];
+    if (typeof v === "string" && !v.isWellFormed()) {
+      found.push({ rule: `${prefix}.${key}.type`, path: [...at, key],
+        message: `${key} is not valid Unicode text: it has a lone surrogate, which UTF-8 cannot encode; give it as text without unpaired surrogates` });
+    }
+  }
+  return found;
+}
+
+/**
+ * Rows whose benchmark or metric is not valid Unicode text (a lone surrogate).
  * @param {PyValue} rows
  * @returns {import("./refused").Problem[]}
  */
 function textProblems(rows) {
-  /** @type {import("./refused").Problem[]} */
-  const found = [];
-  if (!Array.isArray(rows)) return found;
-  rows.forEach((row, i) => {
-    if (!isObject(row)) return;
-    for (const key of ["benchmark", "metric"]) {
-      const v = row[key];
-      if (typeof v === "string" && !v.isWellFormed()) {
-        found.push({ rule: `metrics.${key}.type`, path: [i, key], message: `${key} is not valid Unicode text (a lone surrogate)` });
-      }
-    }
-  });
-  return found;
+  if (!Array.isArray(rows)) return [];
+  return rows.flatMap((row, i) => fieldTextProblems(row, ["benchmark", "metric"], "metrics", [i]));
 }
 
 const WITNESS_NAME = /^observed\.attempt(0|[1-9][0-9]*)\.json$/;
@@ -280,7 +295,7 @@ function readWitness({ path: file }) {
     throw Refused.one("witness.run_record_format.unsupported", ["run_record_format"],
       "this reader understands run_record_format 1 only; read the file with a reader for that version");
   }
-  const found = problems(value, WITNESS_SCHEMA);
+  const found = [...problems(value, WITNESS_SCHEMA), ...fieldTextProblems(value, ["device", "device_name"], "witness")];
   const match = WITNESS_NAME.exec(path.basename(file));
   if (match && isObject(value) && typeof value.attempt === "bigint" && value.attempt !== BigInt(/** @type {string} */ (match[1]))) {
     found.push({ rule: "witness.attempt.filename", path: ["attempt"], message: `the file is the witness of attempt ${match[1]} but its attempt field says ${value.attempt}` });

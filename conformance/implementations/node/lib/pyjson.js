@@ -250,25 +250,40 @@ function compareCodePoints(a, b) {
 }
 
 /**
- * json.dumps(value, sort_keys=True, separators=(item, key)).
+ * A float as json.dumps writes it with allow_nan=True (its default): NaN, Infinity and
+ * -Infinity as those bare tokens, every other float as floatRepr.
+ * @param {number} v
+ * @returns {string}
+ */
+function floatToken(v) {
+  if (Number.isNaN(v)) return "NaN";
+  if (v === Infinity) return "Infinity";
+  if (v === -Infinity) return "-Infinity";
+  return floatRepr(v);
+}
+
+/**
+ * json.dumps(value, sort_keys=True, separators=(item, key), allow_nan=allowNan).
  * @param {PyValue} value
  * @param {string} item
  * @param {string} key
+ * @param {boolean} [allowNan] write NaN and infinities as json.dumps's tokens (its
+ *   default); otherwise refuse them (allow_nan=False: strict JSON)
  * @returns {string}
  */
-function dumpsSorted(value, item, key) {
+function dumpsSorted(value, item, key, allowNan = false) {
   if (value === null) return "null";
   if (value === true) return "true";
   if (value === false) return "false";
   if (typeof value === "bigint") return value.toString();
-  if (typeof value === "number") return floatRepr(value);
+  if (typeof value === "number") return allowNan ? floatToken(value) : floatRepr(value);
   if (typeof value === "string") return quote(value);
   if (Array.isArray(value)) {
-    return `[${value.map((v) => dumpsSorted(v, item, key)).join(item)}]`;
+    return `[${value.map((v) => dumpsSorted(v, item, key, allowNan)).join(item)}]`;
   }
   if (typeof value === "object") {
     const keys = Object.keys(value).sort(compareCodePoints);
-    return `{${keys.map((k) => quote(k) + key + dumpsSorted(/** @type {PyValue} */ (value[k]), item, key)).join(item)}}`;
+    return `{${keys.map((k) => quote(k) + key + dumpsSorted(/** @type {PyValue} */ (value[k]), item, key, allowNan)).join(item)}}`;
   }
   throw new TypeError(`not a JSON value: ${typeof value}`);
 }
@@ -280,10 +295,11 @@ function dumpsSorted(value, item, key) {
 const canonicalLine = (body) => dumpsSorted(body, ",", ":");
 
 /**
- * The Foundry configuration form: json.dumps(config, sort_keys=True).
+ * The Foundry configuration form: exactly json.dumps(config, sort_keys=True), with its
+ * defaults, so NaN and infinities are written NaN, Infinity and -Infinity (and hashed).
  * @param {PyValue} config
  */
-const canonicalConfig = (config) => dumpsSorted(config, ", ", ": ");
+const canonicalConfig = (config) => dumpsSorted(config, ", ", ": ", true);
 
 /**
  * json.dumps(value, indent=indent, ensure_ascii=..., sort_keys=...). The defaults
@@ -332,6 +348,7 @@ module.exports = {
   JsonSyntaxError,
   parse,
   floatRepr,
+  floatToken,
   quote,
   quoteUnicode,
   compareCodePoints,

@@ -352,4 +352,13 @@ function problems(instance, schemaName) {
   return found;
 }
 
-module.exports = { problems, resolveSchema, translatePattern, schemaIds: [...schemas.keys()], byFormat };
+const BLANK = new RegExp(`^[${PY_SPACE}]*$`, "u");
+
+/**
+ * Whether `text` is blank: empty or only white space as Unicode (Python's str.isspace, the
+ * schemas' \s) defines it, a no-break space included.
+ * @param {string} text
+ */
+const isBlank = (text) => BLANK.test(text);
+
+module.exports = { problems, resolveSchema, translatePattern, isBlank, schemaIds: [...schemas.keys()], byFormat };

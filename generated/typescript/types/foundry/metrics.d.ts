@@ -29,7 +29,7 @@ export interface FoundryMetricsRow {
    */
   seed: number;
   /**
-   * The metric value: a finite number. Booleans, infinity and not-a-number are invalid.
+   * The metric value: a finite number. Booleans, infinity and not-a-number are invalid, and so is an integer too large for a 64-bit float (such as 10**400: its nearest double is infinite).
    */
   value: number;
 }
