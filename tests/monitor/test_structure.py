@@ -337,3 +337,22 @@ def test_producers_the_hooks_never_see_are_marked_unmeasured(run_dir: Path) -> N
     assert any("no channel statistics for attn.out_proj" in n for n in manifest["notes"])
     fc = {p["layer"]: p for p in manifest["producers"]}["fc"]
     assert fc["relu"] == "F.relu" and fc["certifiable"]  # torch.relu, consumed by nothing else
+
+
+def test_a_frozen_batchnorm_in_a_training_model_is_measured(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = sgd(model)
+    with Monitor(model, optimizer, run_dir, check_every=2, warmup=3) as monitor:
+        model.bn2.eval()  # frozen statistics, as in fine-tuning; the model itself trains
+        train(model, optimizer, monitor, 6)
+        with torch.no_grad():
+            model.conv2.weight.zero_()
+            model.bn2.bias.fill_(-1.0)  # every channel below zero before relu2
+        train(model, optimizer, monitor, 2, seed=1)
+    lines = read_run(run_dir)
+    conv2 = {p["layer"]: p for p in events(lines, "manifest")[0]["producers"]}["conv2"]
+    assert conv2["measured"]
+    assert metrics(run_dir)[-1]["stuck"]["conv2"][2] > 0  # silent channels seen
+    refused = events(lines, "certificate_refused")
+    assert [r["layer"] for r in refused] == ["conv2"] and "eval mode" in refused[0]["reason"]

@@ -78,16 +78,22 @@ def channel_extremes(x: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Ten
 
 
 class ActivationProbe:
-    """Forward hooks that keep a per-channel max and min of chosen modules' outputs."""
+    """Forward hooks that keep a per-channel max and min of chosen modules' outputs.
 
-    def __init__(self, modules: dict[str, nn.Module]) -> None:
+    Only training forward passes count: gradients enabled and ``root`` (the model; the
+    module itself when not given) in training mode. A module left in eval mode inside a
+    training model (a frozen BatchNorm) is measured like the others."""
+
+    def __init__(self, modules: dict[str, nn.Module], root: nn.Module | None = None) -> None:
         self.maxima: dict[str, torch.Tensor] = {}
         self.minima: dict[str, torch.Tensor] = {}
+        self._root = root
         self._handles = [m.register_forward_hook(self._hook(n)) for n, m in modules.items()]
 
     def _hook(self, name: str) -> Callable[..., None]:
         def hook(module: nn.Module, args: Any, output: Any) -> None:
-            if not (torch.is_grad_enabled() and module.training):
+            training = (self._root if self._root is not None else module).training
+            if not (training and torch.is_grad_enabled()):
                 return
             tensor = first_tensor(output)
             if tensor is None or tensor.dim() < 2 or tensor.numel() == 0:

@@ -276,7 +276,7 @@ class Monitor:
             for name in self.producers:
                 measured = self.structure.pairs.get(name, name)
                 watched[measured] = self.modules[measured]
-        self._activation_probe = ActivationProbe(watched)
+        self._activation_probe = ActivationProbe(watched, self.model)
         self._stance.enter()  # compiled code runs eagerly until the check (see compiled.py)
         self._dynamo_at_arming = "torch._dynamo" in sys.modules
 
