@@ -10,6 +10,7 @@ report is the one with the greatest seq.
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 import requests
@@ -95,8 +96,13 @@ def invalid(ctx: Context, broken: S.Broken) -> None:
 
 
 def newest_wins(ctx: Context, case: tuple[Any, list[int]]) -> None:
-    """Every report of a run is answered 200, in any order; the greatest seq is stored."""
+    """Every report of a run is answered 200, in any order; the greatest seq is stored.
+
+    Each example reports a run_id of its own: the server keeps what earlier examples sent,
+    and Hypothesis may draw a run_id again (it mutates earlier examples), so a drawn one
+    could already hold a greater seq."""
     report, seqs = case
+    report = {**report, "run_id": str(uuid.uuid4())}
     for seq in seqs:
         expect(
             post(ctx, encode({**report, "seq": seq})),
