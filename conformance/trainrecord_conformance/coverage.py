@@ -23,6 +23,8 @@ NOT_COVERED: dict[str, str] = {
     "report.transport.timeout": "needs a server that hangs for over 10 s per example; too "
     "slow for the suite's budget",
     "report.transport.never_slows": _CLIENT,
+    "report.status.discarded": "a property of the reporter at Ctrl+C and of the run folder "
+    "it deletes; the protocol's report_job has no run folder",
     "report.server.no_contact": "needs a server clock run past 3 x every + 5 minutes",
     "report.server.plain_http_loopback": "about how a server is started, not what it answers",
 }

@@ -1,5 +1,6 @@
 """Small real servers for the reporting tests: a recording server with a chosen answer,
-a hanging one, one that answers garbage, one that closes the connection, over HTTP or TLS.
+a hanging one, one that answers garbage, one that closes the connection, one that drips its
+answer a byte at a time, over HTTP or TLS.
 
 Every server runs in a daemon thread on 127.0.0.1 with a free port and records what it
 received (method, path, headers, body), so a test can assert what reached it, e.g. that
@@ -36,12 +37,15 @@ class Received:
 
 @dataclass
 class Behaviour:
-    """What the server answers: a status, a body, headers; or hang, garbage, close."""
+    """What the server answers: a status, a body, headers; or hang, garbage, close; or the
+    answer dripped one byte every ``drip`` seconds, from its first byte (``drip``) or after
+    the status line and headers (``drip_body``)."""
 
     status: int = 200
     body: bytes = b'{"ok": true}'
     headers: dict[str, str] = field(default_factory=dict)
-    mode: str = "answer"  # answer | hang | garbage | close
+    mode: str = "answer"  # answer | hang | garbage | close | drip | drip_body
+    drip: float = 0.15
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -75,12 +79,34 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             self.close_connection = True
             return
+        if b.mode in ("drip", "drip_body"):
+            self._drip(b)
+            return
         self.send_response(b.status)
         for key, value in b.headers.items():
             self.send_header(key, value)
         self.send_header("Content-Length", str(len(b.body)))
         self.end_headers()
         self.wfile.write(b.body)
+
+    def _drip(self, b: Behaviour) -> None:
+        head = (
+            f"HTTP/1.1 {b.status} OK\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(b.body)}\r\n\r\n"
+        ).encode()
+        self.close_connection = True
+        try:
+            if b.mode == "drip_body":
+                self.wfile.write(head)
+                self.wfile.flush()
+                head = b""
+            for i in range(len(head + b.body)):
+                if self.server.release.wait(b.drip):
+                    return
+                self.wfile.write((head + b.body)[i : i + 1])
+                self.wfile.flush()
+        except OSError:
+            pass  # the client gave up: what the test expects
 
     do_POST = do_GET = _answer
 

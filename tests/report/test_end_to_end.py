@@ -223,3 +223,27 @@ def test_serve_needs_the_token(tmp_path: Path) -> None:
         timeout=60,
     )
     assert proc.returncode == 2 and "CORREAD_REPORT_TOKEN" in proc.stderr
+
+
+@pytest.mark.parametrize("every", ["nan", "inf", "-inf", "NaN", "0", "-5"])
+def test_serve_refuses_an_every_that_is_not_a_finite_number_above_0(
+    tmp_path: Path,
+    every: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import trainrecord.report.receiver as receiver
+    from trainrecord.cli import main
+
+    def never(*args: object, **kw: object) -> None:
+        raise AssertionError(f"--every {every} was accepted: the receiver was started")
+
+    monkeypatch.setattr(receiver, "make_server", never)
+    monkeypatch.setenv("CORREAD_REPORT_TOKEN", TOKEN)
+    db = tmp_path / "r.sqlite"
+    code = main(["serve", "--port", "0", "--db", str(db), f"--every={every}"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "report.settings.every" in err and "--every" in err and "finite" in err
+    assert "Traceback" not in err and TOKEN not in err
+    assert not db.exists()  # refused before anything was opened

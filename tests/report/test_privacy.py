@@ -129,3 +129,122 @@ def test_a_config_with_a_path_is_refused_before_work_starts(receiver: ReportServ
         Reporter(settings_for(receiver.url), state)
     assert info.value.rule == "report.privacy.secrets"
     assert receiver.store.runs() == []
+
+
+def _failed_report(message: str) -> dict:
+    state = training_state()
+    state.error = {"type": "RuntimeError", "message": message}
+    return build_report(state, event="failed", status="failed", seq=1, sent_at=local_time())
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "DataLoader worker (pid(s) 12345, 12346) exited unexpectedly",
+            "DataLoader worker (pid(s) <pid>, <pid>) exited unexpectedly",
+        ),
+        ("worker pid 123 died", "worker pid <pid> died"),
+        ("pid 123", "pid <pid>"),
+        ("pid=123", "pid=<pid>"),
+        ("pid: 123", "pid: <pid>"),
+        ("PID 123 killed", "PID <pid> killed"),
+        ("killed (pid 123)", "killed (pid <pid>)"),
+        ("process 123 exited", "process <pid> exited"),
+        ("process id 123", "process id <pid>"),
+        ("Process ID: 123", "Process ID: <pid>"),
+        ("pids [123, 456] hung", "pids [<pid>, <pid>] hung"),
+        ("processes 123 and 456 died", "processes <pid> and <pid> died"),
+    ],
+)
+def test_every_common_form_of_a_process_id_is_scrubbed_and_checked(
+    text: str, expected: str
+) -> None:
+    assert scrub_message(text, SECRETS) == expected
+    found = privacy_problems(_failed_report(text), SECRETS)
+    assert [p.path for p in found] == [("error", "message")]
+    assert "process id" in found[0].message
+    assert privacy_problems(_failed_report(expected), SECRETS) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("cannot open /data", "cannot open .../data"),
+        ("torch.load('/model.pt') failed", "torch.load('.../model.pt') failed"),
+        ("[Errno 13] Permission denied: '/scratch'", "[Errno 13] Permission denied: '.../scratch'"),
+        ("--out=/runs", "--out=.../runs"),
+        ("C:/Users/bob/x.pt is missing", "...\\x.pt is missing"),
+    ],
+)
+def test_one_part_absolute_paths_are_scrubbed_and_refused(text: str, expected: str) -> None:
+    assert scrub_message(text, SECRETS) == expected
+    assert privacy_problems(_failed_report(expected), SECRETS) == []
+    report = _failed_report("m")
+    report["config"]["device_name"] = text
+    assert ["absolute path" in p.message for p in privacy_problems(report, SECRETS)] == [True]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "shape 3/4 mismatch",
+        "loss/acc went up",
+        "a/b",
+        "N/A",
+        "+/- 2",
+        "1 / 2",
+        "see https://example.org/docs for help",
+        "https://host/x",
+        "POST http://127.0.0.1:8787/api/runs refused",
+        "~/models/x.pt",
+        ".../x.pt",
+    ],
+)
+def test_text_that_is_not_an_absolute_path_is_left_as_it_is(text: str) -> None:
+    assert scrub_message(text, SECRETS) == text
+    report = _failed_report(text)
+    report["config"]["device_name"] = text
+    assert privacy_problems(report, SECRETS) == []
+
+
+def test_short_user_names_are_scrubbed_as_whole_words() -> None:
+    secrets = Secrets(token=TOKEN, home="/home/al", user="al", pid=48213)
+    text = "user al may not write; alpha and pal stay"
+    expected = "user <user> may not write; alpha and pal stay"
+    assert scrub_message(text, secrets) == expected
+    found = privacy_problems(_failed_report(text), secrets)
+    assert [p.message for p in found] == ["names the user; scrub the message"]
+    assert privacy_problems(_failed_report(expected), secrets) == []
+    assert scrub_message("/home/al/x.pt as al", secrets) == "~/x.pt as <user>"
+
+
+def test_a_one_character_user_name_is_scrubbed_only_as_a_path_part() -> None:
+    secrets = Secrets(token=TOKEN, home="/srv/a", user="a", pid=48213)
+    assert scrub_message("/srv/a/x.pt: a bad file", secrets) == "~/x.pt: a bad file"
+    assert scrub_message("cannot read /home/a", secrets) == "cannot read .../<user>"
+    assert scrub_message("copy models/a/x.pt", secrets) == "copy models/<user>/x.pt"
+    assert privacy_problems(_failed_report("copy models/a/x.pt"), secrets)
+    assert privacy_problems(_failed_report("a bad file, a b c"), secrets) == []
+
+
+def test_a_failed_job_sends_no_worker_pid_short_user_or_one_part_path(
+    receiver: ReportServer, monkeypatch: pytest.MonkeyPatch, tmp_path: os.PathLike[str]
+) -> None:
+    import getpass
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setattr(getpass, "getuser", lambda: "al")
+    state = training_state()
+    reporter = Reporter(settings_for(receiver.url), state)
+    with pytest.raises(RuntimeError), reporter:
+        raise RuntimeError(
+            "DataLoader worker (pid(s) 12345, 12346) exited unexpectedly; "
+            "worker pid=777 could not open '/model.pt' as al"
+        )
+    sent = receiver.store.latest(state.run_id)
+    assert sent["status"] == "failed"
+    assert sent["error"]["message"] == (
+        "DataLoader worker (pid(s) <pid>, <pid>) exited unexpectedly; "
+        "worker pid=<pid> could not open '.../model.pt' as <user>"
+    )

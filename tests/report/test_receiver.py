@@ -70,8 +70,10 @@ def test_a_valid_report_is_stored(receiver: ReportServer) -> None:
         "Bearer wrong",
         f"Basic {TOKEN}",
         f"Bearer {TOKEN}x",
-        f"bearer {TOKEN}",
-        f"Bearer  {TOKEN}",
+        f"Bearer {TOKEN} ",
+        f"Bearer{TOKEN}",
+        f"Token {TOKEN}",
+        TOKEN,
     ],
 )
 def test_a_missing_or_bad_token_is_401(receiver: ReportServer, auth: str | None) -> None:
@@ -82,6 +84,20 @@ def test_a_missing_or_bad_token_is_401(receiver: ReportServer, auth: str | None)
     assert resp.status_code == 401
     assert resp.headers["WWW-Authenticate"].startswith("Bearer")
     assert receiver.store.runs() == []
+
+
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "BeArEr", "Bearer "])
+def test_the_bearer_scheme_is_case_insensitive(receiver: ReportServer, scheme: str) -> None:
+    """HTTP auth schemes are case-insensitive (RFC 9110 §11.1), and one or more spaces
+    separate the scheme from the token; the token itself is compared exactly."""
+    auth = {"Authorization": f"{scheme} {TOKEN}"}
+    doc = report()
+    resp = post(receiver, doc, {"Content-Type": "application/json", **auth})
+    assert resp.status_code == 200 and resp.json() == {"ok": True, "stored": True}
+    read = requests.get(f"{receiver.url}/api/runs/{doc['run_id']}", headers=auth, timeout=10)
+    assert read.status_code == 200 and read.json() == doc
+    wrong = {"Authorization": f"{scheme} {TOKEN.upper()}"}
+    assert requests.get(receiver.url + "/api/runs", headers=wrong, timeout=10).status_code == 401
 
 
 def test_reads_need_the_token_too(receiver: ReportServer) -> None:

@@ -26,8 +26,14 @@ RULE_TESTS: dict[str, list[str]] = {
     "report.settings.url_credentials": [
         "test_urls_with_credentials_are_refused_without_showing_them"
     ],
-    "report.settings.ca_bundle": ["test_a_missing_ca_bundle_is_refused"],
-    "report.settings.every": ["test_every_must_be_a_positive_number"],
+    "report.settings.ca_bundle": [
+        "test_a_missing_ca_bundle_is_refused",
+        "test_a_missing_ca_bundle_variable_is_refused_by_load_settings",
+    ],
+    "report.settings.every": [
+        "test_every_must_be_a_positive_number",
+        "test_serve_refuses_an_every_that_is_not_a_finite_number_above_0",
+    ],
     "report.transport.post_url": [
         "test_post_goes_to_the_url_as_configured_with_exactly_three_headers"
     ],
@@ -50,6 +56,7 @@ RULE_TESTS: dict[str, list[str]] = {
     "report.transport.timeout": [
         "test_a_hanging_server_is_a_timeout",
         "test_the_client_timeout_is_10_seconds_by_default",
+        "test_a_server_dripping_its_answer_is_cut_at_the_deadline",
     ],
     "report.transport.no_retry": [
         "test_a_failed_report_is_not_retried",
@@ -93,6 +100,15 @@ RULE_TESTS: dict[str, list[str]] = {
         "test_metadata_that_is_not_strict_json_writes_nothing",
     ],
     "report.metadata.run_id": ["test_a_bad_metadata_json_is_refused_and_left_as_it_is"],
+    "report.status.discarded": [
+        "test_ctrl_c_before_the_first_epoch_discards_a_new_training_run_and_its_folder",
+        "test_ctrl_c_never_deletes_a_resumed_run",
+        "test_asking_to_discard_a_resumed_run_keeps_it_and_says_why",
+        "test_a_lesion_run_or_word_set_is_interrupted_not_discarded",
+        "test_a_new_run_with_a_finished_epoch_is_interrupted_and_kept",
+        "test_without_its_run_folder_a_run_is_never_reported_discarded",
+        "test_the_folder_is_deleted_at_once_even_while_the_server_hangs",
+    ],
     "report.consistency.event_status": [
         "test_inconsistent_reports_are_refused_with_their_rule",
         "test_every_event_of_every_kind_builds_a_valid_report",
@@ -114,12 +130,22 @@ RULE_TESTS: dict[str, list[str]] = {
         "test_a_failed_job_sends_no_secret",
         "test_scrub_message",
         "test_a_config_with_a_path_is_refused_before_work_starts",
+        "test_every_common_form_of_a_process_id_is_scrubbed_and_checked",
+        "test_one_part_absolute_paths_are_scrubbed_and_refused",
+        "test_text_that_is_not_an_absolute_path_is_left_as_it_is",
+        "test_short_user_names_are_scrubbed_as_whole_words",
+        "test_a_one_character_user_name_is_scrubbed_only_as_a_path_part",
+        "test_a_failed_job_sends_no_worker_pid_short_user_or_one_part_path",
     ],
     "report.privacy.fields": [
         "test_fill_helpers_give_every_field_and_refuse_unknown_ones",
         "test_encode_refuses_what_the_schema_refuses_naming_the_rule_and_field",
     ],
-    "report.server.auth": ["test_a_missing_or_bad_token_is_401", "test_reads_need_the_token_too"],
+    "report.server.auth": [
+        "test_a_missing_or_bad_token_is_401",
+        "test_reads_need_the_token_too",
+        "test_the_bearer_scheme_is_case_insensitive",
+    ],
     "report.server.too_large": [
         "test_a_body_over_256_kb_is_413_before_it_is_read",
         "test_exactly_256_kb_is_not_413",

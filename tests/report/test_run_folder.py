@@ -406,11 +406,10 @@ def _job_discarded(folder: str, url: str, ca: str, clock_ms: int, out: Any) -> N
         "training", config("training", mode="pre"), epochs_first=0, epochs_total=5
     )
     reporter = Reporter(
-        settings, state, seq=run.seq_clock(clock=functools.partial(_fixed_ms, clock_ms))
+        settings, state, run=run, seq=run.seq_clock(clock=functools.partial(_fixed_ms, clock_ms))
     )
     reporter.started()
     _wait_sent(reporter, 1)
-    reporter.interrupted()  # no epoch finished: discarded
+    reporter.interrupted()  # a new training run, no epoch finished: discarded, folder deleted
     reporter.close(10)
-    run.discard()
     out.put(run.run_id)

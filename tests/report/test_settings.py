@@ -7,9 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.report.conftest import TOKEN
+from tests.report.conftest import TOKEN, TLSFiles, training_state
 from trainrecord.errors import RecordRefused
-from trainrecord.report import ReportSettings, load_settings
+from trainrecord.report import (
+    ReportServer,
+    ReportSettings,
+    build_report,
+    encode_report,
+    load_settings,
+    local_time,
+    post_report,
+)
 from trainrecord.report.settings import is_loopback_host
 
 
@@ -71,11 +79,18 @@ def test_every_must_be_a_positive_number(every: object) -> None:
     refused("report.settings.every", every=every)
 
 
-@pytest.mark.parametrize("token", ["", None, "has space", "line\nbreak", "tab\there"])
+@pytest.mark.parametrize(
+    "token", ["", None, "has space", "line\nbreak", "tab\there", "t\u00f6ken", "del\x7f", "nul\x00"]
+)
 def test_a_missing_or_unusable_token_is_refused(token: object) -> None:
     exc = refused("report.settings.token", token=token)
     if isinstance(token, str) and token:
         assert token not in str(exc)
+
+
+def test_every_printable_ascii_character_but_space_is_a_token_character() -> None:
+    token = "".join(chr(c) for c in range(0x21, 0x7F))
+    assert ReportSettings(url="https://example.org/r", every=60, token=token).token == token
 
 
 def test_the_token_is_not_in_the_repr() -> None:
@@ -145,3 +160,67 @@ def test_paths_toml_without_a_report_section_is_refused(tmp_path: Path, text: by
 def test_loopback_hosts() -> None:
     assert all(map(is_loopback_host, ["localhost", "127.0.0.1", "127.255.0.1", "::1", "[::1]"]))
     assert not any(map(is_loopback_host, ["", None, "example.org", "10.0.0.1", "::2", "0.0.0.0"]))
+
+
+def _https_paths_toml(tmp_path: Path, url: str) -> Path:
+    toml = tmp_path / "paths.toml"
+    toml.write_text(f'[report]\nurl = "{url}/api/runs"\nevery = 60\n')
+    return toml
+
+
+@pytest.mark.parametrize("variable", ["REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"])
+def test_the_ca_bundle_variables_come_from_the_environment_given_to_load_settings(
+    tmp_path: Path,
+    https_receiver: ReportServer,
+    tls: TLSFiles,
+    monkeypatch: pytest.MonkeyPatch,
+    variable: str,
+) -> None:
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    toml = _https_paths_toml(tmp_path, https_receiver.url)
+    settings = load_settings(toml, env={"CORREAD_REPORT_TOKEN": TOKEN, variable: tls.ca})
+    assert settings.verify == tls.ca
+    doc = build_report(
+        training_state(), event="started", status="in progress", seq=1, sent_at=local_time()
+    )
+    assert post_report(settings, encode_report(doc)).ok  # real HTTPS, trusted by that CA
+    assert https_receiver.store.latest(doc["run_id"]) == doc
+
+
+def test_os_environ_is_not_read_when_load_settings_is_given_an_environment(
+    tmp_path: Path,
+    https_receiver: ReportServer,
+    tls: TLSFiles,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", tls.ca)
+    monkeypatch.setenv("CURL_CA_BUNDLE", tls.ca)
+    toml = _https_paths_toml(tmp_path, https_receiver.url)
+    settings = load_settings(toml, env={"CORREAD_REPORT_TOKEN": TOKEN})
+    assert settings.verify is True  # the system's CAs: the given environment names none
+    doc = build_report(
+        training_state(), event="started", status="in progress", seq=1, sent_at=local_time()
+    )
+    outcome = post_report(settings, encode_report(doc))
+    assert (outcome.ok, outcome.category) == (False, "tls")
+    # Without an environment of its own, load_settings reads os.environ.
+    monkeypatch.setenv("CORREAD_REPORT_TOKEN", TOKEN)
+    assert load_settings(toml).verify == tls.ca
+
+
+def test_a_missing_ca_bundle_variable_is_refused_by_load_settings(tmp_path: Path) -> None:
+    toml = _https_paths_toml(tmp_path, "https://example.org")
+    env = {"CORREAD_REPORT_TOKEN": TOKEN, "REQUESTS_CA_BUNDLE": str(tmp_path / "nope.pem")}
+    with pytest.raises(RecordRefused) as info:
+        load_settings(toml, env=env)
+    assert info.value.rule == "report.settings.ca_bundle"
+    assert "REQUESTS_CA_BUNDLE" in str(info.value) and TOKEN not in str(info.value)
+    (tmp_path / "paths.toml").write_text(
+        '[report]\nurl = "https://example.org/r"\nevery = 60\nca_bundle = "ca.pem"\n'
+    )
+    import trustme
+
+    trustme.CA().cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    settings = load_settings(tmp_path / "paths.toml", env=env)  # ca_bundle wins: unused
+    assert settings.verify == str(tmp_path / "ca.pem")

@@ -6,6 +6,7 @@ the first 300 characters of the body."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 
 import pytest
@@ -20,6 +21,7 @@ from trainrecord.report import (
     post_report,
     report_status,
 )
+from trainrecord.report.transport import new_session
 
 Start = Callable[..., TestServer]
 
@@ -101,6 +103,40 @@ def test_a_hanging_server_is_a_timeout(hostile: Start) -> None:
     assert (outcome.ok, outcome.status, outcome.category) == (False, None, "timeout")
 
 
+@pytest.mark.parametrize(
+    ("mode", "scheme"), [("drip", "http"), ("drip", "https"), ("drip_body", "http")]
+)
+def test_a_server_dripping_its_answer_is_cut_at_the_deadline(
+    hostile: Start, tls: TLSFiles, mode: str, scheme: str
+) -> None:
+    """The timeout is one deadline for the whole exchange, not a limit per socket wait: a
+    byte every 0.15 s never lets one wait reach 1 s, yet the answer takes about 6 s."""
+    answer = b'{"ok": true, "padding": "' + b"x" * 12 + b'"}'
+    behaviour = Behaviour(mode=mode, body=answer, drip=0.15)
+    server = hostile(behaviour, tls.context if scheme == "https" else None)
+    ca = tls.ca if scheme == "https" else None
+    start = time.monotonic()
+    outcome = post_report(settings_for(server.url, timeout=1.0, ca=ca), body())
+    elapsed = time.monotonic() - start
+    assert (outcome.ok, outcome.status, outcome.category) == (False, None, "timeout")
+    assert "1 s" in outcome.message
+    assert 0.9 < elapsed < 3.0, elapsed
+    assert len(server.requests) == 1  # the report reached the server; no retry
+
+
+def test_a_session_works_again_after_a_deadline_cut_its_connection(hostile: Start) -> None:
+    server = hostile(Behaviour(mode="drip", drip=0.15))
+    session = new_session()
+    try:
+        settings = settings_for(server.url, timeout=0.5)
+        assert post_report(settings, body(), session).category == "timeout"
+        server.behaviour = Behaviour()
+        outcome = post_report(settings, body(), session)
+        assert (outcome.ok, outcome.category) == (True, "accepted")
+    finally:
+        session.close()
+
+
 def test_the_client_timeout_is_10_seconds_by_default() -> None:
     assert settings_for("https://example.org/").timeout == 10.0
 
@@ -131,6 +167,16 @@ def test_tls_via_requests_ca_bundle_gets_through(
     server = hostile(tls=tls.context)
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", tls.ca)
     assert post_report(settings_for(server.url), body()).ok
+
+
+def test_an_unreadable_requests_ca_bundle_is_a_tls_failure_not_a_crash(
+    hostile: Start, tls: TLSFiles, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = hostile(tls=tls.context)
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/nonexistent/ca.pem")
+    outcome = post_report(settings_for(server.url), body())
+    assert (outcome.ok, outcome.category) == (False, "tls")
+    assert server.requests == []
 
 
 def test_tls_with_an_untrusted_certificate_sends_nothing(

@@ -223,6 +223,9 @@ MESSAGES = [
     "cannot open /home/uaaaa/x and /data/sets/words.txt",
     "uaaaa's job (tok-secret-000000) " + "x" * 600,
     "",
+    "DataLoader worker (pid(s) 12345, 12346) exited unexpectedly",
+    "worker pid=17 (pids [1, 2] and processes 3 and 4) could not open '/model.pt' or /data",
+    "3/4 of loss/acc, N/A, +/- and https://example.org/docs/errors stay; C:/Users/x.pt goes",
 ]
 
 
@@ -244,8 +247,10 @@ def test_build_report_progress_and_errors_match_python(harness: Harness, kind: s
     for message in MESSAGES:
         variants.append(({"error": {"type": "OSError", "message": message}}, "failed", "failed"))
     variants.append(({"error": {"type": "not an identifier", "message": "m"}}, "failed", "failed"))
+    for status in ("in progress", "stopped"):  # a snapshot's epoch: known while in progress
+        variants.append(({"running": False}, "snapshot", status))
     for fields, event, status in variants:
-        state = {**base, **fields, "running": status == "in progress"}
+        state = {**base, "running": status == "in progress", **fields}
         case = {"state": state, "event": event, "status": status, "seq": 7,
                 "sent_at": "2026-10-05T21:48:05-04:00", "secrets": secrets}  # fmt: skip
         try:

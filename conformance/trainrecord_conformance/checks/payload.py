@@ -91,8 +91,9 @@ def base_state(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def secrets_of(draw: Callable[..., Any]) -> dict[str, Any]:
-    """Secrets the builder must treat as its own process's."""
-    user = "u" + draw(st.text("abcdefghijklmnopqrstuvwxyz", min_size=4, max_size=8))
+    """Secrets the builder must treat as its own process's (a user name of 2 to 9
+    characters: short names are names too)."""
+    user = "u" + draw(st.text("abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8))
     return {
         "token": "tok" + draw(st.text("0123456789abcdef", min_size=16, max_size=24)),
         "home": draw(st.sampled_from(["/home/", "/Users/", "/srv/homes/"])) + user,
@@ -101,11 +102,20 @@ def secrets_of(draw: Callable[..., Any]) -> dict[str, Any]:
     }
 
 
+def worker_pids(secrets: dict[str, Any]) -> tuple[int, int, int]:
+    """Other processes' ids (the job's workers) that an error message names."""
+    return secrets["pid"] + 1, secrets["pid"] + 2, secrets["pid"] + 3
+
+
 def secret_message(secrets: dict[str, Any]) -> str:
-    """An exception message holding every secret §7 names."""
+    """An exception message holding every secret §7 names, process ids in the forms error
+    messages write them (PyTorch's DataLoader: ``pid(s) 1, 2``) and a one-part path."""
+    a, b, c = worker_pids(secrets)
     return (
         f"cannot read {secrets['home']}/runs/model.pt as {secrets['user']} in process "
-        f"{secrets['pid']} (token {secrets['token']}; scratch /var/tmp/job/cache.bin)"
+        f"{secrets['pid']} (token {secrets['token']}; scratch /var/tmp/job/cache.bin); "
+        f"DataLoader worker (pid(s) {a}, {b}) exited unexpectedly; worker PID={c} "
+        "could not open '/model.pt'"
     )
 
 
@@ -268,7 +278,10 @@ def _shuffle_units(case: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
 
 # --------------------------------------------------------------------------- privacy
 
-_ABSOLUTE = re.compile(r"(?<![\w.~:/\\-])/[^\s/'\"`:,;()]+/")
+_ABSOLUTE = re.compile(r"(?<![\w.~:/\\-])/[\w.]")
+"""A slash that starts an absolute path, one part (``/data``) or more (``/a/b``); not one
+after a word character, a dot, ``~``, ``:`` or a slash (``3/4``, ``.../x``, ``~/x``, a
+URL's path)."""
 
 
 def _strings(node: Any) -> list[str]:
@@ -296,8 +309,9 @@ def no_secrets(ctx: Context, case: dict[str, Any]) -> None:
     message = (report.get("error") or {}).get("message", "")
     if re.search(rf"(?<!\w){re.escape(secrets['user'])}(?!\w)", message):
         raise Failed(f"the error message names the user: {message!r}")
-    if re.search(rf"(?<![\d.]){secrets['pid']}(?![\d.])", message):
-        raise Failed(f"the error message holds the process id: {message!r}")
+    for pid in (secrets["pid"], *worker_pids(secrets)):
+        if re.search(rf"(?<![\d.]){pid}(?![\d.])", message):
+            raise Failed(f"the error message holds the process id {pid}: {message!r}")
     if "~/runs/model.pt" not in message:
         raise Failed(f"the home folder did not become ~ in the error message: {message!r}")
 

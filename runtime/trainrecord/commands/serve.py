@@ -12,6 +12,7 @@ Clients POST to any path of it; read with ``GET /api/runs`` and ``GET /api/runs/
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import signal
 import sys
@@ -43,7 +44,8 @@ def register(subparsers: Any) -> None:
         "--every",
         type=float,
         default=60.0,
-        help="the clients' [report] every, for 'no contact' (default 60)",
+        help="the clients' [report] every in seconds, a finite number > 0, for 'no "
+        "contact' (default 60)",
     )
     parser.set_defaults(func=run)
 
@@ -61,9 +63,13 @@ def run(args: argparse.Namespace) -> int:
             (TOKEN_ENV,),
             f"export {TOKEN_ENV}=<token> before starting the receiver",
         )
-    if args.every <= 0:
+    if not math.isfinite(args.every) or args.every <= 0:
         raise RecordRefused.one(
-            "report.settings.every", ("--every",), "--every must be greater than 0", args.every
+            "report.settings.every",
+            ("--every",),
+            "--every is the clients' [report] every in seconds; give a finite number "
+            "greater than 0 (not nan or inf)",
+            args.every,
         )
     server = make_server(
         args.host,

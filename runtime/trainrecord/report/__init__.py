@@ -11,7 +11,9 @@ Client (see ``reporting-api-v2.txt`` and ``spec/schemas/reporting/reporting.sche
   :func:`epoch_entry`, :func:`build_report`, :func:`encode_report`, :func:`problems`,
   :func:`consistency_problems`, :func:`check_report`, :func:`error_info`,
   :func:`local_time`.
-* sending: :class:`Reporter` (background, newest report only, bounded flush at exit),
+* sending: :class:`Reporter` (background, newest report only, bounded flush at exit;
+  given the run folder, ``run=``, it discards a new training run stopped before its first
+  epoch: folder deleted, status ``discarded``; anything else stopped is ``interrupted``),
   :func:`report_status` (synchronous snapshot; raises :class:`ReportNotDelivered`),
   :func:`post_report` (one POST, returns an :class:`Outcome`), :class:`SeqClock`.
 * privacy (§7): :func:`scrub_message`, :func:`privacy_problems`, :class:`Secrets`.

@@ -6,7 +6,8 @@ Public API:
   validations, history, error). The job updates it; :func:`build_report` turns a copy of it
   into a report dict.
 * :func:`build_report` ``(state, *, event, status, seq, sent_at, now=None) -> dict``: one
-  complete report: progress with ``epochs_completed = len(history)``, ``epoch``,
+  complete report: progress with ``epochs_completed = len(history)``, ``epoch`` (the
+  running epoch; also in a snapshot whose status is ``in progress``, null otherwise),
   ``fraction`` (training 95 % / validation 5 %; lesion 95 / 4 / 1) and ``eta_seconds`` as
   §5.2 and §5.3 define them.
 * :func:`config`, :func:`validation_entry`, :func:`epoch_entry`: fill a kind's config,
@@ -245,8 +246,13 @@ def build_report(
         initial, history = None, None
     else:
         completed = len(state.history)
+        # epoch is the one running now (§5.2): known inside the training process while it
+        # runs, and in a snapshot of a run recorded as in progress (another process).
+        in_progress = running or (event == "snapshot" and status == "in progress")
         epoch = (
-            state.epochs_first + completed if running and state.epochs_first is not None else None
+            state.epochs_first + completed
+            if in_progress and state.epochs_first is not None
+            else None
         )
         progress = {
             "epochs_first": state.epochs_first,

@@ -3,12 +3,22 @@
 Public API:
 
 * :func:`scrub_message` ``(text, secrets=None) -> str``: the home folder becomes ``~``,
-  other absolute paths keep only their last part (``.../model.pt``), the user name becomes
-  ``<user>``, the token ``<token>``, process ids ``<pid>``; cut to 500 characters.
+  other absolute paths keep only their last part (``.../model.pt``; a one-part path such as
+  ``/data`` becomes ``.../data``), the user name becomes ``<user>``, the token ``<token>``,
+  and process ids ``<pid>``: this process's own pid anywhere, and any number written as a
+  process id (``pid 123``, ``pid=123``, ``PID: 123``, ``pid(s) 1, 2``, ``process 123``,
+  ``process id 123``, ...); cut to 500 characters.
 * :func:`privacy_problems` ``(payload, secrets=None) -> list[Problem]``: every string of a
   payload that holds the token, the home folder or an absolute path, and an error message
-  that names the user or the process id (rule ``report.privacy.secrets``).
+  that names the user or holds a process id (rule ``report.privacy.secrets``). What the
+  check finds, the scrub removes: a scrubbed message always passes.
 * :class:`Secrets`: what this process must never send (token, home, user, pid).
+
+Not paths: a slash after a word character or a number (``3/4``, ``loss/acc``, ``a/b``), and
+the path of a URL after its host (``https://host/x`` is sent as it is). A user name of two
+characters or more is scrubbed wherever it stands as a whole word; a one-character name only
+where it is a whole part of a path (``models/a/x``, ``.../a``), since as a word it would
+take every ``a`` of a sentence.
 """
 
 from __future__ import annotations
@@ -24,13 +34,22 @@ from trainrecord.errors import Problem
 
 MAX_MESSAGE = 500
 _END = r"(?=$|[/\\\s'\"`:,;()\[\]{}<>])"
-_ABS_POSIX = re.compile(
-    r"(?<![\w.~:/\\-])/(?:[^\s/'\"`:,;()\[\]{}<>]+/)+([^\s/'\"`:,;()\[\]{}<>]*)"
-)
+_PART = r"[^\s/'\"`:,;()\[\]{}<>]"
+_ABS_POSIX = re.compile(rf"(?<![\w.~:/\\-])/(?:(?:{_PART}+/)+({_PART}*)|([\w.]{_PART}*))")
+"""``/a/b/c`` (group 1: ``c``) or a one-part ``/data`` (group 2); never after a word
+character, a dot, ``~``, ``:`` or another slash (``3/4``, ``~/x``, ``https://host/x``)."""
 _ABS_WINDOWS = re.compile(
-    r"(?<![\w])[A-Za-z]:\\(?:[^\s\\'\"`:,;()\[\]{}<>]+\\)*([^\s\\'\"`:,;()\[\]{}<>]*)"
+    r"(?<![\w])[A-Za-z]:[\\/](?:[^\s\\/'\"`:,;()\[\]{}<>]+[\\/])*([^\s\\/'\"`:,;()\[\]{}<>]*)"
 )
-_PID_WORD = re.compile(r"\b(pid|process id|process)(\s*[=:#]?\s*)\d+", re.IGNORECASE)
+_PID_WORD = re.compile(
+    r"(?<![\w])(pids?|pid\(s\)|process(?:es)?(?:[ _-]?ids?|[ _-]?id\(s\))?)"
+    r"(\s*[=:#]?\s*[\[(]?\s*)"
+    r"(\d+(?:(?:\s*[,&]\s*|\s+and\s+)\d+)*)",
+    re.IGNORECASE,
+)
+"""A number written as a process id: ``pid 1``, ``pid=1``, ``PID: 1``, ``pids [1, 2]``,
+``pid(s) 1, 2``, ``process 1``, ``process id 1``, ``processes 1 and 2``."""
+_DIGITS = re.compile(r"\d+")
 
 
 def _current_user() -> str | None:
@@ -54,8 +73,8 @@ class Secrets:
         return bool(self.home) and self.home not in ("/", "~") and len(self.home) > 1
 
     def user_usable(self) -> bool:
-        """A user name long enough to look for as a whole word."""
-        return bool(self.user) and len(self.user or "") >= 3
+        """A user name to look for (any non-empty name; see :func:`_user_pattern`)."""
+        return bool(self.user)
 
 
 def _home_pattern(home: str) -> re.Pattern[str]:
@@ -66,6 +85,21 @@ def _word(text: str) -> re.Pattern[str]:
     return re.compile(r"(?<![\w])" + re.escape(text) + r"(?![\w])")
 
 
+def _user_pattern(user: str) -> re.Pattern[str]:
+    """The user name as a whole word; a one-character name only as a whole path part."""
+    if len(user) >= 2:
+        return _word(user)
+    return re.compile(r"(?<=[/\\])" + re.escape(user) + _END)
+
+
+def _pid_pattern(pid: int) -> re.Pattern[str]:
+    return re.compile(r"(?<![\d.])" + str(pid) + r"(?![\d.])")
+
+
+def _scrub_pids(match: re.Match[str]) -> str:
+    return match.group(1) + match.group(2) + _DIGITS.sub("<pid>", match.group(3))
+
+
 def scrub_message(text: str, secrets: Secrets | None = None) -> str:
     """An error message safe to send: no token, home, absolute path, user name or pid."""
     s = secrets or Secrets()
@@ -74,13 +108,13 @@ def scrub_message(text: str, secrets: Secrets | None = None) -> str:
         out = out.replace(s.token, "<token>")
     if s.home_usable():
         out = _home_pattern(s.home).sub("~", out)  # type: ignore[arg-type]
-    out = _ABS_POSIX.sub(lambda m: ".../" + m.group(1), out)
+    out = _ABS_POSIX.sub(lambda m: ".../" + (m.group(1) or m.group(2) or ""), out)
     out = _ABS_WINDOWS.sub(lambda m: "...\\" + m.group(1), out)
     if s.user_usable():
-        out = _word(s.user).sub("<user>", out)  # type: ignore[arg-type]
-    out = _PID_WORD.sub(lambda m: m.group(1) + m.group(2) + "<pid>", out)
+        out = _user_pattern(s.user).sub("<user>", out)  # type: ignore[arg-type]
+    out = _PID_WORD.sub(_scrub_pids, out)
     if s.pid:
-        out = re.sub(r"(?<![\d.])" + str(s.pid) + r"(?![\d.])", "<pid>", out)
+        out = _pid_pattern(s.pid).sub("<pid>", out)
     if len(out) > MAX_MESSAGE:
         out = out[: MAX_MESSAGE - 1] + "…"
     return out
@@ -105,6 +139,8 @@ def privacy_problems(payload: Any, secrets: Secrets | None = None) -> list[Probl
     rule = "report.privacy.secrets"
     found: list[Problem] = []
     home = _home_pattern(s.home) if s.home_usable() else None  # type: ignore[arg-type]
+    user = _user_pattern(s.user) if s.user_usable() else None  # type: ignore[arg-type]
+    pid = _pid_pattern(s.pid) if s.pid else None
     for path, text in _strings(payload):
         if s.token and s.token in text:
             found.append(Problem(rule, path, "holds the report token; never send it"))
@@ -113,8 +149,8 @@ def privacy_problems(payload: Any, secrets: Secrets | None = None) -> list[Probl
         elif _ABS_POSIX.search(text) or _ABS_WINDOWS.search(text):
             found.append(Problem(rule, path, "holds an absolute path; send names, not paths"))
         if path[:1] == ("error",):
-            if s.user_usable() and _word(s.user).search(text):  # type: ignore[arg-type]
+            if user and user.search(text):
                 found.append(Problem(rule, path, "names the user; scrub the message"))
-            if s.pid and re.search(r"(?<![\d.])" + str(s.pid) + r"(?![\d.])", text):
-                found.append(Problem(rule, path, "holds the process id; scrub the message"))
+            if (pid and pid.search(text)) or _PID_WORD.search(text):
+                found.append(Problem(rule, path, "holds a process id; scrub the message"))
     return found

@@ -2,7 +2,9 @@
 
 POST (any path: the endpoint is whatever URL the clients are given):
 
-* 401 without ``Authorization: Bearer <token>`` or with a wrong one (constant-time compare);
+* 401 without ``Authorization: Bearer <token>`` or with a wrong one (constant-time compare
+  of the token; the scheme ``Bearer`` in any case, as HTTP auth schemes are
+  case-insensitive, followed by one or more spaces);
 * 415 when Content-Type is not application/json; 411 without Content-Length;
 * 413 when Content-Length is over 256 KB (262144 bytes), before reading the body;
 * 400 for a body that is not strict JSON in UTF-8;
@@ -66,7 +68,7 @@ class ReportServer(ThreadingHTTPServer):
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         super().__init__(address, ReportHandler)
-        self.expected = f"Bearer {token}".encode()
+        self.expected = token.encode()
         self.store = store
         self.every = every
         self.tls = tls
@@ -140,8 +142,10 @@ class ReportHandler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def _authorised(self) -> bool:
-        given = (self.headers.get("Authorization") or "").encode("utf-8", "replace")
-        if hmac.compare_digest(given, self.server.expected):
+        scheme, _, credentials = (self.headers.get("Authorization") or "").partition(" ")
+        given = credentials.lstrip(" ").encode("utf-8", "replace")
+        same = hmac.compare_digest(given, self.server.expected)  # constant time, always run
+        if same and scheme.lower() == "bearer":
             return True
         self._send(
             401,

@@ -7,24 +7,38 @@ Typical use in a training loop::
     run = open_run("models/pre/pre_s_49")  # run_id from metadata.json (new, or the resumed)
     state = run.job_state("training", config("training", mode="pre", batch_size=100, lr=0.01),
                           epochs_first=0, epochs_total=50)
-    with Reporter(load_settings("paths.toml"), state, seq=run.seq_clock()) as r:
+    with Reporter(load_settings("paths.toml"), state, run=run) as r:
         for epoch in range(50):
             for i, batch in enumerate(loader):
                 step(batch)
                 r.progress(phase="training", batch=i, batches=len(loader))  # ~1 us
             r.epoch_end(epoch_entry("training", epoch=epoch, ...))
-    # leaving the block sends complete; Ctrl+C sends interrupted (discarded before the first
-    # epoch), an exception sends failed with its scrubbed message, then re-raises.
+    # leaving the block sends complete; Ctrl+C sends interrupted (or discarded, see below),
+    # an exception sends failed with its scrubbed message, then re-raises.
+
+Ctrl+C and ``discarded`` (§3, §6). A run is discarded only when all of these hold: the
+Reporter was given its run folder (``run=``, the :class:`~trainrecord.report.RunFolder`
+from :func:`~trainrecord.report.open_run`), the job is a training run (``state.kind``;
+never a lesion run or a word set), the run was not resumed (``run.created``: this start
+wrote its run_id) and it finished no epoch (``state.history`` is empty). Then the Reporter
+deletes the run folder (:meth:`RunFolder.discard`) and sends ``interrupted`` with status
+``discarded``; the next ``open_run`` of the folder is a new run with a new run_id. In every
+other case Ctrl+C sends status ``interrupted`` and the folder is left as it is: a resumed
+run's folder is never deleted, whatever the job passes, and without ``run=`` nothing is
+ever deleted, so ``discarded`` is never sent.
 
 Public API:
 
-* :class:`Reporter` ``(settings, state, *, seq=None, seq_path=None, flush_timeout=5.0)``:
-  checks the settings and a first report at once (raises before any work starts), then
-  ``started()``, ``progress(...)`` (at most once every ``settings.every`` seconds),
-  ``initial_validation(result, which=None)``, ``epoch_end(entry)``, ``complete()``,
-  ``interrupted(discarded=None)``, ``failed(exc)``, ``close()``; a context manager.
-  Every call only updates the state and hands a copy to the background
-  :class:`~trainrecord.report.sender.Sender`; none waits for the network.
+* :class:`Reporter` ``(settings, state, *, run=None, seq=None, seq_path=None,
+  flush_timeout=5.0)``: checks the settings and a first report at once (raises before any
+  work starts), then ``started()``, ``progress(...)`` (at most once every
+  ``settings.every`` seconds), ``initial_validation(result, which=None)``,
+  ``epoch_end(entry)``, ``complete()``, ``interrupted(discarded=None)``, ``failed(exc)``,
+  ``close()``; a context manager. ``run``: the run's folder (its seq clock is the default
+  ``seq``; it must hold ``state.run_id``). Every call only updates the state and hands a
+  copy to the background :class:`~trainrecord.report.sender.Sender`; none waits for the
+  network. ``sent_at`` is the clock time when a report is built (seq may run ahead of the
+  clock, §4).
 * :func:`report_status` ``(settings, state, status, *, seq=None, seq_path=None)``: one
   synchronous ``snapshot`` report; raises
   :class:`~trainrecord.report.transport.ReportNotDelivered` (status code and first 300
@@ -33,6 +47,7 @@ Public API:
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -49,12 +64,14 @@ from trainrecord.report.payload import (
     local_time,
 )
 from trainrecord.report.privacy import Secrets
+from trainrecord.report.run_folder import RunFolder
 from trainrecord.report.sender import Sender
 from trainrecord.report.seq import SeqClock
 from trainrecord.report.settings import ReportSettings
 from trainrecord.report.transport import ReportNotDelivered, post_report
 
 FINAL_STATUSES = ("complete", "interrupted", "discarded", "failed")
+log = logging.getLogger("trainrecord.report")
 
 
 def _seq_clock(seq: SeqClock | None, seq_path: str | os.PathLike[str] | None) -> SeqClock:
@@ -69,17 +86,28 @@ class Reporter:
         settings: ReportSettings,
         state: JobState,
         *,
+        run: RunFolder | None = None,
         seq: SeqClock | None = None,
         seq_path: str | os.PathLike[str] | None = None,
         flush_timeout: float = 5.0,
     ) -> None:
         if not isinstance(settings, ReportSettings):
             raise TypeError("settings must be a ReportSettings (see load_settings)")
+        if run is not None and run.run_id != state.run_id:
+            raise ValueError(
+                "run is another run's folder: state.run_id must be run.run_id "
+                "(build the state with run.job_state)"
+            )
         self.settings = settings
         self.state = state
+        self.run = run
+        if seq is None and seq_path is None and run is not None:
+            seq = run.seq_clock()
         self.seq = _seq_clock(seq, seq_path)
         self.secrets = Secrets(token=settings.token)
         self._lock = threading.Lock()
+        self._build_lock = threading.Lock()
+        self._sealed = False  # the last report is built: no other may take a seq after it
         self._last_queued = float("-inf")
         self._final = False
         # Refuse a job whose reports could never be sent, before any work starts.
@@ -96,16 +124,20 @@ class Reporter:
         self.sender = Sender(settings, flush_timeout=flush_timeout)
 
     # -- the queue -------------------------------------------------------------------
+    def _encode(self, snap: JobState, event: str, status: str, seq: int) -> bytes:
+        report = build_report(snap, event=event, status=status, seq=seq, sent_at=local_time())
+        return encode_report(report, self.secrets)
+
     def _queue(self, event: str, status: str) -> None:
         snap = self.state.snapshot()
         self._last_queued = time.monotonic()
 
-        def build() -> bytes:
-            seq = self.seq.next()
-            report = build_report(
-                snap, event=event, status=status, seq=seq, sent_at=local_time(seq / 1000)
-            )
-            return encode_report(report, self.secrets)
+        def build() -> bytes | None:
+            with self._build_lock:
+                if self._sealed:
+                    return None  # a discarded run's report went first; nothing follows it
+                seq = self.seq.next()
+            return self._encode(snap, event, status, seq)
 
         self.sender.submit(build)
 
@@ -164,26 +196,92 @@ class Reporter:
         self.state.history.append(dict(entry))
         self.state.phase = None
         self.state.batch = None
+        self.state.batches = None  # batches counts the batches of a phase; there is none
         self._queue("epoch_end", "in progress")
 
     def _finish(self, event: str, status: str) -> None:
+        if not self._seal_final():
+            return
+        self._queue(event, status)
+
+    def _seal_final(self) -> bool:
+        """Mark the final report as queued; False when one already was."""
         with self._lock:
             if self._final:
-                return
+                return False
             self._final = True
         self.state.running = False
-        self._queue(event, status)
+        return True
 
     def complete(self) -> None:
         """The job finished."""
         self.state.finished_at = local_time()
         self._finish("complete", "complete")
 
+    def _why_not_discarded(self) -> str | None:
+        """Why Ctrl+C now would not discard the run (None: it would; see the module doc)."""
+        if self.run is None:
+            return "the Reporter was not given the run folder (run=)"
+        if self.state.kind != "training":
+            return f"a {self.state.kind} run is never discarded, only a training run"
+        if self.run.resumed:
+            return "the run was resumed (its folder holds an earlier session's work)"
+        if self.state.history:
+            return "the run finished an epoch"
+        return None
+
     def interrupted(self, discarded: bool | None = None) -> None:
-        """Ctrl+C. ``discarded`` defaults to: a training or lesion run before its first epoch."""
-        if discarded is None:
-            discarded = self.state.kind != "wordset" and not self.state.history
-        self._finish("interrupted", "discarded" if discarded else "interrupted")
+        """Ctrl+C: ``interrupted``, or ``discarded`` with the run folder deleted.
+
+        ``discarded=None`` (the default) discards exactly when the run may be discarded (see
+        the module docstring); ``False`` never discards; ``True`` asks to, and is refused
+        with a warning (status ``interrupted``, folder kept) when the run may not be.
+        """
+        why_not = self._why_not_discarded()
+        if discarded and why_not:
+            log.warning(
+                "trainrecord report: the run was not discarded (its folder is kept and "
+                "reported interrupted): %s",
+                why_not,
+            )
+        if discarded is False or why_not:
+            self._finish("interrupted", "interrupted")
+            return
+        if self._seal_final():
+            self._discard()
+
+    def _discard(self) -> None:
+        """Take the final seq, delete the run folder, and send ``discarded`` (or
+        ``interrupted`` when the folder could not be deleted). Runs in the job's thread so
+        the folder is gone however the network behaves; the seq file goes with it, so the
+        report is built here and no later build may take a seq (the sender skips them)."""
+        run = self.run
+        assert run is not None
+        snap = self.state.snapshot()
+        seq: int | None = None
+        with self._build_lock:
+            self._sealed = True
+            try:
+                seq = self.seq.next()
+            except Exception as exc:  # the report is lost, the discard still happens
+                log.warning("trainrecord report: no seq for the final report (%s)", exc)
+            try:
+                run.discard()
+            except OSError as exc:
+                log.warning(
+                    "trainrecord report: the run folder could not be deleted (%s); "
+                    "the run is reported interrupted",
+                    type(exc).__name__,
+                )
+        if seq is None:
+            return
+        status = "interrupted" if run.metadata_path.exists() else "discarded"
+        try:
+            body = self._encode(snap, "interrupted", status, seq)
+        except Exception as exc:  # reporting never stops the job
+            log.warning("trainrecord report: the final report could not be built (%s)", exc)
+            return
+        self.sender.submit(lambda: body)
 
     def failed(self, exc: BaseException) -> None:
         """An exception ended the job; its class and scrubbed message go in error."""
@@ -224,16 +322,16 @@ def report_status(
     """Send one ``snapshot`` report now; return its seq or raise :class:`ReportNotDelivered`.
 
     ``status`` is any status of §6 (``stopped``: recorded as running but its process is
-    gone). A snapshot is made outside the training process, so phase, batch and epoch are
-    null.
+    gone). A snapshot is made outside the training process, so phase, batch, batches and
+    eta_seconds are null; epoch is ``epochs_first + epochs_completed`` when ``status`` is
+    ``in progress`` (and epochs_first is known), else null. sent_at is the clock time now,
+    whatever seq is.
     """
     clock = _seq_clock(seq, seq_path)
     snap = state.snapshot()
     snap.running = False
     number = clock.next()
-    report = build_report(
-        snap, event="snapshot", status=status, seq=number, sent_at=local_time(number / 1000)
-    )
+    report = build_report(snap, event="snapshot", status=status, seq=number, sent_at=local_time())
     try:
         body = encode_report(report, Secrets(token=settings.token))
     except RecordRefused:

@@ -158,7 +158,11 @@ class RunFolder:
         return merged
 
     def discard(self) -> None:
-        """Delete the run folder (a discarded run, §3); its next start is a new run."""
+        """Delete the run folder (a discarded run, §3); its next start is a new run.
+
+        The :class:`~trainrecord.report.Reporter` given this folder (``run=``) calls it at
+        Ctrl+C for a new (not resumed) training run that finished no epoch, and only then.
+        """
         shutil.rmtree(self.folder)
 
 

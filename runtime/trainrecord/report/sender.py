@@ -1,12 +1,12 @@
 """The background sender (§3 of the seed): keeps only the newest unsent report.
 
 A job hands the sender a *build* callable (which produces the report body when its turn
-comes) with :meth:`Sender.submit`; that replaces any report still waiting and returns at
-once, whatever the server does. One daemon thread builds and POSTs, one report at a time,
-never retrying. On a failure it logs one warning (logger ``trainrecord.report``), then
-stays quiet until a report gets through again. :meth:`Sender.close` gives the waiting
-report a bounded time to go out; an ``atexit`` hook does the same, so the process never
-hangs at exit.
+comes, or None when there is nothing to send any more) with :meth:`Sender.submit`; that
+replaces any report still waiting and returns at once, whatever the server does. One
+daemon thread builds and POSTs, one report at a time, never retrying. On a failure it logs
+one warning (logger ``trainrecord.report``), then stays quiet until a report gets through
+again. :meth:`Sender.close` gives the waiting report a bounded time to go out; an
+``atexit`` hook does the same, so the process never hangs at exit.
 
 Public API: :class:`Sender` ``(settings, *, flush_timeout=5.0, session=None)`` with
 ``submit(build)``, ``close(timeout=None) -> bool``, and counters ``sent``, ``failed``,
@@ -28,8 +28,8 @@ from trainrecord.report.transport import Outcome, new_session, post_report
 
 log = logging.getLogger("trainrecord.report")
 
-Build = Callable[[], bytes]
-"""Produces one report body (called in the sender thread)."""
+Build = Callable[[], bytes | None]
+"""Produces one report body (called in the sender thread); None sends nothing."""
 
 
 class Sender:
@@ -115,6 +115,8 @@ class Sender:
         except Exception as exc:  # a broken build must never kill the thread or the job
             self.refused += 1
             self._fail(f"a report could not be built ({type(exc).__name__})")
+            return
+        if body is None:
             return
         outcome = post_report(self.settings, body, self._session)
         self.last_outcome = outcome

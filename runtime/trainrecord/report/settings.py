@@ -2,17 +2,23 @@
 
 Public API:
 
-* :class:`ReportSettings` ``(url, every, token, ca_bundle=None, timeout=10.0)``: checked on
-  construction; a missing or unsafe setting raises :class:`~trainrecord.errors.RecordRefused`
-  at once, before any work starts. The token never appears in ``repr`` or in any message.
+* :class:`ReportSettings` ``(url, every, token, ca_bundle=None, timeout=10.0,
+  ca_environ=None)``: checked on construction; a missing or unsafe setting raises
+  :class:`~trainrecord.errors.RecordRefused` at once, before any work starts. The token
+  never appears in ``repr`` or in any message. ``timeout`` is the whole exchange's deadline
+  (tests give a shorter one). ``ca_environ``: the ``REQUESTS_CA_BUNDLE`` and
+  ``CURL_CA_BUNDLE`` variables to use when ``ca_bundle`` is not set (None: ``os.environ``
+  when a report is sent).
 * :func:`load_settings` ``(paths_toml, env=os.environ)``: reads ``[report] url`` and
-  ``every`` (and the optional ``ca_bundle``) from ``paths.toml`` and the token from the
-  environment variable ``CORREAD_REPORT_TOKEN``, never from a file.
+  ``every`` (and the optional ``ca_bundle``) from ``paths.toml``, and the token from the
+  variable ``CORREAD_REPORT_TOKEN`` of ``env``, never from a file; ``REQUESTS_CA_BUNDLE``
+  and ``CURL_CA_BUNDLE`` are read from ``env`` too (the given mapping, not os.environ).
 * :func:`check_url` and :func:`is_loopback_host`: the URL rules on their own.
 
 Rules (``spec/rules/reporting.json``): ``report.settings.url_missing``,
-``report.settings.token``, ``report.settings.url_scheme``, ``report.settings.url_credentials``,
-``report.settings.every``.
+``report.settings.token`` (set, and printable ASCII without spaces: ``0x21``-``0x7E``),
+``report.settings.url_scheme``, ``report.settings.url_credentials``,
+``report.settings.ca_bundle``, ``report.settings.every``.
 """
 
 from __future__ import annotations
@@ -32,7 +38,9 @@ from trainrecord.errors import RecordRefused
 TOKEN_ENV = "CORREAD_REPORT_TOKEN"
 """The one place the token comes from."""
 CLIENT_TIMEOUT_S = 10.0
-"""§2: the client waits at most this long for an answer."""
+"""§2: the client waits at most this long for an answer (the whole exchange)."""
+CA_VARIABLES = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
+"""Environment variables naming CA certificates to trust, first set (non-empty) wins."""
 
 
 def is_loopback_host(host: str | None) -> bool:
@@ -157,6 +165,9 @@ class ReportSettings:
     ca_bundle: str | None = None
     """A PEM file of CA certificates to trust instead of the system's (optional)."""
     timeout: float = CLIENT_TIMEOUT_S
+    """The deadline of one exchange, in seconds (§2: 10)."""
+    ca_environ: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
+    """Where ``REQUESTS_CA_BUNDLE``/``CURL_CA_BUNDLE`` are read (None: ``os.environ``)."""
 
     def __post_init__(self) -> None:
         check_url(self.url)
@@ -169,24 +180,50 @@ class ReportSettings:
                 "ca_bundle must name an existing PEM file of CA certificates",
                 Path(self.ca_bundle).name,
             )
+        if self.ca_environ is not None:
+            kept = {k: str(self.ca_environ[k]) for k in CA_VARIABLES if self.ca_environ.get(k)}
+            object.__setattr__(self, "ca_environ", kept)
+            name, path = _ca_variable(kept)
+            unused = self.ca_bundle is not None
+            if name is not None and not unused and not Path(path).exists():  # file or folder
+                raise RecordRefused.one(
+                    "report.settings.ca_bundle",
+                    (name,),
+                    f"{name} must name an existing file (or folder) of CA certificates; "
+                    "fix it or unset it",
+                    Path(path).name,
+                )
 
     @property
     def verify(self) -> str | bool:
         """What ``requests`` gets as ``verify``: the CA bundle, else the system's trust.
 
-        ``REQUESTS_CA_BUNDLE`` is honoured when no ``ca_bundle`` is set (the client runs
-        ``requests`` with ``trust_env`` off, so that .netrc can never replace the token).
+        When no ``ca_bundle`` is set, ``REQUESTS_CA_BUNDLE``, else ``CURL_CA_BUNDLE``, is
+        honoured, from ``ca_environ`` (what :func:`load_settings` was given) or else
+        ``os.environ`` (the client runs ``requests`` with ``trust_env`` off, so that .netrc
+        can never replace the token, and reads these two itself).
         """
         if self.ca_bundle:
             return self.ca_bundle
-        env = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
-        return env or True
+        _, path = _ca_variable(os.environ if self.ca_environ is None else self.ca_environ)
+        return path or True
+
+
+def _ca_variable(env: Mapping[str, str]) -> tuple[str | None, str]:
+    """The first CA variable set in ``env`` (non-empty), and its value."""
+    for name in CA_VARIABLES:
+        value = env.get(name)
+        if value:
+            return name, value
+    return None, ""
 
 
 def load_settings(
     paths_toml: str | os.PathLike[str], env: Mapping[str, str] | None = None
 ) -> ReportSettings:
-    """Read ``[report]`` from ``paths.toml`` and the token from ``CORREAD_REPORT_TOKEN``."""
+    """Read ``[report]`` from ``paths.toml``, and the token (``CORREAD_REPORT_TOKEN``) and the
+    CA variables (``REQUESTS_CA_BUNDLE``, ``CURL_CA_BUNDLE``) from ``env`` (default
+    ``os.environ``)."""
     env = os.environ if env is None else env
     path = Path(paths_toml)
     try:
@@ -222,4 +259,5 @@ def load_settings(
         every=section.get("every", 60),  # type: ignore[arg-type]
         token=env.get(TOKEN_ENV, ""),
         ca_bundle=ca,
+        ca_environ={k: env[k] for k in CA_VARIABLES if k in env},
     )

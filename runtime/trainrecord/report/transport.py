@@ -6,8 +6,10 @@ Public API:
   ``settings.url`` exactly as configured, with exactly the headers Content-Type:
   application/json, Authorization: Bearer <token> and User-Agent: CORread-reporter/2; TLS
   verified; redirects never followed (a 3xx is a failure, so the token never reaches
-  another address); ``settings.timeout`` (10 s) per wait; no retry. Never raises for a
-  network or server failure: the :class:`Outcome` says what happened.
+  another address); ``settings.timeout`` (10 s) is one deadline for the whole exchange
+  (connect, send the report, read the answer), however the server spreads its bytes; no
+  retry. Never raises for a network or server failure: the :class:`Outcome` says what
+  happened.
 * :class:`Outcome`: ``ok``, ``status`` (HTTP status or None), ``category`` (accepted,
   unauthorized, invalid, redirect, failed, timeout, tls, network), ``body`` (first 300
   characters of the answer) and ``message`` (a warning a person can act on; never the
@@ -15,15 +17,30 @@ Public API:
 * :class:`ReportNotDelivered`: raised by synchronous sends (``report_status()``) with the
   status code and the first 300 characters of the body.
 * :func:`new_session`: a ``requests.Session`` with ``trust_env`` off (no .netrc auth can
-  replace the token, no proxy from the environment for loopback) and no default headers.
+  replace the token, no proxy from the environment for loopback), no default headers, and
+  the adapter that holds the deadline.
+
+The deadline: ``requests`` applies a timeout to each socket wait, so a server that sends a
+byte every few seconds would never time out. Each exchange therefore arms a timer; when it
+fires, every connection the exchange took from the session's pools is shut down, which ends
+a pending connect, send or read at once, and the outcome is ``timeout``. Only sessions from
+:func:`new_session` (the default) carry the adapter that lets the timer find the
+connections. Name resolution (``getaddrinfo``) cannot be interrupted; a loopback IP or a
+working resolver never waits on it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.util import SKIP_HEADER
 
 from trainrecord.report.settings import ReportSettings, is_loopback_host
@@ -31,6 +48,8 @@ from trainrecord.report.settings import ReportSettings, is_loopback_host
 USER_AGENT = "CORread-reporter/2"
 BODY_PREVIEW = 300
 _READ_LIMIT = 4096
+_RECHECK_S = 0.05
+"""After the deadline, how often a connection still without a socket is looked at again."""
 
 
 @dataclass(frozen=True)
@@ -58,11 +77,112 @@ class ReportNotDelivered(RuntimeError):
         )
 
 
+class _Deadline:
+    """One exchange's deadline: when it passes, every connection the exchange took is shut
+    down (which ends any wait on it at once) and :meth:`finish` says it fired."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._connections: list[Any] = []
+        self._lock = threading.Lock()
+        self._fired = False
+        self._done = False
+        self._timer: threading.Timer | None = None
+
+    def start(self) -> None:
+        self._arm(self.seconds)
+
+    def _arm(self, delay: float) -> None:
+        self._timer = threading.Timer(delay, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def attach(self, connection: Any) -> None:
+        """A connection this exchange uses (called from the pools of :func:`new_session`)."""
+        with self._lock:
+            self._connections.append(connection)
+
+    def _fire(self) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self._fired = True
+            if not self._cut():
+                self._arm(_RECHECK_S)  # still connecting: cut it as soon as it has a socket
+
+    def _cut(self) -> bool:
+        """Shut down every connection's socket; False while one has none yet."""
+        cut_all = bool(self._connections)
+        for connection in self._connections:
+            sock = getattr(connection, "sock", None)
+            raw = sock if isinstance(sock, socket.socket) else getattr(sock, "socket", None)
+            if not isinstance(raw, socket.socket):
+                cut_all = False
+                continue
+            # The plain socket's shutdown, also under TLS: it ends a blocked recv or send.
+            with contextlib.suppress(OSError):
+                socket.socket.shutdown(raw, socket.SHUT_RDWR)
+        return cut_all
+
+    def finish(self) -> bool:
+        """The exchange is over; returns whether the deadline passed first."""
+        with self._lock:
+            self._done = True
+            if self._timer is not None:
+                self._timer.cancel()
+            return self._fired
+
+
+_current = threading.local()
+"""The deadline of the exchange running in this thread (``post_report``)."""
+
+
+def _attach(connection: Any) -> None:
+    deadline = getattr(_current, "deadline", None)
+    if deadline is not None:
+        deadline.attach(connection)
+
+
+class _WatchedHTTPPool(HTTPConnectionPool):
+    def _get_conn(self, timeout: float | None = None) -> Any:
+        connection = super()._get_conn(timeout)
+        _attach(connection)
+        return connection
+
+
+class _WatchedHTTPSPool(HTTPSConnectionPool):
+    def _get_conn(self, timeout: float | None = None) -> Any:
+        connection = super()._get_conn(timeout)
+        _attach(connection)
+        return connection
+
+
+_POOLS = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
+
+
+class _DeadlineAdapter(HTTPAdapter):
+    """An adapter whose pools tell the running exchange's deadline which connection it
+    uses (SOCKS proxies keep urllib3's own pools and only per-wait timeouts)."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = dict(_POOLS)
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        if not proxy.lower().startswith("socks"):
+            manager.pool_classes_by_scheme = dict(_POOLS)
+        return manager
+
+
 def new_session() -> requests.Session:
-    """A session that sends only our headers and never reads credentials from the environment."""
+    """A session that sends only our headers, never reads credentials from the environment,
+    and lets :func:`post_report` hold its deadline."""
     session = requests.Session()
     session.trust_env = False
     session.headers.clear()
+    session.mount("https://", _DeadlineAdapter())
+    session.mount("http://", _DeadlineAdapter())
     return session
 
 
@@ -127,12 +247,38 @@ def classify(status: int, body: str) -> Outcome:
     return Outcome(False, status, "failed", body, f"the server failed (HTTP {status})")
 
 
+def _timed_out(settings: ReportSettings) -> Outcome:
+    return Outcome(
+        False,
+        None,
+        "timeout",
+        "",
+        f"no answer within {settings.timeout:g} s (the whole exchange); the server is "
+        "slow or unreachable",
+    )
+
+
 def post_report(
     settings: ReportSettings, body: bytes, session: requests.Session | None = None
 ) -> Outcome:
-    """POST one report body; never raises for network or server failures."""
+    """POST one report body within ``settings.timeout`` in all; never raises for network or
+    server failures."""
     own = session is None
     sess = session or new_session()
+    deadline = _Deadline(settings.timeout)
+    _current.deadline = deadline
+    deadline.start()
+    try:
+        outcome = _exchange(settings, body, sess)
+    finally:
+        _current.deadline = None
+        fired = deadline.finish()
+        if own:
+            sess.close()
+    return _timed_out(settings) if fired else outcome
+
+
+def _exchange(settings: ReportSettings, body: bytes, sess: requests.Session) -> Outcome:
     try:
         resp = sess.post(
             settings.url,
@@ -158,7 +304,7 @@ def post_report(
             "(set ca_bundle in [report] for a private CA)",
         )
     except requests.exceptions.Timeout:
-        return Outcome(False, None, "timeout", "", f"no answer within {settings.timeout:g} s")
+        return _timed_out(settings)
     except requests.exceptions.RequestException as exc:
         kind = type(exc).__name__
         return Outcome(
@@ -169,6 +315,12 @@ def post_report(
             f"could not deliver the report ({kind}): the server is down, "
             "unreachable or closed the connection",
         )
-    finally:
-        if own:
-            sess.close()
+    except OSError:  # requests: the CA bundle to verify with cannot be read
+        return Outcome(
+            False,
+            None,
+            "tls",
+            "",
+            "the CA certificates to verify the server with could not be read; no report "
+            "was sent (check ca_bundle, REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE)",
+        )

@@ -279,7 +279,10 @@ function buildReport(state, { event, status, seq, sentAt, now = performance.now(
   } else {
     const completed = BigInt(state.history.length);
     const first = state.epochs_first;
-    const epoch = running && first !== null ? (typeof first === "bigint" ? first + completed : Number(first) + Number(completed)) : null;
+    // epoch is the one running now (§5.2): in the training process's own reports, and in a
+    // snapshot of a run recorded as in progress (another process).
+    const inProgress = running || (event === "snapshot" && status === "in progress");
+    const epoch = inProgress && first !== null ? (typeof first === "bigint" ? first + completed : Number(first) + Number(completed)) : null;
     progress = {
       epochs_first: state.epochs_first,
       epochs_total: state.epochs_total,

@@ -4,11 +4,14 @@
  * scrub error messages and check whole payloads.
  *
  * scrubMessage(text, secrets): the home folder becomes `~`, other absolute paths keep only
- * their last part (`.../model.pt`), the user name becomes `<user>`, the token `<token>`,
- * process ids `<pid>`; cut to 500 characters. privacyProblems(payload, secrets): every
- * string that holds the token, the home folder or an absolute path, and an error string
- * that names the user or the process id (rule `report.privacy.secrets`). The patterns are
- * the Python runtime's, translated to JavaScript with Python's `\w` and `\s`.
+ * their last part (`.../model.pt`; a one-part `/data` becomes `.../data`), the user name
+ * becomes `<user>` (a one-character name only as a whole path part), the token `<token>`,
+ * process ids `<pid>` (this process's anywhere, and every number written as a process id:
+ * `pid 1`, `pid=1`, `PID: 1`, `pid(s) 1, 2`, `process id 1`, ...); cut to 500 characters.
+ * privacyProblems(payload, secrets): every string that holds the token, the home folder or
+ * an absolute path, and an error string that names the user or holds a process id (rule
+ * `report.privacy.secrets`). The patterns are the Python runtime's, translated to
+ * JavaScript with Python's `\w` and `\s`.
  */
 "use strict";
 
@@ -31,9 +34,13 @@ const py = (pattern, flags = "") => new RegExp(translatePattern(pattern), `u${fl
 const escape = (s) => s.replace(/[\\^$.*+?()[\]{}|/]/g, "\\$&");
 
 const END = String.raw`(?=$|[/\\\s'"\x60:,;()\[\]{}<>])`;
-const ABS_POSIX = String.raw`(?<![\w.~:/\\-])/(?:[^\s/'"\x60:,;()\[\]{}<>]+/)+([^\s/'"\x60:,;()\[\]{}<>]*)`;
-const ABS_WINDOWS = String.raw`(?<![\w])[A-Za-z]:\\(?:[^\s\\'"\x60:,;()\[\]{}<>]+\\)*([^\s\\'"\x60:,;()\[\]{}<>]*)`;
-const PID_WORD = String.raw`\b(pid|process id|process)(\s*[=:#]?\s*)\d+`;
+const PART = String.raw`[^\s/'"\x60:,;()\[\]{}<>]`;
+const ABS_POSIX = String.raw`(?<![\w.~:/\\-])/(?:(?:${PART}+/)+(${PART}*)|([\w.]${PART}*))`;
+const ABS_WINDOWS = String.raw`(?<![\w])[A-Za-z]:[\\/](?:[^\s\\/'"\x60:,;()\[\]{}<>]+[\\/])*([^\s\\/'"\x60:,;()\[\]{}<>]*)`;
+const PID_WORD =
+  String.raw`(?<![\w])(pids?|pid\(s\)|process(?:es)?(?:[ _-]?ids?|[ _-]?id\(s\))?)` +
+  String.raw`(\s*[=:#]?\s*[\[(]?\s*)` +
+  String.raw`(\d+(?:(?:\s*[,&]\s*|\s+and\s+)\d+)*)`;
 
 /** What must never appear in a report; the defaults are this process's own. */
 class Secrets {
@@ -50,9 +57,9 @@ class Secrets {
     return !!this.home && this.home !== "/" && this.home !== "~" && [...this.home].length > 1;
   }
 
-  /** A user name long enough to look for as a whole word. */
+  /** A user name to look for (any non-empty name; see userPattern). */
   userUsable() {
-    return !!this.user && [...this.user].length >= 3;
+    return !!this.user;
   }
 }
 
@@ -68,6 +75,12 @@ function currentUser() {
 const homePattern = (home, flags = "") => py(escape(home.replace(/[/\\]+$/, "")) + END, flags);
 /** @param {string} text */
 const word = (text, flags = "") => py(String.raw`(?<![\w])` + escape(text) + String.raw`(?![\w])`, flags);
+/**
+ * The user name as a whole word; a one-character name only as a whole path part.
+ * @param {string} user
+ */
+const userPattern = (user, flags = "") =>
+  [...user].length >= 2 ? word(user, flags) : py(String.raw`(?<=[/\\])` + escape(user) + END, flags);
 /** @param {number | bigint} pid */
 const pidPattern = (pid, flags = "") => py(String.raw`(?<![\d.])` + String(pid) + String.raw`(?![\d.])`, flags);
 
@@ -81,10 +94,10 @@ function scrubMessage(text, secrets = new Secrets()) {
   let out = String(text);
   if (s.token) out = out.split(s.token).join("<token>");
   if (s.homeUsable()) out = out.replace(homePattern(/** @type {string} */ (s.home), "g"), "~");
-  out = out.replace(py(ABS_POSIX, "g"), (_m, last) => `.../${last}`);
+  out = out.replace(py(ABS_POSIX, "g"), (_m, last, only) => `.../${last || only || ""}`);
   out = out.replace(py(ABS_WINDOWS, "g"), (_m, last) => `...\\${last}`);
-  if (s.userUsable()) out = out.replace(word(/** @type {string} */ (s.user), "g"), "<user>");
-  out = out.replace(py(PID_WORD, "gi"), (_m, name, gap) => `${name}${gap}<pid>`);
+  if (s.userUsable()) out = out.replace(userPattern(/** @type {string} */ (s.user), "g"), "<user>");
+  out = out.replace(py(PID_WORD, "gi"), (_m, name, gap, numbers) => `${name}${gap}${numbers.replace(/\p{Nd}+/gu, "<pid>")}`);
   if (s.pid) out = out.replace(pidPattern(s.pid, "g"), "<pid>");
   const chars = Array.from(out);
   if (chars.length > MAX_MESSAGE) out = `${chars.slice(0, MAX_MESSAGE - 1).join("")}…`;
@@ -117,7 +130,8 @@ function privacyProblems(payload, secrets = new Secrets()) {
   /** @type {Problem[]} */
   const found = [];
   const home = s.homeUsable() ? homePattern(/** @type {string} */ (s.home)) : null;
-  const user = s.userUsable() ? word(/** @type {string} */ (s.user)) : null;
+  const user = s.userUsable() ? userPattern(/** @type {string} */ (s.user)) : null;
+  const pidWord = py(PID_WORD, "i");
   const pid = s.pid ? pidPattern(s.pid) : null;
   const posix = py(ABS_POSIX);
   const windows = py(ABS_WINDOWS);
@@ -127,7 +141,7 @@ function privacyProblems(payload, secrets = new Secrets()) {
     else if (posix.test(text) || windows.test(text)) found.push({ rule: RULE, path: where, message: "holds an absolute path; send names, not paths" });
     if (where[0] === "error") {
       if (user && user.test(text)) found.push({ rule: RULE, path: where, message: "names the user; scrub the message" });
-      if (pid && pid.test(text)) found.push({ rule: RULE, path: where, message: "holds the process id; scrub the message" });
+      if ((pid && pid.test(text)) || pidWord.test(text)) found.push({ rule: RULE, path: where, message: "holds a process id; scrub the message" });
     }
   }
   return found;

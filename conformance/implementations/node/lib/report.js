@@ -6,8 +6,10 @@
  * postReport(settings, body): POST to the URL exactly as configured, with Content-Type:
  * application/json, Authorization: Bearer <token> and User-Agent: CORread-reporter/2;
  * https:// with verified certificates (the system's, or the settings' CA bundle); redirects
- * never followed (a 3xx is a failure, so the token never reaches another address); a 10 s
- * timeout; no retry. It never throws for a network or server failure: the Outcome says what
+ * never followed (a 3xx is a failure, so the token never reaches another address); 10 s
+ * in all for the whole exchange (connect, send, read the answer), however the server
+ * spreads its bytes, after which the request is destroyed and the outcome is a timeout; no
+ * retry. It never throws for a network or server failure: the Outcome says what
  * happened (ok, status, category, the first 300 characters of the answer, a message a
  * person can act on, never the token).
  *
@@ -79,7 +81,6 @@ function postReport(settings, body) {
       "User-Agent": USER_AGENT,
       "Content-Length": String(body.length),
     },
-    timeout: settings.timeoutMs,
     agent: false,
   };
   if (secure) {
@@ -89,10 +90,13 @@ function postReport(settings, body) {
   const seconds = settings.timeoutMs / 1000;
   return new Promise((resolve) => {
     let settled = false;
+    /** @type {NodeJS.Timeout | undefined} */
+    let deadline;
     /** @param {Outcome} outcome */
     const done = (outcome) => {
       if (!settled) {
         settled = true;
+        clearTimeout(deadline);
         resolve(outcome);
       }
     };
@@ -110,10 +114,12 @@ function postReport(settings, body) {
       res.on("error", finish); // a server that breaks off mid-body: the status still counts
       res.on("aborted", finish);
     });
-    req.on("timeout", () => {
-      done({ ok: false, status: null, category: "timeout", body: "", message: `no answer within ${seconds} s` });
+    // One deadline for the whole exchange (a socket's idle timeout would restart with
+    // every byte a slow server drips).
+    deadline = setTimeout(() => {
+      done({ ok: false, status: null, category: "timeout", body: "", message: `no answer within ${seconds} s (the whole exchange)` });
       req.destroy();
-    });
+    }, settings.timeoutMs);
     req.on("error", (e) => {
       if (isTlsError(e)) {
         done({ ok: false, status: null, category: "tls", body: "", message: "the server's TLS certificate did not verify; no report was sent (set ca_bundle in [report] for a private CA)" });

@@ -6,9 +6,12 @@
  * Reporter(settings, state, {seq, flushTimeoutMs, warn}) checks a first report at once
  * (throws Refused before any work starts), then started(), progress(...) (at most once
  * every settings.every seconds unless forced), epochEnd(entry), complete(),
- * interrupted(discarded), failed(type, message) and close(). Every call only updates the
- * state and hands a build of a copy of it to the background Sender; the seq is taken when
- * the report is built, so reports go out in seq order.
+ * interrupted(), failed(type, message) and close(). Every call only updates the state and
+ * hands a build of a copy of it to the background Sender; the seq is taken when the report
+ * is built, so reports go out in seq order; sentAt is the clock time then (seq may run
+ * ahead of the clock). This Reporter is never given a run folder, so Ctrl+C is always
+ * `interrupted`: `discarded` means the folder was deleted (report.status.discarded), as
+ * the Python Reporter without `run=`.
  *
  * reportStatus(settings, state, status, {seq}): one `snapshot` report now; throws
  * ReportNotDelivered (with the status code and the first 300 characters of the answer)
@@ -68,7 +71,7 @@ class Reporter {
     this.lastQueued = monotonic();
     this.sender.submit(() => {
       const seq = this.seq.next();
-      const report = buildReport(snap, { event, status, seq, sentAt: localTime(Number(seq) / 1000) });
+      const report = buildReport(snap, { event, status, seq, sentAt: localTime() });
       return encodeReport(report, this.secrets);
     });
   }
@@ -105,6 +108,7 @@ class Reporter {
     this.state.history.push(entry);
     this.state.phase = null;
     this.state.batch = null;
+    this.state.batches = null; // batches counts the batches of a phase; there is none
     this.queue("epoch_end", "in progress");
   }
 
@@ -126,12 +130,11 @@ class Reporter {
   }
 
   /**
-   * Ctrl+C; `discarded` defaults to: a training or lesion run before its first epoch.
-   * @param {boolean | null} [discarded]
+   * Ctrl+C: status `interrupted`. Never `discarded`: that says the run folder was deleted,
+   * and this Reporter has no run folder to delete (report.status.discarded).
    */
-  interrupted(discarded = null) {
-    const gone = discarded ?? (this.state.kind !== "wordset" && this.state.history.length === 0);
-    this.finish("interrupted", gone ? "discarded" : "interrupted");
+  interrupted() {
+    this.finish("interrupted", "interrupted");
   }
 
   /**
@@ -166,7 +169,7 @@ async function reportStatus(settings, state, status, options = {}) {
   const snap = snapshot(state);
   snap.running = false;
   const seq = clock.next();
-  const report = buildReport(snap, { event: "snapshot", status, seq, sentAt: localTime(Number(seq) / 1000) });
+  const report = buildReport(snap, { event: "snapshot", status, seq, sentAt: localTime() });
   const body = encodeReport(report, new Secrets({ token: settings.token }));
   const outcome = await postReport(settings, body);
   if (!outcome.ok) throw new ReportNotDelivered(outcome);

@@ -1,0 +1,261 @@
+"""The Reporter over real loopback HTTP and real run folders: what Ctrl+C sends and does to
+the run folder (§3, §6: only a training run that was not resumed and finished no epoch is
+discarded, and then its folder is really deleted; anything else is interrupted and kept),
+sent_at from the clock (not from seq), and epoch_end clearing the phase's batch counts."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from tests.report.conftest import (
+    lesion_state,
+    settings_for,
+    training_epoch,
+    training_state,
+    wordset_state,
+)
+from tests.report.servers import Behaviour, TestServer
+from trainrecord.report import (
+    JobState,
+    Reporter,
+    ReportServer,
+    RunFolder,
+    SeqClock,
+    open_run,
+    report_status,
+)
+from trainrecord.report.run_folder import METADATA
+
+
+def wait_until(cond: Callable[[], bool], limit: float = 20.0) -> None:
+    """Poll until ``cond()`` (a guard against hanging, not a speed assertion)."""
+    deadline = time.monotonic() + limit
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached")
+        time.sleep(0.01)
+
+
+def _state(run: RunFolder, kind: str = "training", **over: object) -> JobState:
+    """A job state of ``kind`` for the run in ``run`` (its run_id, name and group)."""
+    make = {"training": training_state, "lesion": lesion_state, "wordset": wordset_state}[kind]
+    return make(run_id=run.run_id, name=run.name, group=run.group, **over)
+
+
+def _ctrl_c(receiver: ReportServer, state: JobState, **kw: object) -> dict:
+    """Start the job, press Ctrl+C; the last report the receiver stored."""
+    with pytest.raises(KeyboardInterrupt), Reporter(settings_for(receiver.url), state, **kw):
+        raise KeyboardInterrupt
+    latest = receiver.store.latest(state.run_id)
+    assert latest is not None
+    return latest
+
+
+def _earlier_session(folder: Path) -> RunFolder:
+    """A run started in an earlier session that saved a checkpoint; the new start resumes it."""
+    first = open_run(folder, {"mode": "pre"})
+    (folder / "epoch_0.pt").write_bytes(b"weights of epoch 0")
+    again = open_run(folder)
+    assert again.resumed and again.run_id == first.run_id
+    return again
+
+
+def test_ctrl_c_before_the_first_epoch_discards_a_new_training_run_and_its_folder(
+    receiver: ReportServer, tmp_path: Path
+) -> None:
+    folder = tmp_path / "models" / "pre" / "pre_s_49"
+    run = open_run(folder, {"mode": "pre"})
+    latest = _ctrl_c(receiver, _state(run), run=run)
+    assert (latest["event"], latest["status"]) == ("interrupted", "discarded")
+    assert not folder.exists()  # really deleted: it can't be resumed
+    again = open_run(folder)
+    assert again.created and again.run_id != run.run_id  # its next start is a new run
+
+
+def test_the_folder_is_deleted_at_once_even_while_the_server_hangs(
+    hostile: Callable[..., TestServer], tmp_path: Path
+) -> None:
+    folder = tmp_path / "models" / "pre" / "pre_s_49"
+    run = open_run(folder)
+    server = hostile(Behaviour(mode="hang"))
+    reporter = Reporter(settings_for(server.url), _state(run), run=run)
+    reporter.started()
+    assert server.arrived.wait(10)  # the server holds the first report
+    reporter.progress(phase="training", batch=1, batches=10, force=True)  # waits behind it
+    reporter.interrupted()
+    assert not folder.exists()  # deleted now, not when the network allows
+    server.behaviour = Behaviour()
+    server.release.set()
+    wait_until(lambda: len(server.requests) == 2 and reporter.sender.idle)
+    assert reporter.close(10)
+    sent = [json.loads(r.body) for r in server.requests]
+    assert [(b["event"], b["status"]) for b in sent] == [
+        ("started", "in progress"),
+        ("interrupted", "discarded"),
+    ]
+    assert sent[0]["seq"] < sent[1]["seq"] and reporter.sender.refused == 0
+    assert not folder.exists()  # nothing wrote into the deleted folder afterwards
+
+
+@pytest.mark.parametrize("with_run", [True, False])
+def test_ctrl_c_never_deletes_a_resumed_run(
+    receiver: ReportServer, tmp_path: Path, with_run: bool
+) -> None:
+    """Epochs were done in an earlier session, but the job passed no history."""
+    folder = tmp_path / "models" / "pre" / "pre_s_49"
+    run = _earlier_session(folder)
+    kw: dict[str, object] = {"run": run} if with_run else {"seq": run.seq_clock()}
+    latest = _ctrl_c(receiver, _state(run), **kw)
+    assert (latest["event"], latest["status"]) == ("interrupted", "interrupted")
+    assert (folder / "epoch_0.pt").read_bytes() == b"weights of epoch 0"
+    assert open_run(folder).run_id == run.run_id
+
+
+def test_asking_to_discard_a_resumed_run_keeps_it_and_says_why(
+    receiver: ReportServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / "models" / "pre" / "pre_s_49"
+    run = _earlier_session(folder)
+    state = _state(run)
+    reporter = Reporter(settings_for(receiver.url), state, run=run)
+    reporter.started()
+    with caplog.at_level(logging.WARNING, logger="trainrecord.report"):
+        reporter.interrupted(discarded=True)
+    assert reporter.close(10)
+    assert receiver.store.latest(state.run_id)["status"] == "interrupted"
+    assert (folder / METADATA).exists() and (folder / "epoch_0.pt").exists()
+    assert any("resumed" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("kind", ["lesion", "wordset"])
+def test_a_lesion_run_or_word_set_is_interrupted_not_discarded(
+    receiver: ReportServer, tmp_path: Path, kind: str
+) -> None:
+    folder = tmp_path / ("wordsets" if kind == "wordset" else "english") / "run"
+    run = open_run(folder)
+    latest = _ctrl_c(receiver, _state(run, kind), run=run)
+    assert (latest["event"], latest["status"]) == ("interrupted", "interrupted")
+    assert (folder / METADATA).exists() and open_run(folder).run_id == run.run_id
+
+
+def test_a_new_run_with_a_finished_epoch_is_interrupted_and_kept(
+    receiver: ReportServer, tmp_path: Path
+) -> None:
+    folder = tmp_path / "models" / "pre" / "pre_s_49"
+    run = open_run(folder)
+    state = _state(run)
+    with (
+        pytest.raises(KeyboardInterrupt),
+        Reporter(settings_for(receiver.url), state, run=run) as r,
+    ):
+        r.epoch_end(training_epoch(0))
+        raise KeyboardInterrupt
+    assert receiver.store.latest(state.run_id)["status"] == "interrupted"
+    assert open_run(folder).run_id == run.run_id
+
+
+def test_without_its_run_folder_a_run_is_never_reported_discarded(
+    receiver: ReportServer,
+) -> None:
+    """The Reporter cannot delete a folder it was not given, so it never claims it did."""
+    latest = _ctrl_c(receiver, training_state())
+    assert (latest["event"], latest["status"]) == ("interrupted", "interrupted")
+
+
+def _seconds_from_now(sent_at: str) -> float:
+    return abs(datetime.fromisoformat(sent_at).timestamp() - time.time())
+
+
+def test_sent_at_is_the_clock_time_even_when_the_stored_seq_is_ahead(
+    receiver: ReportServer, tmp_path: Path
+) -> None:
+    ahead = time.time_ns() // 1_000_000 + 86_400_000  # an earlier process's clock ran a day ahead
+    clock = SeqClock(tmp_path / "report_seq.json", last_seq=ahead)
+    state = training_state()
+    reporter = Reporter(settings_for(receiver.url), state, seq=clock)
+    reporter.started()
+    wait_until(lambda: reporter.sender.sent >= 1)
+    started = receiver.store.latest(state.run_id)
+    reporter.complete()
+    assert reporter.close(10)
+    latest = receiver.store.latest(state.run_id)
+    assert started["seq"] > ahead and latest["seq"] > started["seq"]
+    assert latest["status"] == "complete"
+    for report in (started, latest):
+        assert _seconds_from_now(report["sent_at"]) < 120, report["sent_at"]
+
+
+def test_a_snapshot_sent_at_is_the_clock_time_even_when_the_stored_seq_is_ahead(
+    receiver: ReportServer, tmp_path: Path
+) -> None:
+    ahead = time.time_ns() // 1_000_000 + 86_400_000
+    clock = SeqClock(tmp_path / "report_seq.json", last_seq=ahead)
+    state = training_state()
+    seq = report_status(settings_for(receiver.url), state, "interrupted", seq=clock)
+    latest = receiver.store.latest(state.run_id)
+    assert seq > ahead and latest["seq"] == seq
+    assert _seconds_from_now(latest["sent_at"]) < 120, latest["sent_at"]
+
+
+def test_epoch_end_clears_the_phase_the_batch_and_the_number_of_batches(
+    receiver: ReportServer,
+) -> None:
+    state = training_state()
+    reporter = Reporter(settings_for(receiver.url), state)
+    reporter.started()
+    wait_until(lambda: reporter.sender.sent >= 1)
+    reporter.progress(phase="training", batch=5, batches=100, force=True)
+    wait_until(lambda: reporter.sender.sent >= 2)
+    progress = receiver.store.latest(state.run_id)["progress"]
+    assert (progress["phase"], progress["batch"], progress["batches"]) == ("training", 5, 100)
+    reporter.epoch_end(training_epoch(0))
+    wait_until(lambda: reporter.sender.sent >= 3)
+    latest = receiver.store.latest(state.run_id)
+    assert latest["event"] == "epoch_end"
+    progress = latest["progress"]
+    assert (progress["phase"], progress["batch"], progress["batches"]) == (None, None, None)
+    assert progress["epoch"] == 1 and progress["epochs_completed"] == 1
+    reporter.complete()
+    assert reporter.close(10)
+
+
+@pytest.mark.parametrize(
+    ("status", "epoch"),
+    [("in progress", 53), ("stopped", None), ("interrupted", None), ("complete", None)],
+)
+def test_a_snapshot_of_a_run_in_progress_carries_its_epoch(
+    receiver: ReportServer, status: str, epoch: int | None
+) -> None:
+    """epoch = epochs_first + epochs_completed while the run is in progress (§5.2), also in a
+    snapshot from another process; null when not running. phase and the batches stay null:
+    only the training process knows them."""
+    state = training_state(
+        epochs_first=50, epochs_total=10, history=[training_epoch(e) for e in range(50, 53)]
+    )
+    state.phase, state.batch, state.batches = "training", 5, 100  # stale, from another process
+    if status == "complete":
+        state.finished_at = state.started_at
+    report_status(settings_for(receiver.url), state, status)
+    progress = receiver.store.latest(state.run_id)["progress"]
+    assert progress["epoch"] == epoch and progress["epochs_completed"] == 3
+    assert (progress["phase"], progress["batch"], progress["batches"]) == (None, None, None)
+
+
+def test_a_snapshot_without_epochs_first_has_no_epoch(receiver: ReportServer) -> None:
+    state = training_state(epochs_first=None)
+    report_status(settings_for(receiver.url), state, "in progress")
+    assert receiver.store.latest(state.run_id)["progress"]["epoch"] is None
+
+
+def test_a_run_folder_of_another_run_is_refused(receiver: ReportServer, tmp_path: Path) -> None:
+    run = open_run(tmp_path / "models" / "pre" / "pre_s_49")
+    with pytest.raises(ValueError, match=r"run\.job_state"):
+        Reporter(settings_for(receiver.url), training_state(), run=run)
+    assert (run.folder / METADATA).exists()
