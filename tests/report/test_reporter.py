@@ -259,3 +259,21 @@ def test_a_run_folder_of_another_run_is_refused(receiver: ReportServer, tmp_path
     with pytest.raises(ValueError, match=r"run\.job_state"):
         Reporter(settings_for(receiver.url), training_state(), run=run)
     assert (run.folder / METADATA).exists()
+
+
+@pytest.mark.parametrize("metadata_first", [False, True])
+def test_ctrl_c_never_deletes_a_folder_that_existed_before_the_run(
+    receiver: ReportServer, tmp_path: Path, metadata_first: bool
+) -> None:
+    """A legacy folder (files of an older tool, maybe a metadata.json without run_id)."""
+    folder = tmp_path / "models" / "pre" / "pre_s_49"
+    folder.mkdir(parents=True)
+    (folder / "epoch_3.pt").write_bytes(b"weights of an older tool")
+    if metadata_first:
+        (folder / METADATA).write_text('{"mode": "pre"}\n', "utf-8")
+    run = open_run(folder)
+    assert run.created and not run.new_folder
+    latest = _ctrl_c(receiver, _state(run), run=run)
+    assert (latest["event"], latest["status"]) == ("interrupted", "interrupted")
+    assert (folder / "epoch_3.pt").read_bytes() == b"weights of an older tool"
+    assert open_run(folder).run_id == run.run_id

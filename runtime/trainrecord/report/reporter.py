@@ -20,7 +20,9 @@ Ctrl+C and ``discarded`` (§3, §6). A run is discarded only when all of these h
 Reporter was given its run folder (``run=``, the :class:`~trainrecord.report.RunFolder`
 from :func:`~trainrecord.report.open_run`), the job is a training run (``state.kind``;
 never a lesion run or a word set), the run was not resumed (``run.created``: this start
-wrote its run_id) and it finished no epoch (``state.history`` is empty). Then the Reporter
+wrote its run_id), ``open_run`` made the folder itself (``run.new_folder``: a folder that
+was there before may hold other files) and it finished no epoch (``state.history`` is
+empty). Then the Reporter
 deletes the run folder (:meth:`RunFolder.discard`) and sends ``interrupted`` with status
 ``discarded``; the next ``open_run`` of the folder is a new run with a new run_id. In every
 other case Ctrl+C sends status ``interrupted`` and the folder is left as it is: a resumed
@@ -226,6 +228,8 @@ class Reporter:
             return f"a {self.state.kind} run is never discarded, only a training run"
         if self.run.resumed:
             return "the run was resumed (its folder holds an earlier session's work)"
+        if not self.run.new_folder:
+            return "the run folder existed before this start (it may hold other files)"
         if self.state.history:
             return "the run finished an epoch"
         return None

@@ -83,6 +83,9 @@ class RunFolder:
     """True when this call wrote the run_id (a new run); False on a resume."""
     metadata: dict[str, Any] = field(default_factory=dict)
     """The whole of metadata.json as read or written (a copy; run_id included)."""
+    new_folder: bool = False
+    """True when this call made the folder itself: only such a folder may ever be deleted
+    (:meth:`discard`); one that existed before may hold files of something else."""
 
     @property
     def resumed(self) -> bool:
@@ -196,6 +199,7 @@ def open_run(
                 "start it first",
             )
         return _resumed(path, stored)
+    new_folder = not path.exists()
     path.mkdir(parents=True, exist_ok=True)
     target = path / METADATA
     for _ in range(10):
@@ -206,7 +210,7 @@ def open_run(
         except FileExistsError:
             pass
         else:
-            return RunFolder(path, record["run_id"], record["started_at"], True, record)
+            return RunFolder(path, record["run_id"], record["started_at"], True, record, new_folder)
         try:
             stored = _read(target)
         except FileNotFoundError:  # deleted (discarded) meanwhile: start afresh
