@@ -8,6 +8,7 @@ import pytest
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torch.utils.checkpoint import checkpoint
 
 from tests.monitor.conftest import TinyCNN, batches, events, metrics, read_run, train
 from tests.monitor.test_events import sgd, zero_block2
@@ -356,3 +357,40 @@ def test_a_frozen_batchnorm_in_a_training_model_is_measured(run_dir: Path) -> No
     assert metrics(run_dir)[-1]["stuck"]["conv2"][2] > 0  # silent channels seen
     refused = events(lines, "certificate_refused")
     assert [r["layer"] for r in refused] == ["conv2"] and "eval mode" in refused[0]["reason"]
+
+
+class Checkpointed(TinyCNN):
+    """TinyCNN with both blocks under activation checkpointing (run again in backward)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = checkpoint(self.block1, x, use_reentrant=False)
+        y = checkpoint(lambda t: self.relu2(self.bn2(self.conv2(t))), x, use_reentrant=False)
+        return self.head(self.flatten(self.pool(y)))
+
+
+def test_activation_checkpointing_gives_the_run_of_the_plain_model(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    lines = zeroed_story(tmp_path / "checkpointed", Checkpointed())
+    torch.manual_seed(0)
+    plain = zeroed_story(tmp_path / "plain", TinyCNN())
+
+    def story(run: list[dict[str, object]]) -> list[tuple[object, ...]]:
+        return [(x["event"], x.get("step"), x.get("layer"), x.get("count")) for x in run]
+
+    assert story(lines) == story(plain)
+    producers = events(lines, "manifest")[0]["producers"]
+    assert [(p["layer"], p["certifiable"], p["consumer"]) for p in producers] == [
+        ("block1.0", True, "conv2"),
+        ("conv2", True, "head"),
+        ("head", False, None),
+    ]
+
+
+def test_a_model_with_uninitialised_lazy_modules_is_refused_clearly(run_dir: Path) -> None:
+    model = nn.Sequential(nn.LazyConv2d(4, 3), nn.BatchNorm2d(4), nn.ReLU())
+    with pytest.raises(ValueError, match="dry run"):
+        Monitor(model, None, run_dir)
+    assert not run_dir.exists() or not any(run_dir.iterdir())
+    model(torch.randn(2, 3, 8, 8))  # the dry run: now it can be monitored
+    with Monitor(model, None, run_dir) as monitor:
+        assert monitor.producers == ["0"]

@@ -135,6 +135,11 @@ class Monitor:
             raise ValueError(f"check_every must be an integer >= 1, got {check_every!r}")
         if channel_list_limit < 0:
             raise ValueError("channel_list_limit must be >= 0")
+        if any(isinstance(p, nn.parameter.UninitializedParameter) for p in model.parameters()):
+            raise ValueError(
+                "the model has lazy modules whose parameters are not initialised yet: run one "
+                "forward pass (a dry run) before creating the Monitor (and the optimizer)"
+            )
         if isinstance(start_step, bool) or not isinstance(start_step, int) or start_step < 0:
             raise ValueError(f"start_step must be an integer >= 0, got {start_step!r}")
         self.model, wrapper = unwrap(model)

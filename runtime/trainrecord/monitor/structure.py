@@ -158,12 +158,15 @@ class StructureProbe:
         micro-batch) and the loss given to ``step()`` is one of them: mixing the passes would
         count every module as called once per micro-batch and every other pass's nodes as
         consumed by nothing. The pass is the one with the most outputs in that graph (the
-        last such pass on a tie); calls of no complete pass (a model called piecewise, no
-        root forward) are all taken, as before."""
+        last such pass on a tie). Calls after the last complete pass are left out: activation
+        checkpointing runs its modules again inside backward, on nodes of no graph. Without
+        any complete pass (a model called piecewise) every call is taken."""
         bounds = [0, *self._ends]
         passes = [self.calls[a:b] for a, b in itertools.pairwise(bounds) if b > a]
-        if len(passes) < 2:
+        if not passes:
             return self.calls
+        if len(passes) == 1:
+            return passes[0]
         reachable = set(parents) | {id(r) for r in roots}
         return max(
             reversed(passes), key=lambda calls: sum(id(c.output) in reachable for c in calls)
