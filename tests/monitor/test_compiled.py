@@ -140,3 +140,14 @@ def test_compiling_after_the_monitor_was_created_is_told_once() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("torch.compile was first used after the monitor was created") == 1
+
+
+def test_two_monitors_share_the_eager_window(tmp_path: Path) -> None:
+    generator, critic = TinyCNN(), TinyCNN()
+    a = Monitor(torch.compile(generator, backend="eager"), None, tmp_path / "g", check_every=2)
+    b = Monitor(torch.compile(critic, backend="eager"), None, tmp_path / "d", check_every=2)
+    assert stance() == "force_eager"
+    a.close()  # b is still armed for its check: its window must stay eager
+    assert stance() == "force_eager"
+    b.close()
+    assert stance() == "default"

@@ -22,6 +22,7 @@ to do), and is restored at the check, at ``close()`` and when the monitor is dis
 from __future__ import annotations
 
 import sys
+import threading
 from typing import Any
 
 from torch import nn
@@ -44,30 +45,45 @@ def is_compiled(model: nn.Module) -> bool:
 
 
 class EagerStance:
-    """Holds the compiler's stance at ``force_eager`` between :meth:`enter` and :meth:`exit`."""
+    """Holds the compiler's stance at ``force_eager`` between :meth:`enter` and :meth:`exit`.
+
+    Shared by every monitor in the process (a GAN's two, say): the stance is set by the
+    first one to enter and given back when the last one exits, so one monitor's check never
+    ends another's eager window."""
+
+    _lock = threading.Lock()
+    _holders = 0
+    _held: Any = None
 
     def __init__(self) -> None:
-        self._held: Any = None
-
-    @property
-    def active(self) -> bool:
-        """Whether the stance is held now."""
-        return self._held is not None
+        self.active = False
 
     def enter(self) -> None:
         """Run compiled code eagerly from now on (no-op when nothing was ever compiled,
         or when called inside a compiled region, where the stance cannot change)."""
-        if self._held is not None or "torch._dynamo" not in sys.modules:
+        if self.active or "torch._dynamo" not in sys.modules:
             return
-        import torch.compiler
+        cls = type(self)
+        with cls._lock:
+            if cls._holders == 0:
+                import torch.compiler
 
-        try:
-            self._held = torch.compiler.set_stance("force_eager")
-        except RuntimeError:  # "attempted to set_stance in a torch.compile region"
-            self._held = None
+                try:
+                    cls._held = torch.compiler.set_stance("force_eager")
+                except RuntimeError:  # "attempted to set_stance in a torch.compile region"
+                    return
+            cls._holders += 1
+            self.active = True
 
     def exit(self) -> None:
-        """Give the stance back to what it was before :meth:`enter`."""
-        held, self._held = self._held, None
-        if held is not None:
-            held.__exit__(None, None, None)
+        """Give the stance back to what it was before the first :meth:`enter` (when this is
+        the last holder)."""
+        if not self.active:
+            return
+        cls = type(self)
+        with cls._lock:
+            self.active = False
+            cls._holders -= 1
+            if cls._holders == 0 and cls._held is not None:
+                held, cls._held = cls._held, None
+                held.__exit__(None, None, None)
