@@ -13,6 +13,8 @@ import socket
 import socketserver
 import ssl
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -166,3 +168,12 @@ class _RawHandler(socketserver.BaseRequestHandler):
         except OSError:
             data = b""
         self.server.chunks.append(data)
+
+
+def wait_until(cond: Callable[[], bool], limit: float = 20.0) -> None:
+    """Poll until ``cond()`` (a guard against hanging, not a speed assertion)."""
+    deadline = time.monotonic() + limit
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached")
+        time.sleep(0.01)

@@ -21,7 +21,7 @@ from tests.report.conftest import (
     training_state,
     wordset_state,
 )
-from tests.report.servers import Behaviour, TestServer
+from tests.report.servers import Behaviour, TestServer, wait_until
 from trainrecord.report import (
     JobState,
     Reporter,
@@ -32,15 +32,6 @@ from trainrecord.report import (
     report_status,
 )
 from trainrecord.report.run_folder import METADATA
-
-
-def wait_until(cond: Callable[[], bool], limit: float = 20.0) -> None:
-    """Poll until ``cond()`` (a guard against hanging, not a speed assertion)."""
-    deadline = time.monotonic() + limit
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached")
-        time.sleep(0.01)
 
 
 def _state(run: RunFolder, kind: str = "training", **over: object) -> JobState:

@@ -27,7 +27,7 @@ from tests.report.conftest import (
     training_state,
     wordset_state,
 )
-from tests.report.servers import Behaviour, TestServer
+from tests.report.servers import Behaviour, TestServer, wait_until
 from trainrecord.errors import RecordRefused
 from trainrecord.report import (
     Reporter,
@@ -40,15 +40,6 @@ from trainrecord.report import (
 from trainrecord.report.payload import encode_report
 
 Start = Callable[..., TestServer]
-
-
-def wait_until(cond: Callable[[], bool], limit: float = 20.0) -> None:
-    """Poll until ``cond()`` (a guard against hanging, not a speed assertion)."""
-    deadline = time.monotonic() + limit
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached")
-        time.sleep(0.01)
 
 
 def bodies(server: TestServer) -> list[dict]:
