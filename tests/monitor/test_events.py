@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import torch
+from torch import nn
 from torch.nn import functional as F
 
 from tests.monitor.conftest import (
@@ -561,3 +562,27 @@ def test_start_step_must_be_a_non_negative_integer(run_dir: Path) -> None:
         with pytest.raises(ValueError, match="start_step"):
             Monitor(TinyCNN(), None, run_dir, start_step=bad)  # type: ignore[arg-type]
     assert not (run_dir / "diary.jsonl").exists()
+
+
+@pytest.mark.parametrize("model_class", [TinyMLP, TinyCNN])
+def test_a_float64_model_is_checked(run_dir: Path, model_class: type[nn.Module]) -> None:
+    torch.manual_seed(0)
+    model = model_class().double()
+    optimizer = sgd(model)
+    expected = []
+    with Monitor(model, optimizer, run_dir, check_every=2) as monitor:
+        for x, y in batches(4):
+            loss = F.cross_entropy(model(x.double()), y)
+            loss.backward()
+            expected.append({n: p.grad.norm().item() for n, p in model.named_parameters()})
+            monitor.step(loss)
+            optimizer.step()
+            optimizer.zero_grad()
+    rows = metrics(run_dir)
+    assert [r["step"] for r in rows] == [0, 2]
+    name, param = next(iter(model.named_parameters()))
+    layer = name.rsplit(".", 1)[0]
+    own = [n for n, _ in model.named_parameters() if n.rsplit(".", 1)[0] == layer]
+    want = math.sqrt(sum(expected[2][n] ** 2 for n in own))
+    assert rows[1]["grad"][layer] == pytest.approx(want, rel=1e-12)
+    assert "float64" in events(read_run(run_dir), "manifest")[0]["precision"]

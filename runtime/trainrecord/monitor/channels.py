@@ -190,7 +190,10 @@ def incoming_norms(producer: nn.Module) -> torch.Tensor | None:
     if weight is None:
         return None
     with torch.no_grad():  # linalg.vector_norm: Tensor.norm goes through Python-level code
-        return torch.linalg.vector_norm(weight.detach().flatten(1), dim=1, dtype=torch.float32)
+        rows = weight.detach().flatten(1)
+        if rows.dtype == torch.float64:  # dtype= may widen, never narrow
+            return torch.linalg.vector_norm(rows, dim=1).float()
+        return torch.linalg.vector_norm(rows, dim=1, dtype=torch.float32)
 
 
 @dataclass
