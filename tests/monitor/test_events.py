@@ -580,7 +580,7 @@ def test_a_float64_model_is_checked(run_dir: Path, model_class: type[nn.Module])
             optimizer.zero_grad()
     rows = metrics(run_dir)
     assert [r["step"] for r in rows] == [0, 2]
-    name, param = next(iter(model.named_parameters()))
+    name, _ = next(iter(model.named_parameters()))
     layer = name.rsplit(".", 1)[0]
     own = [n for n, _ in model.named_parameters() if n.rsplit(".", 1)[0] == layer]
     want = math.sqrt(sum(expected[2][n] ** 2 for n in own))
