@@ -586,3 +586,42 @@ def test_a_float64_model_is_checked(run_dir: Path, model_class: type[nn.Module])
     want = math.sqrt(sum(expected[2][n] ** 2 for n in own))
     assert rows[1]["grad"][layer] == pytest.approx(want, rel=1e-12)
     assert "float64" in events(read_run(run_dir), "manifest")[0]["precision"]
+
+
+class ClosingSink:
+    """A sink that holds a resource: closed after it was given the whole run."""
+
+    name = "closing"
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+        self.closed_after: list[str] | None = None
+
+    def event(self, line: dict[str, Any]) -> None:
+        self.events.append(line["event"])
+
+    def metrics(self, row: dict[str, Any]) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed_after = list(self.events)
+
+
+def test_sinks_receive_run_end_and_are_closed_after_it(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = sgd(model)
+    seen: list[str] = []
+    sink = ClosingSink()
+    with Monitor(
+        model,
+        optimizer,
+        run_dir,
+        check_every=2,
+        callback=lambda x: seen.append(x["event"]),
+        sinks=[sink],
+    ) as monitor:
+        train(model, optimizer, monitor, 4)
+    diary = [x["event"] for x in read_run(run_dir)]
+    assert seen == diary and seen[-1] == "run_end"
+    assert sink.closed_after == diary

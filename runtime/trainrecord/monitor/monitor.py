@@ -242,7 +242,7 @@ class Monitor:
             return
         self.closed = True
         self._disarm()
-        self._sinks.close()
+        self._sinks.flush()  # every failure so far counted; the sinks still get run_end
         self.counts["sink_errors"] = self._sinks.failures
         if self.dist.writer:
             digest = self._metrics.sha256()
@@ -257,6 +257,7 @@ class Monitor:
                 },
             )
             self._diary.close()
+        self._sinks.close()
 
     def __enter__(self) -> Monitor:
         return self

@@ -130,9 +130,17 @@ class TensorBoardSink:
                 self.writer.add_scalar(f"trainrecord/grad/{layer}", norm, step)
         self.writer.flush()
 
+    def close(self) -> None:
+        """Flush and stop the SummaryWriter (and its thread)."""
+        self.writer.close()
+
 
 _NO_METRICS = (LoggingSink.metrics, CallbackSink.metrics)
 """``metrics`` methods that do nothing."""
+
+
+FLUSH = "(flush)"
+"""The queue item kind that marks a :meth:`SinkDispatcher.flush` point."""
 
 
 class SinkDispatcher:
@@ -164,19 +172,40 @@ class SinkDispatcher:
             if item is None:
                 return
             kind, payload = item
+            if kind == FLUSH:
+                payload.set()
+                continue
             for sink in self.sinks:
                 try:
                     getattr(sink, kind)(payload)
                 except Exception as exc:  # a sink must never stop training
-                    self.failures += 1
-                    key = (str(getattr(sink, "name", type(sink).__name__)), type(exc).__name__)
-                    if key not in self._seen:
-                        self._seen.add(key)
-                        text = f"{type(exc).__name__}: {exc}"[:500]
-                        self.on_error(key[0], text)
+                    self._failed(sink, exc)
+
+    def _failed(self, sink: Any, exc: Exception) -> None:
+        """Count a sink's failure; report the first of each (sink, exception type)."""
+        self.failures += 1
+        key = (str(getattr(sink, "name", type(sink).__name__)), type(exc).__name__)
+        if key not in self._seen:
+            self._seen.add(key)
+            text = f"{type(exc).__name__}: {exc}"[:500]
+            self.on_error(key[0], text)
+
+    def flush(self, timeout: float = 10.0) -> None:
+        """Wait (at most ``timeout`` seconds) until everything queued so far is delivered."""
+        if self.sinks and self._thread.is_alive():
+            done = threading.Event()
+            self._queue.put((FLUSH, done))  # type: ignore[arg-type]
+            done.wait(timeout)
 
     def close(self, timeout: float = 10.0) -> None:
         """Deliver what is queued (waiting at most ``timeout`` seconds), then stop."""
         if self.sinks and self._thread.is_alive():
             self._queue.put(None)
             self._thread.join(timeout)
+        for sink in self.sinks:  # a sink that holds resources gives them back (optional)
+            closer = getattr(sink, "close", None)
+            if callable(closer) and not self._thread.is_alive():
+                try:
+                    closer()
+                except Exception as exc:  # never raised into the training loop
+                    self._failed(sink, exc)
