@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -627,3 +628,36 @@ def test_sinks_receive_run_end_and_are_closed_after_it(run_dir: Path) -> None:
     diary = [x["event"] for x in read_run(run_dir)]
     assert seen == diary and seen[-1] == "run_end"
     assert sink.closed_after == diary
+
+
+def test_a_numpy_scalar_loss_is_a_number(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyMLP()
+    with Monitor(model, None, run_dir, check_every=1) as monitor:
+        for value in (np.float32(0.25), np.float64(0.5), np.int64(2)):
+            x, y = batches(1)[0]
+            F.cross_entropy(model(x), y).backward()
+            monitor.step(value)
+        with pytest.raises(TypeError, match="loss must be"):
+            monitor.step(np.bool_(True))
+    assert [r["loss"] for r in metrics(run_dir)] == [0.25, 0.5, 2.0]
+
+
+def test_a_run_dir_that_is_a_file_is_refused_clearly(tmp_path: Path) -> None:
+    path = tmp_path / "run"
+    path.write_text("not a folder")
+    with pytest.raises(NotADirectoryError, match="is a file, not a directory"):
+        Monitor(TinyMLP(), None, path)
+    assert path.read_text() == "not a folder"
+
+
+def test_data_parallel_in_one_process_is_not_distributed(run_dir: Path) -> None:
+    model = nn.DataParallel(TinyMLP())
+    with Monitor(model, None, run_dir, check_every=1) as monitor:
+        x, y = batches(1)[0]
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        monitor.step(loss)
+    manifest = events(read_run(run_dir), "manifest")[0]
+    assert manifest["distributed"] is None
+    assert any("DataParallel in one process" in note for note in manifest["notes"])

@@ -74,8 +74,8 @@ class Distributed:
         return self.rank == 0
 
     def manifest(self) -> dict[str, Any] | None:
-        """The manifest's distributed field (null for one process)."""
-        if not self.active and self.wrapper is None:
+        """The manifest's distributed field (null for one process: nn.DataParallel too)."""
+        if not self.active:
             return None
         return {
             "backend": self.backend,

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import numbers
 import platform
 import sys
 import threading
@@ -151,6 +152,11 @@ class Monitor:
         self.decay_ratio = decay_ratio
         self.dist = Distributed.detect(wrapper)
         self.run_dir = Path(run_dir)
+        if self.run_dir.exists() and not self.run_dir.is_dir():
+            raise NotADirectoryError(
+                f"Monitor's run_dir {self.run_dir} is a file, not a directory: give the "
+                "directory for diary.jsonl and metrics.jsonl (it is created if missing)"
+            )
         self.name = name or self.run_dir.name
         self.modules = dict(self.model.named_modules())
         self.layers = parameter_layers(self.model)
@@ -431,7 +437,7 @@ class Monitor:
                     detached = detached.float().clone()
                     self.dist.reduce_mean(detached)
                 return detached, None
-        if isinstance(loss, bool) or not isinstance(loss, (int, float)):
+        if isinstance(loss, (bool, np.bool_)) or not isinstance(loss, numbers.Real):
             raise TypeError(
                 "monitor.step(loss): loss must be a tensor, a number or None, "
                 f"got {type(loss).__name__}"
@@ -727,6 +733,11 @@ class Monitor:
             "skipped steps are recorded at checks whose gradients are not finite, "
             "the condition under which the GradScaler skips the optimizer step",
         ]
+        if self.dist.wrapper is not None and not self.dist.active:
+            notes.append(
+                f"the model is wrapped in {self.dist.wrapper} in one process: the module "
+                "inside it is monitored, and nothing is reduced across processes"
+            )
         if self._unmeasured:
             notes.append(
                 "no channel statistics for "
