@@ -10,7 +10,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch.utils.checkpoint import checkpoint
 
-from tests.monitor.conftest import TinyCNN, batches, events, metrics, read_run, train
+from tests.monitor.conftest import TinyCNN, TinyMLP, batches, events, metrics, read_run, train
 from tests.monitor.test_events import sgd, zero_block2
 from trainrecord.monitor import Monitor
 
@@ -394,3 +394,39 @@ def test_a_model_with_uninitialised_lazy_modules_is_refused_clearly(run_dir: Pat
     model(torch.randn(2, 3, 8, 8))  # the dry run: now it can be monitored
     with Monitor(model, None, run_dir) as monitor:
         assert monitor.producers == ["0"]
+
+
+def test_a_batch_of_one_sample_proves_nothing_about_channels(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyMLP()
+    optimizer = sgd(model)
+    with Monitor(model, optimizer, run_dir, check_every=1, repair=True) as monitor:
+        for x, y in batches(12, batch=1):  # every Linear output is (1, C): one value a channel
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            monitor.step(loss)
+            optimizer.step()
+            optimizer.zero_grad()
+    lines = read_run(run_dir)
+    assert not events(lines, "channels") and not events(lines, "repair")
+    assert {p["layer"]: p["measured"] for p in events(lines, "manifest")[0]["producers"]} == {
+        "fc1": False,
+        "fc2": False,
+    }
+    assert all(counts == [0, 0, 0, 0] for r in metrics(run_dir) for counts in r["stuck"].values())
+
+
+def test_a_model_trained_in_eval_mode_is_measured(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = sgd(model)
+    model.eval()  # fine-tuning with every BatchNorm frozen
+    with Monitor(model, optimizer, run_dir, check_every=2, warmup=3) as monitor:
+        train(model, optimizer, monitor, 4)
+        with torch.no_grad():
+            model.conv2.weight.zero_()
+            model.bn2.bias.fill_(-1.0)
+        train(model, optimizer, monitor, 2, seed=1)
+    lines = read_run(run_dir)
+    assert all(p["measured"] for p in events(lines, "manifest")[0]["producers"])
+    assert metrics(run_dir)[-1]["stuck"]["conv2"][2] == 8  # every channel silent

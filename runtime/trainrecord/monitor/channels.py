@@ -80,25 +80,27 @@ def channel_extremes(x: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Ten
 class ActivationProbe:
     """Forward hooks that keep a per-channel max and min of chosen modules' outputs.
 
-    Only training forward passes count: gradients enabled and ``root`` (the model; the
-    module itself when not given) in training mode. A module left in eval mode inside a
-    training model (a frozen BatchNorm) is measured like the others."""
+    Forward passes with gradients count, whatever the modules' mode (a frozen eval-mode
+    BatchNorm, or a model fine-tuned in eval mode, is measured; a validation pass under
+    ``torch.no_grad()`` is not). An output with fewer than two values per channel (a batch of
+    one sample and one position) is not measured: every channel of it would look flat."""
 
-    def __init__(self, modules: dict[str, nn.Module], root: nn.Module | None = None) -> None:
+    def __init__(self, modules: dict[str, nn.Module]) -> None:
         self.maxima: dict[str, torch.Tensor] = {}
         self.minima: dict[str, torch.Tensor] = {}
-        self._root = root
         self._handles = [m.register_forward_hook(self._hook(n)) for n, m in modules.items()]
 
     def _hook(self, name: str) -> Callable[..., None]:
         def hook(module: nn.Module, args: Any, output: Any) -> None:
-            training = (self._root if self._root is not None else module).training
-            if not (training and torch.is_grad_enabled()):
+            if not torch.is_grad_enabled():
                 return
             tensor = first_tensor(output)
             if tensor is None or tensor.dim() < 2 or tensor.numel() == 0:
                 return
-            high, low = channel_extremes(tensor.detach(), channel_dim(module, tensor))  # no graph
+            dim = channel_dim(module, tensor)
+            if tensor.numel() < 2 * tensor.shape[dim]:  # one value per channel: proves nothing
+                return
+            high, low = channel_extremes(tensor.detach(), dim)  # no graph
             if name in self.maxima:
                 self.maxima[name] = torch.maximum(self.maxima[name], high)
                 self.minima[name] = torch.minimum(self.minima[name], low)

@@ -288,7 +288,7 @@ class Monitor:
             for name in self.producers:
                 measured = self.structure.pairs.get(name, name)
                 watched[measured] = self.modules[measured]
-        self._activation_probe = ActivationProbe(watched, self.model)
+        self._activation_probe = ActivationProbe(watched)
         self._stance.enter()  # compiled code runs eagerly until the check (see compiled.py)
         self._dynamo_at_arming = "torch._dynamo" in sys.modules
 
@@ -742,10 +742,12 @@ class Monitor:
             notes.append(
                 "no channel statistics for "
                 + ", ".join(self._unmeasured)
-                + ": the forward pass never called them as modules (MultiheadAttention, for "
-                "one, uses its out_proj weights directly), so their constant and silent "
-                "counts stay 0 and none is certified (their producers entries say measured: "
-                "false); decayed channels are still counted"
+                + " at the first check: no forward pass with gradients gave them two or more "
+                "values per channel (a module the forward pass never calls, as "
+                "MultiheadAttention does with its out_proj, or a batch of one sample); their "
+                "constant and silent counts stay 0 and none is certified while that lasts "
+                "(their producers entries say measured: false); decayed channels are still "
+                "counted"
             )
         if self.compiled:
             notes.append(
