@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+from torch import nn
 from torch.nn import functional as F
+from torch.nn.utils.parametrizations import weight_norm
 
 from tests.monitor.conftest import TinyCNN, TinyMLP, batches, events, metrics, read_run, train
 from tests.monitor.test_events import sgd, zero_block2
@@ -144,3 +146,56 @@ def test_momentum_built_by_weight_decay_refuses_rather_than_guesses(run_dir: Pat
     assert refused["step"] == 4 and "momentum_buffer" in refused["reason"]
     # the channels are still reported, as silent: observed, no longer proved
     assert [r["stuck"]["fc1"] for r in metrics(run_dir)][1:] == [[0, 0, 3, 0]] * 2
+
+
+def test_a_weight_normed_layer_shows_its_relu_and_is_never_repaired(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    fc1 = nn.Linear(192, 16)
+    model = nn.Sequential(nn.Flatten(), weight_norm(fc1), nn.ReLU(), nn.Linear(16, 4))
+    with torch.no_grad():
+        model[1].bias[:4] = -100.0  # four channels dead from the start
+    optimizer = torch.optim.SGD(model.parameters(), 0.05)
+    with Monitor(model, optimizer, run_dir, check_every=2, repair=True) as monitor:
+        train(model, optimizer, monitor, 6)
+    lines = read_run(run_dir)
+    manifest = events(lines, "manifest")[0]
+    producer = {p["layer"]: p for p in manifest["producers"]}["1"]
+    assert producer["relu"] == "2" and not producer["certifiable"]
+    assert "computed from other parameters" in producer["reason"]
+    assert "computed" in manifest["repair"]["not_repaired"]["1"]
+    assert metrics(run_dir)[-1]["stuck"]["1"][2] == 4  # seen silent
+    assert not events(lines, "repair")  # a repair would be undone at the next forward
+
+
+class TiedLM(nn.Module):
+    """Embedding, a ReLU layer, and an output layer tied to the embedding."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(20, 16)
+        self.fc = nn.Linear(16, 16)
+        self.out = nn.Linear(16, 20, bias=False)
+        self.out.weight = self.emb.weight
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.out(F.relu(self.fc(self.emb(tokens))))
+
+
+def test_a_repair_never_zeroes_a_tied_consumer(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TiedLM()
+    optimizer = torch.optim.SGD(model.parameters(), 0.1)
+    with torch.no_grad():
+        model.fc.weight[:4] = 0
+        model.fc.bias[:4] = -1.0  # four certifiable dead channels
+    embedding = model.emb.weight.detach().clone()
+    tokens = torch.randint(0, 20, (8, 6), generator=torch.Generator().manual_seed(1))
+    with Monitor(model, optimizer, run_dir, check_every=1, repair=True, repair_seed=0) as monitor:
+        loss = F.cross_entropy(model(tokens).reshape(-1, 20), tokens.reshape(-1))
+        loss.backward()
+        monitor.step(loss)
+    lines = read_run(run_dir)
+    assert [r["layer"] for r in events(lines, "repair")] == ["fc"]
+    assert "consumer of the channels is unknown" in events(lines, "repair")[0]["method"]
+    assert "fc" not in events(lines, "manifest")[0]["repair"]["function_preserving"]
+    assert torch.equal(model.emb.weight.detach(), embedding)  # the tied matrix is untouched

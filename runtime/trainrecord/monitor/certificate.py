@@ -65,6 +65,11 @@ class Producer:
             )
         if self.calls > 1:
             return f"{self.name} is called {self.calls} times per forward pass (shared weights)"
+        if not isinstance(getattr(self.module, "weight", None), nn.Parameter):
+            return (
+                f"the weight of {self.name} is computed from other parameters (a "
+                "parametrization or weight norm): the proof would rest on a copy"
+            )
         return None
 
 

@@ -194,6 +194,7 @@ class Monitor:
         self._activation_probe: ActivationProbe | None = None
         self._stance = EagerStance()
         self._unmeasured: list[str] = []
+        self._not_repairable: dict[str, str] = {}
         self._dynamo_at_arming = False
         self.compiled = is_compiled(model) or is_compiled(self.model)
         self._lock = threading.Lock()
@@ -398,6 +399,38 @@ class Monitor:
             self._metrics.append(row)
             self._sinks.put("metrics", row)
 
+    def _repair_limits(self, structure: Structure) -> dict[str, str]:
+        """Producers a repair must not touch, with why; and, in ``structure.consumer``, only
+        consumers whose outgoing weights can be zeroed without touching another module.
+
+        A weight that is computed (a parametrization or weight norm) would be recomputed
+        from its own parameters on the next forward pass, undoing the repair; a parameter
+        shared with another module (tied weights) would change that module too."""
+        owners: dict[int, int] = {}
+        for module in self.model.modules():
+            for p in module.parameters(recurse=False):
+                owners[id(p)] = owners.get(id(p), 0) + 1
+        shared = {key for key, count in owners.items() if count > 1}
+        limits: dict[str, str] = {}
+        for name in self.producers:
+            info = self.producer_info[name]
+            if not isinstance(getattr(info.module, "weight", None), nn.Parameter):
+                limits[name] = (
+                    "its weight is computed (a parametrization or weight norm): a repair "
+                    "would be undone at the next forward pass"
+                )
+                continue
+            touched = [info.module.weight, getattr(info.module, "bias", None)]
+            if info.bn_module is not None:
+                touched += [getattr(info.bn_module, "weight", None), info.bn_module.bias]
+            if any(t is not None and id(t) in shared for t in touched):
+                limits[name] = "a parameter it would change is shared with another module"
+        for name, consumer in list(structure.consumer.items()):
+            weight = getattr(self.modules[consumer], "weight", None)
+            if not isinstance(weight, nn.Parameter) or id(weight) in shared:
+                del structure.consumer[name]  # repaired, but not function-preserving
+        return limits
+
     def _learn(self, step: int, structure: Structure, seen: set[str]) -> None:
         """Take the structure of the first check's forward pass; ``seen``: the modules whose
         outputs the channel hooks saw in it."""
@@ -406,6 +439,7 @@ class Monitor:
             p.name: p for p in producers_from(structure, self.modules, self.producers)
         }
         self._unmeasured = [n for n in self.producers if structure.pairs.get(n, n) not in seen]
+        self._not_repairable = self._repair_limits(structure)
         self._emit("structure", structure.event(step))
         self._emit("manifest", self._manifest(step))
 
@@ -649,7 +683,7 @@ class Monitor:
         chosen = sorted(
             set(counts.certified) | {c for c, n in streak.items() if n >= self.repair_patience}
         )
-        if not chosen:
+        if not chosen or info.name in self._not_repairable:
             return
         consumer_name = self.structure.consumer.get(info.name) if self.structure else None
         consumer = (consumer_name, self.modules[consumer_name]) if consumer_name else None
@@ -773,6 +807,7 @@ class Monitor:
                     "patience": self.repair_patience,
                     "rng": self.repairer.rng,
                     "function_preserving": sorted(self.structure.consumer),
+                    "not_repaired": dict(self._not_repairable),
                 }
                 if self.repair_enabled
                 else False

@@ -112,7 +112,13 @@ class StructureProbe:
         self._ends: list[int] = []  # len(calls) at the end of each forward pass of the model
         self._handles: list[Any] = []
         for name, module in modules.items():
-            if name and not any(True for _ in module.children()):
+            # leaves, and the layers the structure is about even when they have children
+            # (a Conv under torch.nn.utils.parametrizations.weight_norm holds its
+            # parametrization as a child module)
+            if name and (
+                isinstance(module, PRODUCERS + BATCHNORMS + RELUS)
+                or not any(True for _ in module.children())
+            ):
                 self._handles.append(module.register_forward_pre_hook(self._pre(name)))
                 self._handles.append(module.register_forward_hook(self._post(name)))
         self._handles.append(root.register_forward_hook(self._root))
