@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import pytest
@@ -430,3 +431,27 @@ def test_a_model_trained_in_eval_mode_is_measured(run_dir: Path) -> None:
     lines = read_run(run_dir)
     assert all(p["measured"] for p in events(lines, "manifest")[0]["producers"])
     assert metrics(run_dir)[-1]["stuck"]["conv2"][2] == 8  # every channel silent
+
+
+def hooks_on(model: nn.Module) -> int:
+    """Hooks stored on a model's modules."""
+    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules())
+
+
+def test_saving_or_copying_the_model_while_a_check_is_armed_carries_no_hook(
+    tmp_path: Path,
+) -> None:
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = sgd(model)
+    with Monitor(model, optimizer, tmp_path / "run", check_every=5) as monitor:
+        for epoch in range(2):  # an epoch of 5 steps: each ends with the next check armed
+            train(model, optimizer, monitor, 5, seed=epoch)
+            torch.save(model, tmp_path / f"model{epoch}.pt")  # the whole module, pickled
+            teacher = copy.deepcopy(model)  # an EMA or teacher copy
+            assert hooks_on(model) == hooks_on(teacher) == 0
+            teacher(batches(1)[0][0])  # the copy's forward is none of the monitor's business
+    loaded = torch.load(tmp_path / "model1.pt", weights_only=False)
+    assert hooks_on(loaded) == 0
+    assert [r["step"] for r in metrics(tmp_path / "run")] == [0, 5]
+    assert events(read_run(tmp_path / "run"), "structure")  # the checks still measured

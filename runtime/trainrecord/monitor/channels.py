@@ -18,12 +18,12 @@ The level is ``none`` (no stuck channel), ``some``, ``most`` (half or more) or `
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.modules.module import register_module_forward_hook
 
 from trainrecord.monitor.structure import first_tensor
 
@@ -88,26 +88,28 @@ class ActivationProbe:
     def __init__(self, modules: dict[str, nn.Module]) -> None:
         self.maxima: dict[str, torch.Tensor] = {}
         self.minima: dict[str, torch.Tensor] = {}
-        self._handles = [m.register_forward_hook(self._hook(n)) for n, m in modules.items()]
+        self._modules = list(modules.values())  # held, so that their ids stay theirs
+        self._names = {id(m): n for n, m in modules.items()}
+        # one global hook, matched by identity: nothing is stored on the model's modules,
+        # so a torch.save(model) or copy.deepcopy(model) meanwhile sees no trace of it
+        self._handles = [register_module_forward_hook(self._hook)]
 
-    def _hook(self, name: str) -> Callable[..., None]:
-        def hook(module: nn.Module, args: Any, output: Any) -> None:
-            if not torch.is_grad_enabled():
-                return
-            tensor = first_tensor(output)
-            if tensor is None or tensor.dim() < 2 or tensor.numel() == 0:
-                return
-            dim = channel_dim(module, tensor)
-            if tensor.numel() < 2 * tensor.shape[dim]:  # one value per channel: proves nothing
-                return
-            high, low = channel_extremes(tensor.detach(), dim)  # no graph
-            if name in self.maxima:
-                self.maxima[name] = torch.maximum(self.maxima[name], high)
-                self.minima[name] = torch.minimum(self.minima[name], low)
-            else:
-                self.maxima[name], self.minima[name] = high, low
-
-        return hook
+    def _hook(self, module: nn.Module, args: Any, output: Any) -> None:
+        name = self._names.get(id(module))
+        if name is None or not torch.is_grad_enabled():
+            return
+        tensor = first_tensor(output)
+        if tensor is None or tensor.dim() < 2 or tensor.numel() == 0:
+            return
+        dim = channel_dim(module, tensor)
+        if tensor.numel() < 2 * tensor.shape[dim]:  # one value per channel: proves nothing
+            return
+        high, low = channel_extremes(tensor.detach(), dim)  # no graph
+        if name in self.maxima:
+            self.maxima[name] = torch.maximum(self.maxima[name], high)
+            self.minima[name] = torch.minimum(self.minima[name], low)
+        else:
+            self.maxima[name], self.minima[name] = high, low
 
     def remove(self) -> None:
         """Remove every hook."""

@@ -29,6 +29,7 @@ import numbers
 import platform
 import sys
 import threading
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,9 @@ from trainrecord.monitor.sinks import (
     TensorBoardSink,
 )
 from trainrecord.monitor.structure import PRODUCERS, Structure, StructureProbe
+
+COMPILED_GLOBAL_HOOKS = r"Using `torch\.compile\(module\)` when there are global hooks"
+"""torch's warning that global hooks also see the compiled wrapper; the monitor's ignore it."""
 
 NO_GRADIENTS = (
     "monitor.step(loss) found no parameter with a gradient: call it after "
@@ -197,6 +201,8 @@ class Monitor:
         self._not_repairable: dict[str, str] = {}
         self._dynamo_at_arming = False
         self.compiled = is_compiled(model) or is_compiled(self.model)
+        if self.compiled:  # the check's hooks are global and skip the compiled wrapper
+            warnings.filterwarnings("ignore", message=COMPILED_GLOBAL_HOOKS, category=UserWarning)
         self._lock = threading.Lock()
         self._diary: Any = None
         self._metrics: Any = None

@@ -16,12 +16,15 @@ several forward passes; the structure is that of the one the graph belongs to.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.modules.module import (
+    register_module_forward_hook,
+    register_module_forward_pre_hook,
+)
 
 PRODUCERS: tuple[type[nn.Module], ...] = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Linear)
 BATCHNORMS: tuple[type[nn.Module], ...] = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
@@ -110,7 +113,7 @@ class StructureProbe:
         self._pending: dict[int, list[tuple[Any, int]]] = {}
         self._outputs: list[torch.Tensor] = []
         self._ends: list[int] = []  # len(calls) at the end of each forward pass of the model
-        self._handles: list[Any] = []
+        self._names: dict[int, str] = {}
         for name, module in modules.items():
             # leaves, and the layers the structure is about even when they have children
             # (a Conv under torch.nn.utils.parametrizations.weight_norm holds its
@@ -119,39 +122,41 @@ class StructureProbe:
                 isinstance(module, PRODUCERS + BATCHNORMS + RELUS)
                 or not any(True for _ in module.children())
             ):
-                self._handles.append(module.register_forward_pre_hook(self._pre(name)))
-                self._handles.append(module.register_forward_hook(self._post(name)))
-        self._handles.append(root.register_forward_hook(self._root))
+                self._names[id(module)] = name
+        self._root_module = root
+        # global hooks, matched by identity: nothing is stored on the model's modules, so a
+        # torch.save(model) or copy.deepcopy(model) meanwhile sees no trace of the probe
+        self._handles: list[Any] = [
+            register_module_forward_pre_hook(self._pre),
+            register_module_forward_hook(self._post),
+        ]
 
-    def _pre(self, name: str) -> Callable[..., None]:
-        def hook(module: nn.Module, args: Any) -> None:
-            if not torch.is_grad_enabled():
-                return
-            tensor = first_tensor(args)
-            node = tensor.grad_fn if tensor is not None else None
-            spatial = 1
-            if tensor is not None and tensor.dim() > 2:
-                for size in tensor.shape[2:]:
-                    spatial *= int(size)
-            self._pending.setdefault(id(module), []).append((node, spatial))
+    def _pre(self, module: nn.Module, args: Any) -> None:
+        if id(module) not in self._names or not torch.is_grad_enabled():
+            return
+        tensor = first_tensor(args)
+        node = tensor.grad_fn if tensor is not None else None
+        spatial = 1
+        if tensor is not None and tensor.dim() > 2:
+            for size in tensor.shape[2:]:
+                spatial *= int(size)
+        self._pending.setdefault(id(module), []).append((node, spatial))
 
-        return hook
+    def _post(self, module: nn.Module, args: Any, output: Any) -> None:
+        if module is self._root_module:
+            self._root(output)
+        name = self._names.get(id(module))
+        if name is None or not torch.is_grad_enabled():
+            return
+        stack = self._pending.get(id(module))
+        if not stack:
+            return
+        node, spatial = stack.pop()
+        tensor = first_tensor(output)
+        out_node = tensor.grad_fn if tensor is not None else None
+        self.calls.append(_Call(name, module, node, out_node, spatial))
 
-    def _post(self, name: str) -> Callable[..., None]:
-        def hook(module: nn.Module, args: Any, output: Any) -> None:
-            if not torch.is_grad_enabled():
-                return
-            stack = self._pending.get(id(module))
-            if not stack:
-                return
-            node, spatial = stack.pop()
-            tensor = first_tensor(output)
-            out_node = tensor.grad_fn if tensor is not None else None
-            self.calls.append(_Call(name, module, node, out_node, spatial))
-
-        return hook
-
-    def _root(self, module: nn.Module, args: Any, output: Any) -> None:
+    def _root(self, output: Any) -> None:
         tensor = first_tensor(output)
         if tensor is not None and tensor.grad_fn is not None:
             self._outputs.append(tensor)
