@@ -3,6 +3,7 @@ resume and metrics. Every written line is checked with the seed's snippet, verba
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import math
@@ -302,3 +303,17 @@ def test_tuples_and_float_subclasses_are_written_as_json_has_them(tmp_path: Path
         alarm = w.append("alarm", {**BODIES["alarm"], "grad_norm": Norm(0.5)})
     assert line["layers"] == ["a", "b"] and type(alarm["grad_norm"]) is float
     assert seed_verify_file(tmp_path / "diary.jsonl") == 3
+
+
+def test_writers_dropped_without_close_give_their_files_back(tmp_path):
+    diary = DiaryWriter(tmp_path, fsync_policy="interval", fsync_interval=60.0, seal=False)
+    metrics = MetricsWriter(tmp_path, fsync_interval=60.0)
+    for _ in range(3):  # within the interval: background fsyncs are scheduled, not done
+        diary.append("run_start", BODIES["run_start"])
+        metrics.append({"step": 0, "loss": 1.0, "grad": {}, "stuck": {}})
+    del diary, metrics  # an exception left them unreachable, never closed
+    gc.collect()
+    with DiaryWriter(tmp_path) as again, MetricsWriter(tmp_path) as rows:  # not locked out
+        again.append("run_start", BODIES["run_start"])
+        assert rows.rows == 3
+    assert verify(tmp_path).lines == 4

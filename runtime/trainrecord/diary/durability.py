@@ -37,6 +37,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Literal
 
@@ -83,6 +84,9 @@ class AppendFile:
                 [path.name],
                 "another writer has this file open; close it before writing here",
             ) from None
+        # a writer dropped without close() (an exception left its owner unreachable) gives
+        # its descriptor and lock back when collected, so the run can be opened again
+        self._finalizer = weakref.finalize(self, os.close, self.fd)
         self._last_sync = time.monotonic()
         self.broken = False
         # guards fsync and close; made anew in a forked child (the parent's background
@@ -138,6 +142,7 @@ class AppendFile:
                 if not self.broken:
                     os.fsync(self.fd)
             finally:
+                self._finalizer.detach()  # the number may be reused once closed
                 os.close(self.fd)
                 self.fd = -1
         if error is not None:
@@ -186,7 +191,8 @@ class _SyncScheduler:
     def __init__(self) -> None:
         self.pid = os.getpid()
         self._cond = threading.Condition(threading.Lock())
-        self._due: dict[AppendFile, float] = {}
+        # weak: a file whose writer was dropped unclosed is not kept open for its fsync
+        self._due: weakref.WeakKeyDictionary[AppendFile, float] = weakref.WeakKeyDictionary()
         self._thread: threading.Thread | None = None
 
     def schedule(self, file: AppendFile, deadline: float) -> None:
@@ -222,6 +228,7 @@ class _SyncScheduler:
                         del self._due[file]
                         file._scheduled_pid = 0
                         break
+                    del file  # not held while waiting: its writer may be dropped meanwhile
                     self._cond.wait(min(delay, threading.TIMEOUT_MAX))
             file._background_sync()
             del file  # hold no closed file until the next deadline
