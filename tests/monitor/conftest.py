@@ -100,11 +100,12 @@ def train(
     before_step: Callable[[int, torch.Tensor], torch.Tensor] | None = None,
     after_backward: Callable[[int], None] | None = None,
     seed: int = 0,
+    batch: int = 32,
 ) -> list[float]:
     """The issue's loop: forward, backward, monitor.step(loss), optimizer step, zero_grad
     (``monitor`` None: the same loop unmonitored)."""
     losses = []
-    for step, (x, y) in enumerate(batches(steps, seed=seed)):
+    for step, (x, y) in enumerate(batches(steps, batch=batch, seed=seed)):
         loss = F.cross_entropy(model(x), y)
         if before_step is not None:
             loss = before_step(step, loss)

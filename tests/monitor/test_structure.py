@@ -402,12 +402,7 @@ def test_a_batch_of_one_sample_proves_nothing_about_channels(run_dir: Path) -> N
     model = TinyMLP()
     optimizer = sgd(model)
     with Monitor(model, optimizer, run_dir, check_every=1, repair=True) as monitor:
-        for x, y in batches(12, batch=1):  # every Linear output is (1, C): one value a channel
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            monitor.step(loss)
-            optimizer.step()
-            optimizer.zero_grad()
+        train(model, optimizer, monitor, 12, batch=1)  # Linear outputs (1, C): one value each
     lines = read_run(run_dir)
     assert not events(lines, "channels") and not events(lines, "repair")
     assert {p["layer"]: p["measured"] for p in events(lines, "manifest")[0]["producers"]} == {
