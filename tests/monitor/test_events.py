@@ -661,3 +661,20 @@ def test_data_parallel_in_one_process_is_not_distributed(run_dir: Path) -> None:
     manifest = events(read_run(run_dir), "manifest")[0]
     assert manifest["distributed"] is None
     assert any("DataParallel in one process" in note for note in manifest["notes"])
+
+
+def test_autocast_shows_in_the_manifest_precision(tmp_path: Path) -> None:
+    precisions = []
+    for autocast in (False, True):
+        torch.manual_seed(0)
+        model = TinyMLP()
+        run = tmp_path / str(autocast)
+        with Monitor(model, None, run, check_every=1) as monitor:
+            x, y = batches(1)[0]
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+                loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            monitor.step(loss)
+        precisions.append(events(read_run(run), "manifest")[0]["precision"])
+    assert precisions[0] == "float32"
+    assert precisions[1].startswith("float32 parameters, bfloat16 activations (autocast)")

@@ -198,6 +198,7 @@ class Monitor:
         self._activation_probe: ActivationProbe | None = None
         self._stance = EagerStance()
         self._unmeasured: list[str] = []
+        self._activation_dtypes: set[torch.dtype] = set()
         self._not_repairable: dict[str, str] = {}
         self._dynamo_at_arming = False
         self.compiled = is_compiled(model) or is_compiled(self.model)
@@ -335,6 +336,7 @@ class Monitor:
             structure_probe, self._structure_probe = self._structure_probe, None
             if structure_probe.saw_forward:
                 seen = set(probe.maxima) if probe is not None else set()
+                self._activation_dtypes = probe.dtypes if probe is not None else set()
                 self._learn(step, structure_probe.finish(tensor), seen)
             else:
                 structure_probe.remove()
@@ -761,6 +763,12 @@ class Monitor:
         else:
             dtypes = sorted({str(p.dtype).replace("torch.", "") for p in self.model.parameters()})
             precision = ", ".join(dtypes) or precision
+            seen = sorted({str(d).replace("torch.", "") for d in self._activation_dtypes})
+            if seen and set(seen) - set(dtypes):  # autocast: outputs in another precision
+                precision = (
+                    f"{precision} parameters, {', '.join(seen)} activations (autocast) at the "
+                    "first check"
+                )
         notes = [
             "steps between checks only increment a counter; forward hooks are installed for "
             "the forward pass of a check step only",
