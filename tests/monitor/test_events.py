@@ -29,6 +29,7 @@ from tests.monitor.conftest import (
 )
 from trainrecord.diary import EVENT_TYPES
 from trainrecord.monitor import Monitor
+from trainrecord.monitor.loss import LossTracker
 
 BASE = {"run_start", "structure", "manifest", "run_end"}
 
@@ -678,3 +679,14 @@ def test_autocast_shows_in_the_manifest_precision(tmp_path: Path) -> None:
         precisions.append(events(read_run(run), "manifest")[0]["precision"])
     assert precisions[0] == "float32"
     assert precisions[1].startswith("float32 parameters, bfloat16 activations (autocast)")
+
+
+def test_a_converged_loss_ticking_up_is_no_spike_but_a_real_jump_is() -> None:
+    falling = [1.4 * 0.5**i for i in range(24)]  # from 1.4 down to about 1e-7
+    ticks = LossTracker()
+    values = [*falling, *[1e-7] * 10, 1e-5]
+    seen = [e for i, v in enumerate(values) for e, _ in ticks.observe(i, v)]
+    assert "loss_spike" not in seen  # 1e-5 after 1e-7: 100 times, but nothing on the run's scale
+    jump = LossTracker()
+    seen = [e for i, v in enumerate([*falling, *[0.05] * 10, 2.4]) for e, _ in jump.observe(i, v)]
+    assert seen == ["loss_spike"]

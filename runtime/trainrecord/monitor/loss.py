@@ -4,9 +4,10 @@ The baseline is the median of the last ``window_base`` (10) finite loss values s
 checks; the noise is estimated from the last ``window`` (20) of them as
 ``1.4826 * median(|successive difference|) / sqrt(2)`` (the standard deviation of white
 noise; robust to the loss's downward trend and to the big drops of the first checks).
-After ``warmup`` checks a value is a spike when it exceeds the baseline by more than both
-``sigma`` noise units and ``ratio`` times the baseline's magnitude; it has recovered when
-it comes back within half of that margin. Spike values and non-finite values never enter
+After ``warmup`` checks a value is a spike when it exceeds the baseline by more than
+``sigma`` noise units, ``ratio`` times the baseline's magnitude and ``floor`` times the
+largest baseline of the run (a converged loss of 1e-6 that ticks up to 1e-5 is no spike);
+it has recovered when it comes back within half of that margin. Spike values and non-finite values never enter
 the windows.
 """
 
@@ -36,7 +37,9 @@ class LossTracker:
     ratio: float = 1.0
     window: int = 20
     window_base: int = 10
+    floor: float = 0.05
     values: deque[float] = field(default_factory=deque)
+    peak: float = 0.0  # the largest |baseline| so far
     checks: int = 0
     spiking: bool = False
     _frozen: tuple[float, float] = (0.0, 0.0)
@@ -50,7 +53,7 @@ class LossTracker:
         values = list(self.values)
         diffs = [abs(b - a) for a, b in itertools.pairwise(values)]
         noise = 1.4826 * statistics.median(diffs) / math.sqrt(2.0) if diffs else 0.0
-        return max(self.sigma * noise, self.ratio * abs(baseline))
+        return max(self.sigma * noise, self.ratio * abs(baseline), self.floor * self.peak)
 
     def observe(self, step: int, value: float) -> list[tuple[str, dict[str, Any]]]:
         """Events for this check's loss value."""
@@ -86,4 +89,5 @@ class LossTracker:
             self.values.append(value)
             while len(self.values) > self.window:
                 self.values.popleft()
+            self.peak = max(self.peak, abs(self.baseline))
         return events
