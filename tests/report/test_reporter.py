@@ -28,8 +28,10 @@ from trainrecord.report import (
     ReportServer,
     RunFolder,
     SeqClock,
+    epoch_entry,
     open_run,
     report_status,
+    validation_entry,
 )
 from trainrecord.report.run_folder import METADATA
 
@@ -268,3 +270,21 @@ def test_ctrl_c_never_deletes_a_folder_that_existed_before_the_run(
     assert (latest["event"], latest["status"]) == ("interrupted", "interrupted")
     assert (folder / "epoch_3.pt").read_bytes() == b"weights of an older tool"
     assert open_run(folder).run_id == run.run_id
+
+
+def test_a_nan_epoch_loss_is_reported_as_null_and_the_run_still_completes(
+    receiver: ReportServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    run = open_run(tmp_path / "models" / "pre" / "nan", {"mode": "pre"})
+    state = _state(run)
+    with (
+        caplog.at_level(logging.WARNING, logger="trainrecord.report"),
+        Reporter(settings_for(receiver.url), state, run=run) as reporter,
+    ):
+        reporter.epoch_end(epoch_entry("training", epoch=0, train_loss=float("nan")))
+        reporter.epoch_end(epoch_entry("training", epoch=1, train_loss=0.5))
+    latest = receiver.store.latest(state.run_id)
+    assert latest is not None and (latest["event"], latest["status"]) == ("complete", "complete")
+    assert [e["train_loss"] for e in latest["history"]] == [None, 0.5]
+    assert any("train_loss is nan" in r.getMessage() for r in caplog.records)
+    assert validation_entry("training", val_loss=float("inf"))["val_loss"] is None

@@ -359,3 +359,16 @@ def test_sys_exit_in_a_job_reports_by_its_code(
     assert latest["status"] == status
     if status == "failed":
         assert latest["error"]["type"] == "SystemExit"
+
+
+def test_leaving_the_block_says_when_the_final_report_did_not_go_out(
+    hostile: Start, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = hostile(Behaviour(mode="hang"))
+    with (
+        caplog.at_level(logging.WARNING, logger="trainrecord.report"),
+        Reporter(settings_for(server.url), training_state(epochs_total=1), flush_timeout=0.2),
+    ):
+        assert server.arrived.wait(10)
+    assert any("final report was not delivered" in r.getMessage() for r in caplog.records)
+    server.release.set()

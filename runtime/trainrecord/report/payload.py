@@ -29,6 +29,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import logging
 import math
 import socket
 import time
@@ -42,6 +43,8 @@ from pydantic import ValidationError
 
 from trainrecord.errors import Problem, RecordRefused
 from trainrecord.report.privacy import Secrets, privacy_problems, scrub_message
+
+log = logging.getLogger("trainrecord.report")
 
 REPORT_SCHEMA_ID = "https://trainrecord.dev/schemas/reporting/reporting.schema.json"
 SCHEMA_VERSION = 2
@@ -132,15 +135,35 @@ def config(kind: Kind, **values: Any) -> dict[str, Any]:
 
 
 def validation_entry(kind: Kind, **values: Any) -> dict[str, Any]:
-    """One validation result (initial_validation, or lesion intact/lesioned), every field."""
+    """One validation result (initial_validation, or lesion intact/lesioned), every field;
+    a NaN or infinite value is null (see :func:`epoch_entry`)."""
     definition = "lesion_validation" if kind == "lesion" else "training_validation"
-    return _fill(definition, "report.initial_validation", values)
+    return _finite(_fill(definition, "report.initial_validation", values), definition)
 
 
 def epoch_entry(kind: Kind, **values: Any) -> dict[str, Any]:
-    """One history entry with every field of the kind; missing ones are null."""
+    """One history entry with every field of the kind; missing ones are null.
+
+    A NaN or infinite value (a diverged epoch's loss) is null, the report's "no number",
+    with a warning: kept, it would make every later report of the run, the final one
+    included, break the spec (no NaN in JSON), and none of them could be sent."""
     definition = "lesion_epoch" if kind == "lesion" else "training_epoch"
-    return _fill(definition, "report.history_entry", values)
+    return _finite(_fill(definition, "report.history_entry", values), definition)
+
+
+def _finite(entry: dict[str, Any], definition: str) -> dict[str, Any]:
+    """``entry`` with every non-finite float (at the top level) replaced by null."""
+    bad = [k for k, v in entry.items() if isinstance(v, float) and not math.isfinite(v)]
+    for name in bad:
+        log.warning(
+            "trainrecord report: %s.%s is %r; it is reported as null (a report holds no "
+            "NaN or infinity)",
+            definition,
+            name,
+            entry[name],
+        )
+        entry[name] = None
+    return entry
 
 
 def error_info(exc: BaseException, secrets: Secrets | None = None) -> dict[str, str]:

@@ -312,7 +312,13 @@ class Reporter:
             self.interrupted()
         else:
             self.failed(exc)
-        self.close()
+        if not self.close():
+            log.warning(
+                "trainrecord report: the final report was not delivered within %.0f s of "
+                "the job's end (the server did not answer in time); the receiver keeps the "
+                "last report it got",
+                self.sender.flush_timeout,
+            )
 
 
 def report_status(
