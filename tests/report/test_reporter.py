@@ -288,3 +288,20 @@ def test_a_nan_epoch_loss_is_reported_as_null_and_the_run_still_completes(
     assert [e["train_loss"] for e in latest["history"]] == [None, 0.5]
     assert any("train_loss is nan" in r.getMessage() for r in caplog.records)
     assert validation_entry("training", val_loss=float("inf"))["val_loss"] is None
+
+
+def test_an_out_of_range_entry_value_is_sent_as_null_and_the_run_still_completes(
+    receiver: ReportServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    run = open_run(tmp_path / "models" / "pre" / "range", {"mode": "pre"})
+    state = _state(run)
+    with (
+        caplog.at_level(logging.WARNING, logger="trainrecord.report"),
+        Reporter(settings_for(receiver.url), state, run=run) as reporter,
+    ):
+        reporter.epoch_end(epoch_entry("training", epoch=0, val_accuracy_images=150.0))
+        reporter.epoch_end(epoch_entry("training", epoch=1, val_accuracy_images=90.0))
+    latest = receiver.store.latest(state.run_id)
+    assert latest is not None and latest["status"] == "complete"
+    assert [e["val_accuracy_images"] for e in latest["history"]] == [None, 90.0]
+    assert any("val_accuracy_images" in r.getMessage() for r in caplog.records)

@@ -151,6 +151,35 @@ def epoch_entry(kind: Kind, **values: Any) -> dict[str, Any]:
     return _finite(_fill(definition, "report.history_entry", values), definition)
 
 
+def mended_entry(kind: Kind, entry: dict[str, Any]) -> dict[str, Any]:
+    """A history entry as it may go into every later report of the run.
+
+    An entry that breaks the spec would make every later report of the run unsendable (the
+    history is sent whole, every time). When setting the offending fields to null makes it
+    valid, that is done, with a warning naming the rules and fields (an accuracy of 150 is
+    sent as no accuracy); otherwise the entry is kept as it is and the send-time check
+    refuses the reports, as before."""
+    definition = "lesion_epoch" if kind == "lesion" else "training_epoch"
+    schema_id = f"{REPORT_SCHEMA_ID}#/$defs/{definition}"
+    from trainrecord.schemas import problems
+
+    found = problems(entry, schema_id)
+    if not found:
+        return entry
+    fixed = dict(entry)
+    for problem in found:
+        if problem.path and problem.path[0] in fixed:
+            fixed[problem.path[0]] = None
+    if problems(fixed, schema_id):
+        return entry
+    log.warning(
+        "trainrecord report: this epoch's entry breaks the spec (%s); those fields are "
+        "reported as null so that the run's reports can still be sent",
+        "; ".join(f"[{p.rule}] {p.field}" for p in found),
+    )
+    return fixed
+
+
 def _finite(entry: dict[str, Any], definition: str) -> dict[str, Any]:
     """``entry`` with every non-finite float (at the top level) replaced by null."""
     bad = [k for k, v in entry.items() if isinstance(v, float) and not math.isfinite(v)]

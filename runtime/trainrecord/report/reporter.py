@@ -64,6 +64,7 @@ from trainrecord.report.payload import (
     encode_report,
     error_info,
     local_time,
+    mended_entry,
 )
 from trainrecord.report.privacy import Secrets
 from trainrecord.report.run_folder import RunFolder
@@ -195,7 +196,7 @@ class Reporter:
         """An epoch finished training and validation and its checkpoint is saved."""
         if self._final:
             return
-        self.state.history.append(dict(entry))
+        self.state.history.append(mended_entry(self.state.kind, dict(entry)))
         self.state.phase = None
         self.state.batch = None
         self.state.batches = None  # batches counts the batches of a phase; there is none
