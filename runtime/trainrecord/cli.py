@@ -60,8 +60,9 @@ def run_parser(parser: argparse.ArgumentParser, argv: Sequence[str] | None, prog
     except RecordRefused as exc:
         print(f"{where}: refused: {exc}", file=sys.stderr)
         return 2
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        print(f"{where}: {exc.strerror}: {exc.filename}", file=sys.stderr)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
+        named = f": {exc.filename}" if exc.filename is not None else ""
+        print(f"{where}: {exc.strerror or type(exc).__name__}{named}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -143,10 +143,40 @@ def _leaf_errors(error: ValidationError) -> Iterator[ValidationError]:
     """Descend into oneOf/anyOf contexts to the branch errors that carry a rule."""
     rules = error.schema.get("x-rules") if isinstance(error.schema, dict) else None
     if error.context and not (isinstance(rules, dict) and error.validator in rules):
-        for sub in _selected_branch(error):
+        subs = _selected_branch(error)
+        merged = _unknown_discriminator(error, subs)
+        if merged is not None:
+            yield merged  # the most useful problem first: which values the field takes
+            subs = [sub for sub in subs if not _at_discriminator(error, sub)]
+        for sub in subs:
             yield from _leaf_errors(sub)
     else:
         yield error
+
+
+def _at_discriminator(error: ValidationError, sub: ValidationError) -> bool:
+    prop = (error.schema.get("discriminator") or {}).get("propertyName")
+    return (
+        bool(prop)
+        and sub.validator == "const"
+        and tuple(sub.absolute_path) == (*error.absolute_path, prop)
+    )
+
+
+def _unknown_discriminator(
+    error: ValidationError, subs: list[ValidationError]
+) -> ValidationError | None:
+    """When no branch of a discriminated ``oneOf`` matches its property (every branch fails
+    its ``const``), one error naming every accepted value instead of one per branch."""
+    consts = [sub for sub in subs if _at_discriminator(error, sub)]
+    if len(consts) < 2:
+        return None
+    prop = error.schema["discriminator"]["propertyName"]
+    values = ", ".join(str(v) for v in dict.fromkeys(sub.validator_value for sub in consts))
+    merged = ValidationError.create_from(consts[0])
+    merged.parent = consts[0].parent
+    merged.message = f"{prop} must be one of {values}"
+    return merged
 
 
 def _to_problems(leaf: ValidationError, fallback: str) -> list[Problem]:
@@ -183,7 +213,8 @@ def problems(instance: Any, schema_id: str) -> list[Problem]:
     for error in sorted(val.iter_errors(instance), key=lambda e: list(map(str, e.path))):
         for leaf in _leaf_errors(error):
             found.extend(_to_problems(leaf, fallback))
-    return found
+    # every branch of an unselected oneOf reports the same missing field: list each once
+    return list({(p.rule, p.path, p.message, p.value): p for p in found}.values())
 
 
 def check(instance: Any, schema_id: str) -> None:

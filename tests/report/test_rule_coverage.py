@@ -17,12 +17,21 @@ RULE_TESTS: dict[str, list[str]] = {
         "test_a_missing_url_is_refused",
         "test_paths_toml_without_a_report_section_is_refused",
     ],
+    "report.settings.toml": [
+        "test_paths_toml_that_is_not_toml_has_its_own_rule",
+        "test_paths_toml_without_a_report_section_is_refused",
+    ],
     "report.settings.token": [
+        "test_the_token_in_the_url_is_refused_without_showing_it",
         "test_a_missing_or_unusable_token_is_refused",
         "test_load_settings_without_the_token_variable_raises",
         "test_a_token_in_paths_toml_is_refused_and_not_shown",
     ],
-    "report.settings.url_scheme": ["test_unsafe_urls_are_refused", "test_safe_urls_are_accepted"],
+    "report.settings.url_scheme": [
+        "test_unsafe_urls_are_refused",
+        "test_safe_urls_are_accepted",
+        "test_a_url_with_a_bad_host_character_is_refused",
+    ],
     "report.settings.url_credentials": [
         "test_urls_with_credentials_are_refused_without_showing_them"
     ],

@@ -153,7 +153,8 @@ def test_paths_toml_without_a_report_section_is_refused(tmp_path: Path, text: by
     toml.write_bytes(text)
     with pytest.raises(RecordRefused) as info:
         load_settings(toml, env={"CORREAD_REPORT_TOKEN": TOKEN})
-    assert info.value.rule == "report.settings.url_missing"
+    broken = text in (b"[report\nurl=", b"[report]\nurl = '\xff\xfe'\n")
+    assert info.value.rule == ("report.settings.toml" if broken else "report.settings.url_missing")
     assert "paths.toml" in str(info.value)
 
 

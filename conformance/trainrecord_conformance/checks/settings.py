@@ -5,7 +5,7 @@ url and every, and each broken variant is refused naming its rule: no url
 (``report.settings.url_missing``), a ca_bundle that names no file
 (``report.settings.ca_bundle``), an every that is not a finite number above 0
 (``report.settings.every``), a token missing from the environment or put in the file
-(``report.settings.token``).
+(``report.settings.token``), a paths.toml that is not valid TOML (``report.settings.toml``).
 """
 
 from __future__ import annotations
@@ -130,6 +130,18 @@ def _token(tables: dict, env: dict, variant: Any) -> tuple[dict, dict]:
     return tables, {**env, TOKEN_ENV: variant}
 
 
+def _toml_body(ctx: Context, case: tuple[tuple[str, float, str], str]) -> None:
+    """Valid settings load; the same file broken as TOML is refused naming its rule."""
+    (url, every, tok), junk = case
+    folder = ctx.folder(create=True)
+    tables = {"paths": {"data": "data"}, "report": {"url": url, "every": every}}
+    env = {TOKEN_ENV: tok, "HOME": "/nonexistent"}
+    good = _load(folder, tables, env)
+    ctx.ok("load_settings", good)
+    Path(good["path"]).write_text(toml_text(tables) + junk, encoding="utf-8")
+    ctx.refused("load_settings", good, "report.settings.toml")
+
+
 def checks() -> list[Check]:
     """The settings checks."""
 
@@ -162,6 +174,13 @@ def checks() -> list[Check]:
             LOAD,
             cases(every),
             settings_check("report.settings.every", _every),
+        ),
+        Check(
+            "report.settings.toml",
+            "paths.toml that is not valid TOML",
+            LOAD,
+            cases(st.sampled_from(["[report\n", "url = \n", "= 1\n", "[report]\nx = 'a\n"])),
+            _toml_body,
         ),
         Check(
             "report.settings.token",

@@ -107,7 +107,22 @@ def run(args: argparse.Namespace) -> int:
     if args.steps < 20:
         print("trainrecord demo: --steps must be at least 20", file=sys.stderr)
         return 2
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        print(
+            f"trainrecord demo: --out {out}: is a file, not a folder; give a folder for the "
+            "demo record (default runs/demo)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        print(
+            f"trainrecord demo: --out {out}: a parent of it is a file, not a folder; give a "
+            "folder for the demo record (default runs/demo)",
+            file=sys.stderr,
+        )
+        return 2
     _clear(out)
     size = dict(width=4, size=8, samples=512) if args.tiny else {}
     break_at = args.steps // 2

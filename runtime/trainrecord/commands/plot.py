@@ -30,12 +30,47 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+class OutputError(Exception):
+    """``-o`` names no file matplotlib can write (an argument error, not a record problem)."""
+
+
+def image_formats() -> list[str]:
+    """The file extensions matplotlib can write, sorted."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return sorted(FigureCanvasBase.get_supported_filetypes())
+
+
+def output_path(output: Path) -> Path:
+    """The file the plot goes to: ``output`` itself, ``output/plot.png`` for an existing
+    folder, ``output.png`` without an extension. Raises :class:`OutputError` for an
+    extension matplotlib cannot write."""
+    if output.is_dir():
+        return output / "plot.png"
+    if not output.suffix:
+        return output.with_name(output.name + ".png")
+    ext = output.suffix[1:].lower()
+    formats = image_formats()
+    if ext not in formats:
+        raise OutputError(
+            f"-o {output}: unsupported image format {ext!r}; end the name with one of "
+            + ", ".join(f".{f}" for f in formats)
+            + " (e.g. .png, .svg or .pdf)"
+        )
+    return output
+
+
 def plot(run_dir: Path, output: Path) -> Path:
-    """Draw the figure into ``output``; return it."""
+    """Draw the figure into :func:`output_path` of ``output``; return the path written."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    output = output_path(output)
 
     rows = read_metrics(run_dir)
     lines = read_diary(run_dir)
@@ -100,23 +135,31 @@ def plot(run_dir: Path, output: Path) -> Path:
         bottom.legend(fontsize="x-small", ncol=2, loc="best")
     fig.tight_layout()
     output.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(output, dpi=100)
+    fig.savefig(output, dpi=100, format=output.suffix[1:].lower())
     plt.close(fig)
     return output
 
 
 def run(args: argparse.Namespace) -> int:
     """Write the plot."""
+    try:
+        target = output_path(args.output)
+    except OutputError as exc:
+        print(f"trainrecord plot: {exc}", file=sys.stderr)
+        return 2
     if not (args.run_dir / "metrics.jsonl").is_file():
         print(f"trainrecord plot: no metrics.jsonl in {args.run_dir}", file=sys.stderr)
         return 2
     try:
-        out = plot(args.run_dir, args.output)
+        out = plot(args.run_dir, target)
     except ValueError as exc:
         print(
             f"trainrecord plot: the record is not readable ({exc}); run trainrecord verify",
             file=sys.stderr,
         )
         return 2
-    print(f"wrote {out}")
+    if args.output.is_dir():
+        print(f"wrote {out} ({args.output} is a folder, so the plot went inside it)")
+    else:
+        print(f"wrote {out}")
     return 0

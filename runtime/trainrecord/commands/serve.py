@@ -12,10 +12,14 @@ Clients POST to any path of it; read with ``GET /api/runs`` and ``GET /api/runs/
 from __future__ import annotations
 
 import argparse
+import errno
 import math
 import os
 import signal
+import sqlite3
+import ssl
 import sys
+from pathlib import Path
 from typing import Any
 
 from trainrecord.errors import RecordRefused
@@ -50,10 +54,45 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+def _usage(message: str) -> int:
+    """One line on stderr; exit status 2 (a setup error the user can fix)."""
+    print(f"trainrecord serve: {message}", file=sys.stderr)
+    return 2
+
+
+def _tls_problem(args: argparse.Namespace, exc: Exception) -> str:
+    """What is wrong with --cert/--key, for a load_cert_chain error (never the file content)."""
+    for option, name in (("--cert", args.cert), ("--key", args.key)):
+        if not os.path.exists(name):
+            return f"{option} {name}: no such file; give the path of the PEM file"
+        if os.path.isdir(name):
+            return f"{option} {name}: is a folder; give the path of the PEM file"
+        if not os.access(name, os.R_OK):
+            return f"{option} {name}: permission denied; make it readable"
+    why = getattr(exc, "reason", None) or type(exc).__name__
+    return (
+        f"--cert {args.cert} / --key {args.key}: cannot load the certificate and key ({why}); "
+        "--cert must be the PEM certificate chain and --key its PEM private key "
+        "(were they swapped?)"
+    )
+
+
+def _db_problem(db: Path) -> str | None:
+    """Why ``--db`` cannot be a SQLite file, or None; creates nothing."""
+    if db.is_dir():
+        return f"--db {db}: is a folder; give the path of a SQLite file (e.g. {db}/reports.sqlite)"
+    parent = db.parent
+    if not parent.is_dir():
+        what = "is not a folder" if parent.exists() else "does not exist"
+        return f"--db {db}: the folder {parent} {what}; create it or choose another --db"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
-    """Serve until SIGINT or SIGTERM."""
-    from trainrecord.report.receiver import make_server
-    from trainrecord.report.settings import TOKEN_ENV
+    """Serve until SIGINT or SIGTERM. Every argument is checked before anything is created:
+    the database file is opened only once the address is bound."""
+    from trainrecord.report.receiver import ReportServer, server_tls
+    from trainrecord.report.settings import TOKEN_ENV, check_token
     from trainrecord.report.store import ReportStore
 
     token = os.environ.get(TOKEN_ENV, "")
@@ -63,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
             (TOKEN_ENV,),
             f"export {TOKEN_ENV}=<token> before starting the receiver",
         )
+    check_token(token)
     if not math.isfinite(args.every) or args.every <= 0:
         raise RecordRefused.one(
             "report.settings.every",
@@ -71,15 +111,38 @@ def run(args: argparse.Namespace) -> int:
             "greater than 0 (not nan or inf)",
             args.every,
         )
-    server = make_server(
-        args.host,
-        args.port,
-        token=token,
-        store=ReportStore(args.db),
-        every=args.every,
-        certfile=args.cert,
-        keyfile=args.key,
-    )
+    try:
+        tls = server_tls(args.host, args.cert, args.key)
+    except (OSError, ssl.SSLError) as exc:
+        return _usage(_tls_problem(args, exc))
+    db = Path(args.db)
+    problem = _db_problem(db)
+    if problem:
+        return _usage(problem)
+    try:
+        server = ReportServer(
+            (args.host, args.port),
+            token=token,
+            store=None,  # type: ignore[arg-type]  # opened once the address is bound
+            every=args.every,
+            tls=tls,
+        )
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            return _usage(
+                f"--port {args.port}: address already in use on {args.host}; stop the "
+                "other server or choose another --port (0: any free one)"
+            )
+        why = exc.strerror or type(exc).__name__
+        return _usage(
+            f"--host {args.host} --port {args.port}: cannot listen there ({why}); "
+            "check the address and port"
+        )
+    try:
+        server.store = ReportStore(db)
+    except sqlite3.Error as exc:
+        server.server_close()
+        return _usage(f"--db {db}: cannot open the SQLite database ({exc}); choose another --db")
 
     def stop(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt

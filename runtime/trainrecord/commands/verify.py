@@ -5,7 +5,8 @@ metrics.jsonl and the run_end hashes, and the seal record.json with its signatur
 record.sig (checked against ``--key``). Names the first failing line and its rule.
 
 Exit status: 0 everything holds; 1 verification failed (tampering or an invalid record);
-3 the record is intact up to a torn last line (a crash while writing); 2 usage errors.
+3 the record is intact up to a torn last line (a crash while writing); 2 usage errors
+(no run directory, no diary.jsonl in it, a bad option).
 """
 
 from __future__ import annotations
@@ -44,16 +45,42 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
-        "--workers", type=int, default=None, help="processes to use (default: every CPU)"
+        "--workers",
+        type=_workers,
+        default=None,
+        metavar="N",
+        help="processes to use, 1 or more (default: every CPU)",
     )
     parser.add_argument("--no-progress", action="store_true", help="never draw a progress bar")
     parser.set_defaults(func=run)
+
+
+def _workers(text: str) -> int:
+    """``--workers``: a whole number of processes, at least 1 (argparse: usage error, exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a whole number; give 1 or more processes"
+        ) from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(
+            f"{value} processes; give 1 or more (or leave --workers out to use every CPU)"
+        )
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
     """Verify and print the verdict."""
     if not args.run_dir.is_dir():
         print(f"trainrecord verify: not a directory: {args.run_dir}", file=sys.stderr)
+        return 2
+    if not (args.run_dir / "diary.jsonl").is_file():
+        print(
+            f"trainrecord verify: no diary.jsonl in {args.run_dir}; give the run directory "
+            "that holds the record",
+            file=sys.stderr,
+        )
         return 2
     progress = sys.stderr.isatty() and not args.no_progress and not args.json
     result = verify(args.run_dir, public_key=args.key, workers=args.workers, progress=progress)

@@ -69,6 +69,7 @@ def write_metrics(results_dir: str | os.PathLike[str], rows: Iterable[Any]) -> P
         raise RecordRefused(found)
     data = (dumps_strict(plain, indent=2) + "\n").encode("utf-8")
     loads_strict(data)  # the guarantee: strict JSON, whatever float subclass came in
+    files.check_folder(Path(results_dir), "metrics.path.results_dir")
     target = Path(results_dir) / METRICS_NAME
     target.parent.mkdir(parents=True, exist_ok=True)
     files.replace(target, data)

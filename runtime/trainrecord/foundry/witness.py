@@ -162,6 +162,7 @@ def write_witness(
     ]
     if found:
         raise RecordRefused(found)
+    files.check_folder(Path(results_dir), "witness.path.results_dir")
     target = Path(results_dir) / witness_name(witness["attempt"])
     if target.exists() or target.is_symlink():
         raise _exists(target)

@@ -226,6 +226,34 @@ class ReportHandler(BaseHTTPRequestHandler):
     do_PUT = do_DELETE = do_PATCH = _not_allowed
 
 
+def server_tls(host: str, certfile: str | None, keyfile: str | None) -> ssl.SSLContext | None:
+    """The TLS context for ``certfile`` and ``keyfile`` (None: plain HTTP, loopback only).
+
+    Refuses (:class:`RecordRefused`) a certificate without a key or the reverse, and plain
+    HTTP off loopback; ``load_cert_chain``'s ``OSError`` or ``ssl.SSLError`` propagate.
+    Creates nothing, so a caller can check its arguments before opening anything."""
+    if (certfile is None) != (keyfile is None):
+        raise RecordRefused.one(
+            "report.server.plain_http_loopback",
+            ("cert",),
+            "give both --cert and --key for HTTPS, or neither",
+        )
+    if certfile is None:
+        if not is_loopback_host(host):
+            raise RecordRefused.one(
+                "report.server.plain_http_loopback",
+                ("host",),
+                "plain HTTP is served only on a loopback address; give --cert "
+                "and --key to serve HTTPS on another address",
+                host,
+            )
+        return None
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.minimum_version = ssl.TLSVersion.TLSv1_2
+    tls.load_cert_chain(certfile, keyfile)
+    return tls
+
+
 def make_server(
     host: str,
     port: int,
@@ -238,23 +266,5 @@ def make_server(
 ) -> ReportServer:
     """A receiver bound to ``host:port`` (port 0 picks a free one). Not yet serving."""
     check_token(token)
-    if (certfile is None) != (keyfile is None):
-        raise RecordRefused.one(
-            "report.server.plain_http_loopback",
-            ("cert",),
-            "give both --cert and --key for HTTPS, or neither",
-        )
-    tls = None
-    if certfile is not None:
-        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        tls.minimum_version = ssl.TLSVersion.TLSv1_2
-        tls.load_cert_chain(certfile, keyfile)
-    elif not is_loopback_host(host):
-        raise RecordRefused.one(
-            "report.server.plain_http_loopback",
-            ("host",),
-            "plain HTTP is served only on a loopback address; give --cert "
-            "and --key to serve HTTPS on another address",
-            host,
-        )
+    tls = server_tls(host, certfile, keyfile)
     return ReportServer((host, port), token=token, store=store, every=every, tls=tls)

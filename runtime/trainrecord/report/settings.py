@@ -18,7 +18,7 @@ Public API:
 Rules (``spec/rules/reporting.json``): ``report.settings.url_missing``,
 ``report.settings.token`` (set, and printable ASCII without spaces: ``0x21``-``0x7E``),
 ``report.settings.url_scheme``, ``report.settings.url_credentials``,
-``report.settings.ca_bundle``, ``report.settings.every``.
+``report.settings.ca_bundle``, ``report.settings.every``, ``report.settings.toml``.
 """
 
 from __future__ import annotations
@@ -56,6 +56,17 @@ def is_loopback_host(host: str | None) -> bool:
         return False
 
 
+def _is_host(host: str, bracketed: bool) -> bool:
+    """Whether ``host`` (from urlsplit) is an IP address or a host name of letters, digits,
+    ``-``, ``.`` and ``_``."""
+    if bracketed:
+        try:
+            return ipaddress.ip_address(host).version == 6
+        except ValueError:
+            return False
+    return all(c.isalnum() or c in "-._" for c in host)
+
+
 def check_url(url: object) -> str:
     """Return ``url`` when it is a safe report URL; raise :class:`RecordRefused` otherwise.
 
@@ -86,6 +97,16 @@ def check_url(url: object) -> str:
             ("report", "url"),
             "remove the user name and password from the URL; the token "
             f"comes from {TOKEN_ENV} only",
+            show_value=False,
+        )
+    if any(c.isspace() or not c.isprintable() for c in url) or (
+        host and not _is_host(host, "[" in parts.netloc)
+    ):
+        raise RecordRefused.one(
+            "report.settings.url_scheme",
+            ("report", "url"),
+            "the URL's host has a character not allowed in a host name (a space?); "
+            "write it as https://host/path",
             show_value=False,
         )
     scheme = parts.scheme.lower()
@@ -234,8 +255,8 @@ def load_settings(
             if isinstance(exc, UnicodeDecodeError)
             else f"not valid TOML ({exc})"
         )
-        raise RecordRefused.one(  # no [report] url can be read from it
-            "report.settings.url_missing", (path.name,), f"paths.toml is {why}; fix it"
+        raise RecordRefused.one(
+            "report.settings.toml", (path.name,), f"paths.toml is {why}; fix it"
         ) from None
     section = data.get("report")
     if not isinstance(section, dict):
@@ -251,13 +272,23 @@ def load_settings(
             f"remove the token from paths.toml; export {TOKEN_ENV} instead",
             show_value=False,
         )
+    token = env.get(TOKEN_ENV, "")
+    url = section.get("url")
+    if token and isinstance(url, str) and token in url:
+        raise RecordRefused.one(
+            "report.settings.token",
+            ("report", "url"),
+            f"the URL holds the value of {TOKEN_ENV}; remove it from the URL in paths.toml "
+            f"(the token is sent only in the Authorization header, from {TOKEN_ENV})",
+            show_value=False,
+        )
     ca = section.get("ca_bundle")
     if ca is not None:
         ca = str((path.parent / str(ca)).resolve())
     return ReportSettings(
-        url=section.get("url"),
+        url=url,
         every=section.get("every", 60),  # type: ignore[arg-type]
-        token=env.get(TOKEN_ENV, ""),
+        token=token,
         ca_bundle=ca,
         ca_environ={k: env[k] for k in CA_VARIABLES if k in env},
     )

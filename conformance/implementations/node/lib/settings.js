@@ -141,7 +141,7 @@ function loadSettings(pathsToml, env) {
     data = toml.parse(fs.readFileSync(pathsToml, "utf8"));
   } catch (e) {
     if (!(e instanceof toml.TomlError)) throw e;
-    throw Refused.one("report.settings.url_missing", [path.basename(pathsToml)], `paths.toml is not valid TOML (${e.message}); fix it`);
+    throw Refused.one("report.settings.toml", [path.basename(pathsToml)], `paths.toml is not valid TOML (${e.message}); fix it`);
   }
   const section = data.report;
   if (section === null || typeof section !== "object" || Array.isArray(section) || section instanceof toml.TomlDateTime) {
