@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -82,3 +84,14 @@ def write_run(
             )
         written.append(w.append("run_end", {**BODIES["run_end"], "metrics_sha256": m.sha256()}))
     return written
+
+
+def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m trainrecord.cli ARGS`` (the installed command's code) in a new process."""
+    return subprocess.run(
+        [sys.executable, "-m", "trainrecord.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )

@@ -5,25 +5,13 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.diary.helpers import BODIES, write_run
+from tests.diary.helpers import BODIES, cli, write_run
 from trainrecord.diary import DiaryWriter, MetricsWriter, generate_keypair, verify, write_seal
 from trainrecord.errors import RecordRefused
-
-
-def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "trainrecord.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
 
 
 @pytest.fixture(scope="module")

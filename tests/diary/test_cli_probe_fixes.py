@@ -3,22 +3,11 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.diary.helpers import write_run
-
-
-def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "trainrecord.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+from tests.diary.helpers import cli, write_run
 
 
 def usage_error(out: subprocess.CompletedProcess[str]) -> str:
