@@ -272,36 +272,34 @@ def test_ctrl_c_never_deletes_a_folder_that_existed_before_the_run(
     assert open_run(folder).run_id == run.run_id
 
 
-def test_a_nan_epoch_loss_is_reported_as_null_and_the_run_still_completes(
-    receiver: ReportServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize(
+    ("field", "bad", "said"),
+    [
+        ("train_loss", float("nan"), "train_loss is nan"),  # a diverged epoch
+        ("val_accuracy_images", 150.0, "val_accuracy_images"),  # out of range
+    ],
+)
+def test_a_broken_entry_value_is_sent_as_null_and_the_run_still_completes(
+    receiver: ReportServer,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    field: str,
+    bad: float,
+    said: str,
 ) -> None:
-    run = open_run(tmp_path / "models" / "pre" / "nan", {"mode": "pre"})
+    run = open_run(tmp_path / "models" / "pre" / field, {"mode": "pre"})
     state = _state(run)
     with (
         caplog.at_level(logging.WARNING, logger="trainrecord.report"),
         Reporter(settings_for(receiver.url), state, run=run) as reporter,
     ):
-        reporter.epoch_end(epoch_entry("training", epoch=0, train_loss=float("nan")))
-        reporter.epoch_end(epoch_entry("training", epoch=1, train_loss=0.5))
+        reporter.epoch_end(epoch_entry("training", epoch=0, **{field: bad}))
+        reporter.epoch_end(epoch_entry("training", epoch=1, **{field: 0.5}))
     latest = receiver.store.latest(state.run_id)
     assert latest is not None and (latest["event"], latest["status"]) == ("complete", "complete")
-    assert [e["train_loss"] for e in latest["history"]] == [None, 0.5]
-    assert any("train_loss is nan" in r.getMessage() for r in caplog.records)
+    assert [e[field] for e in latest["history"]] == [None, 0.5]
+    assert any(said in r.getMessage() for r in caplog.records)
+
+
+def test_a_non_finite_validation_value_is_null() -> None:
     assert validation_entry("training", val_loss=float("inf"))["val_loss"] is None
-
-
-def test_an_out_of_range_entry_value_is_sent_as_null_and_the_run_still_completes(
-    receiver: ReportServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    run = open_run(tmp_path / "models" / "pre" / "range", {"mode": "pre"})
-    state = _state(run)
-    with (
-        caplog.at_level(logging.WARNING, logger="trainrecord.report"),
-        Reporter(settings_for(receiver.url), state, run=run) as reporter,
-    ):
-        reporter.epoch_end(epoch_entry("training", epoch=0, val_accuracy_images=150.0))
-        reporter.epoch_end(epoch_entry("training", epoch=1, val_accuracy_images=90.0))
-    latest = receiver.store.latest(state.run_id)
-    assert latest is not None and latest["status"] == "complete"
-    assert [e["val_accuracy_images"] for e in latest["history"]] == [None, 90.0]
-    assert any("val_accuracy_images" in r.getMessage() for r in caplog.records)
