@@ -303,3 +303,29 @@ def test_a_broken_entry_value_is_sent_as_null_and_the_run_still_completes(
 
 def test_a_non_finite_validation_value_is_null() -> None:
     assert validation_entry("training", val_loss=float("inf"))["val_loss"] is None
+
+
+def test_the_history_is_kept_for_a_snapshot_and_a_resume(
+    receiver: ReportServer, tmp_path: Path
+) -> None:
+    folder = tmp_path / "models" / "pre" / "kept"
+    run = open_run(folder, {"mode": "pre"})
+    with (
+        pytest.raises(KeyboardInterrupt),
+        Reporter(settings_for(receiver.url), _state(run), run=run) as reporter,
+    ):
+        for epoch in range(2):
+            reporter.epoch_end(training_epoch(epoch))
+        raise KeyboardInterrupt
+    # another process takes a snapshot of the run, passing no history of its own
+    other = open_run(folder, create=False)
+    config = _state(other).config
+    snapshot = other.job_state("training", config, epochs_first=0, epochs_total=80)
+    report_status(settings_for(receiver.url), snapshot, "interrupted")
+    latest = receiver.store.latest(run.run_id)
+    assert latest is not None and latest["event"] == "snapshot"
+    assert [e["epoch"] for e in latest["history"]] == [0, 1]  # not wiped by the snapshot
+    assert latest["progress"]["epochs_completed"] == 2
+    resumed = open_run(folder)  # the next start carries on with the same two epochs
+    state = resumed.job_state("training", config, epochs_first=0, epochs_total=80)
+    assert [e["epoch"] for e in state.history] == [0, 1]

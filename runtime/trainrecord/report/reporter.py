@@ -67,7 +67,7 @@ from trainrecord.report.payload import (
     mended_entry,
 )
 from trainrecord.report.privacy import Secrets
-from trainrecord.report.run_folder import RunFolder
+from trainrecord.report.run_folder import HISTORY, RunFolder
 from trainrecord.report.sender import Sender
 from trainrecord.report.seq import SeqClock
 from trainrecord.report.settings import ReportSettings
@@ -197,10 +197,21 @@ class Reporter:
         if self._final:
             return
         self.state.history.append(mended_entry(self.state.kind, dict(entry)))
+        self._keep_history()
         self.state.phase = None
         self.state.batch = None
         self.state.batches = None  # batches counts the batches of a phase; there is none
         self._queue("epoch_end", "in progress")
+
+    def _keep_history(self) -> None:
+        """Keep the history in the run folder's metadata.json (``run=`` given), for a resume
+        or a snapshot from another process; a failure is a warning, never an exception."""
+        if self.run is None:
+            return
+        try:
+            self.run.update(**{HISTORY: [dict(e) for e in self.state.history]})
+        except Exception as exc:  # reporting never stops a run
+            log.warning("trainrecord report: the history was not kept in metadata.json: %s", exc)
 
     def _finish(self, event: str, status: str) -> None:
         if not self._seal_final():

@@ -59,6 +59,10 @@ METADATA = "metadata.json"
 LOCK = ".metadata.json.lock"
 """The lock file that serialises changes to an existing metadata.json."""
 RESERVED = ("run_id", "started_at")
+HISTORY = "report_history"
+"""The metadata.json field where a Reporter given the run folder keeps the run's history
+(the epoch entries sent so far), so that a resume or a snapshot from another process
+reports the whole history."""
 """Fields of metadata.json that :func:`open_run` owns; a job does not set them."""
 RULE_JSON = "report.metadata.json"
 RULE_RUN_ID = "report.metadata.run_id"
@@ -121,6 +125,8 @@ class RunFolder:
 
         ``fields`` are the other JobState fields (``epochs_first``, ``epochs_total``,
         ``words_total``, ...); ``name`` and ``group`` may be given to override the folder's.
+        ``history`` defaults to the one a Reporter kept in metadata.json (:data:`HISTORY`):
+        a resumed job and a snapshot from another process report every epoch so far.
         """
         identity: dict[str, Any] = {
             "name": self.name,
@@ -129,6 +135,9 @@ class RunFolder:
         }
         if "run_id" in fields:
             raise ValueError("run_id comes from the run folder; do not pass it")
+        kept = self.metadata.get(HISTORY)
+        if kind != "wordset" and isinstance(kept, list) and all(isinstance(e, dict) for e in kept):
+            identity["history"] = [dict(e) for e in kept]  # the epochs of earlier sessions
         identity.update(fields)
         return JobState(kind=kind, run_id=self.run_id, config=config, **identity)
 
