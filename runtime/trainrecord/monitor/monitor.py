@@ -69,7 +69,7 @@ from trainrecord.monitor.sinks import (
 from trainrecord.monitor.structure import PRODUCERS, Structure, StructureProbe
 
 COMPILED_GLOBAL_HOOKS = r"Using `torch\.compile\(module\)` when there are global hooks"
-"""torch's warning that global hooks also see the compiled wrapper; the monitor's ignore it."""
+"""torch's warning that global hooks also see the compiled wrapper; the monitor's hooks ignore that wrapper."""
 
 NO_GRADIENTS = (
     "monitor.step(loss) found no parameter with a gradient: call it after "
@@ -312,15 +312,13 @@ class Monitor:
         the check: that forward may have been compiled with the hooks in it."""
         if self._dynamo_at_arming or "torch._dynamo" not in sys.modules:
             return
-        self._dynamo_at_arming = True
-        if "compiled_after_monitor" not in self._said:
-            self._said.add("compiled_after_monitor")
-            LOGGER.warning(
-                "trainrecord.Monitor: torch.compile was first used after the monitor was "
-                "created, while its check hooks were installed; the compiled model may keep "
-                "graph breaks at them on every step. Create the Monitor after torch.compile "
-                "(it then runs check steps eagerly and leaves the compiled code alone)."
-            )
+        self._dynamo_at_arming = True  # TorchDynamo stays loaded: this is said once
+        LOGGER.warning(
+            "trainrecord.Monitor: torch.compile was first used after the monitor was "
+            "created, while its check hooks were installed; the compiled model may keep "
+            "graph breaks at them on every step. Create the Monitor after torch.compile "
+            "(it then runs check steps eagerly and leaves the compiled code alone)."
+        )
 
     # -- a check --------------------------------------------------------------------------
 
