@@ -163,15 +163,14 @@ class Monitor:
             )
         self.name = name or self.run_dir.name
         self.modules = dict(self.model.named_modules())
-        self.layers = parameter_layers(self.model)
-        self.kinds = {n: layer_kind(self.modules, n) for n in self.layers}
-        self.producers = [
-            n
-            for n, m in self.modules.items()
-            if n and isinstance(m, PRODUCERS) and n in self.layers
-        ]
-        self.norms = GradientNorms(self.layers)
+        self._parameters = list(self.model.parameters())  # (requires_grad is read at checks)
+        self._trainable = self._trainable_now()
+        self.layers: dict[str, list[tuple[str, nn.Parameter]]] = {}
+        self.kinds: dict[str, str] = {}
+        self.producers: list[str] = []
         self.alarms = GradientAlarms(self.kinds, warmup=warmup)
+        self._channel_count: dict[str, int] = {}
+        self._take_layers()
         self.loss = LossTracker(warmup=warmup)
         self.channels = ChannelTracker(list_limit=channel_list_limit)
         self.certifier = Certifier(optimizer, list_limit=channel_list_limit)
@@ -188,7 +187,6 @@ class Monitor:
         self._silent_streak: dict[str, dict[int, int]] = {}
         self._relu_cache: np.ndarray | None = None
         self._scale_sources: tuple[list[torch.Tensor], list[nn.Module]] | None = None
-        self._channel_count = {n: int(self.modules[n].weight.shape[0]) for n in self.producers}
         self._pad_index: dict[tuple[int, ...], torch.Tensor] = {}
         self._one_device = len({p.device for p in self.model.parameters()}) <= 1
         first = next(self.model.parameters(), None)
@@ -198,6 +196,8 @@ class Monitor:
         self._activation_probe: ActivationProbe | None = None
         self._stance = EagerStance()
         self._unmeasured: list[str] = []
+        self._seen_first: set[str] = set()  # the modules the first check's hooks measured
+        self._manifest_due = False
         self._activation_dtypes: set[torch.dtype] = set()
         self._not_repairable: dict[str, str] = {}
         self._dynamo_at_arming = False
@@ -284,6 +284,7 @@ class Monitor:
     def _arm(self) -> None:
         """Install forward hooks for the next (check) step's forward pass."""
         self._disarm()
+        self._follow_trainable()
         if self.structure is None:
             self._structure_probe = StructureProbe(self.modules, self.model)
             watched = {
@@ -329,6 +330,10 @@ class Monitor:
             probe.remove()
         self._stance.exit()
         self._compiled_in_window()
+        self._follow_trainable()  # (changed since the hooks were installed: seen from now)
+        if self._manifest_due:
+            self._manifest_due = False
+            self._emit("manifest", self._manifest(step))
         tensor = loss if isinstance(loss, torch.Tensor) else None
         if self._structure_probe is not None:
             structure_probe, self._structure_probe = self._structure_probe, None
@@ -441,13 +446,64 @@ class Monitor:
         """Take the structure of the first check's forward pass; ``seen``: the modules whose
         outputs the channel hooks saw in it."""
         self.structure = structure
-        self.producer_info = {
-            p.name: p for p in producers_from(structure, self.modules, self.producers)
-        }
-        self._unmeasured = [n for n in self.producers if structure.pairs.get(n, n) not in seen]
-        self._not_repairable = self._repair_limits(structure)
+        self._seen_first = seen
+        self._take_producers()
         self._emit("structure", structure.event(step))
         self._emit("manifest", self._manifest(step))
+        self._manifest_due = False
+
+    # -- the layers: what is trainable now --------------------------------------------------
+
+    def _trainable_now(self) -> tuple[bool, ...]:
+        """Which of the model's parameters require gradients now (a few attribute reads)."""
+        return tuple(p.requires_grad for p in self._parameters)
+
+    def _take_layers(self) -> None:
+        """The layers (modules owning parameters that require gradients) and producers now,
+        and what is built on them; the alarm state of a layer no longer checked is dropped
+        (its baseline is kept for when it comes back)."""
+        self.layers = parameter_layers(self.model)
+        self.kinds.clear()  # (the alarms hold this dict)
+        self.kinds.update({n: layer_kind(self.modules, n) for n in self.layers})
+        self.producers = [
+            n
+            for n, m in self.modules.items()
+            if n and isinstance(m, PRODUCERS) and n in self.layers
+        ]
+        self.norms = GradientNorms(self.layers)
+        self._channel_count = {n: int(self.modules[n].weight.shape[0]) for n in self.producers}
+        for layer in [n for n in self.alarms.active if n not in self.layers]:
+            del self.alarms.active[layer]
+
+    def _take_producers(self) -> None:
+        """What the structure says of each producer now checked; the channel state of a
+        producer no longer checked is dropped (a producer checked again starts afresh)."""
+        assert self.structure is not None
+        self.producer_info = {
+            p.name: p for p in producers_from(self.structure, self.modules, self.producers)
+        }
+        self._unmeasured = [
+            n for n in self.producers if self.structure.pairs.get(n, n) not in self._seen_first
+        ]
+        self._not_repairable = self._repair_limits(self.structure)
+        for state in (self.channels.state, self.certifier.certified, self._silent_streak):
+            for name in [n for n in state if n not in self.producer_info]:
+                del state[name]
+        self._relu_cache = None
+        self._scale_sources = None
+
+    def _follow_trainable(self) -> None:
+        """When the parameters that require gradients changed (layers frozen or unfrozen,
+        as gradual unfreezing does), take the layers again and have the next check write a
+        manifest saying what it checks from then on."""
+        trainable = self._trainable_now()
+        if trainable == self._trainable:
+            return
+        self._trainable = trainable
+        self._take_layers()
+        if self.structure is not None:
+            self._take_producers()
+            self._manifest_due = True
 
     def _loss_part(
         self, step: int, loss: torch.Tensor | float | None
