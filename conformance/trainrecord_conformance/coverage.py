@@ -25,6 +25,8 @@ NOT_COVERED: dict[str, str] = {
     "report.transport.never_slows": _CLIENT,
     "report.status.discarded": "a property of the reporter at Ctrl+C and of the run folder "
     "it deletes; the protocol's report_job has no run folder",
+    "report.status.sigterm": "a property of a running job's process when it is sent "
+    "SIGTERM; the protocol's report_job is one call",
     "report.server.no_contact": "needs a server clock run past 3 x every + 5 minutes",
     "report.server.plain_http_loopback": "about how a server is started, not what it answers",
     "witness.path.results_dir": "not yet checked through the protocol (the Node "

@@ -118,6 +118,12 @@ RULE_TESTS: dict[str, list[str]] = {
         "test_without_its_run_folder_a_run_is_never_reported_discarded",
         "test_the_folder_is_deleted_at_once_even_while_the_server_hangs",
     ],
+    "report.status.sigterm": [
+        "test_sigterm_sends_interrupted_and_the_process_still_dies_of_sigterm",
+        "test_a_sigterm_handler_the_user_installed_is_left_alone",
+        "test_the_handler_is_there_only_while_the_reporter_is_active",
+        "test_a_hanging_server_delays_the_death_by_at_most_the_flush_bound",
+    ],
     "report.consistency.event_status": [
         "test_inconsistent_reports_are_refused_with_their_rule",
         "test_every_event_of_every_kind_builds_a_valid_report",

@@ -14,6 +14,7 @@ Typical use in a training loop::
                 r.progress(phase="training", batch=i, batches=len(loader))  # ~1 us
             r.epoch_end(epoch_entry("training", epoch=epoch, ...))
     # leaving the block sends complete; Ctrl+C sends interrupted (or discarded, see below),
+    # SIGTERM sends interrupted (never discarded) and the process still dies of SIGTERM,
     # an exception sends failed with its scrubbed message, then re-raises.
 
 Ctrl+C and ``discarded`` (§3, §6). A run is discarded only when all of these hold: the
@@ -28,6 +29,13 @@ deletes the run folder (:meth:`RunFolder.discard`) and sends ``interrupted`` wit
 other case Ctrl+C sends status ``interrupted`` and the folder is left as it is: a resumed
 run's folder is never deleted, whatever the job passes, and without ``run=`` nothing is
 ever deleted, so ``discarded`` is never sent.
+
+SIGTERM (Slurm scancel or preemption, docker stop, Kubernetes): while the Reporter is
+active in the main thread (``started()`` to ``close()``, i.e. the ``with`` block) and
+SIGTERM's handler is the default, it sends ``interrupted`` (never ``discarded``; the folder
+is kept, since a preempted job is usually requeued and resumed) within ``flush_timeout``,
+then the process is killed by SIGTERM exactly as without reporting. A SIGTERM handler the
+user or a framework installed is never replaced. See :mod:`trainrecord.report.sigterm`.
 
 Public API:
 
@@ -57,6 +65,7 @@ from types import TracebackType
 from typing import Any
 
 from trainrecord.errors import RecordRefused
+from trainrecord.report import sigterm
 from trainrecord.report.payload import (
     JobState,
     build_report,
@@ -108,7 +117,8 @@ class Reporter:
             seq = run.seq_clock()
         self.seq = _seq_clock(seq, seq_path)
         self.secrets = Secrets(token=settings.token)
-        self._lock = threading.Lock()
+        # Reentrant: the SIGTERM handler runs in the main thread, maybe inside _seal_final.
+        self._lock = threading.RLock()
         self._build_lock = threading.Lock()
         self._sealed = False  # the last report is built: no other may take a seq after it
         self._last_queued = float("-inf")
@@ -146,8 +156,10 @@ class Reporter:
 
     # -- events ----------------------------------------------------------------------
     def started(self) -> None:
-        """The job starts (or resumes with the same run_id)."""
+        """The job starts (or resumes with the same run_id). From now until :meth:`close`,
+        SIGTERM sends ``interrupted`` (main thread, default SIGTERM handler only)."""
         self.state.running = True
+        sigterm.activate(self)
         self._queue("started", "in progress")
 
     def progress(
@@ -305,7 +317,9 @@ class Reporter:
         self._finish("failed", "failed")
 
     def close(self, timeout: float | None = None) -> bool:
-        """Give the last report a bounded time to go out; returns whether it did."""
+        """Give the last report a bounded time to go out; returns whether it did. SIGTERM's
+        handler is restored (see :meth:`started`)."""
+        sigterm.deactivate(self)
         return self.sender.close(timeout)
 
     def __enter__(self) -> Reporter:
