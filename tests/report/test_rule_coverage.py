@@ -23,6 +23,7 @@ RULE_TESTS: dict[str, list[str]] = {
     ],
     "report.settings.token": [
         "test_the_token_in_the_url_is_refused_without_showing_it",
+        "test_the_token_in_the_url_is_refused_alike_however_settings_are_made",
         "test_a_missing_or_unusable_token_is_refused",
         "test_load_settings_without_the_token_variable_raises",
         "test_a_token_in_paths_toml_is_refused_and_not_shown",

@@ -225,3 +225,31 @@ def test_a_missing_ca_bundle_variable_is_refused_by_load_settings(tmp_path: Path
     trustme.CA().cert_pem.write_to_path(str(tmp_path / "ca.pem"))
     settings = load_settings(tmp_path / "paths.toml", env=env)  # ca_bundle wins: unused
     assert settings.verify == str(tmp_path / "ca.pem")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"https://example.org/api/runs?token={TOKEN}",
+        f"https://{TOKEN}@example.org/api/runs",
+        f"https://user:{TOKEN}@example.org/api/runs",
+        f"https://example.org/api/runs/{TOKEN}",
+        "https://example.org/api/runs?t=" + "".join(f"%{ord(c):02X}" for c in TOKEN),
+    ],
+    ids=["query", "user", "password", "path", "percent-encoded"],
+)
+@pytest.mark.parametrize("way", ["ReportSettings", "load_settings"])
+def test_the_token_in_the_url_is_refused_alike_however_settings_are_made(
+    tmp_path: Path, url: str, way: str
+) -> None:
+    with pytest.raises(RecordRefused) as info:
+        if way == "ReportSettings":
+            ReportSettings(url=url, every=60, token=TOKEN)
+        else:
+            toml = tmp_path / "paths.toml"
+            toml.write_text(f'[report]\nurl = "{url}"\nevery = 60\n', encoding="utf-8")
+            load_settings(toml, env={"CORREAD_REPORT_TOKEN": TOKEN})
+    [problem] = info.value.problems
+    assert (problem.rule, problem.path) == ("report.settings.token", ("report", "url"))
+    assert "remove it from the URL" in problem.message and "Authorization" in problem.message
+    assert TOKEN not in str(info.value) and TOKEN not in repr(info.value)

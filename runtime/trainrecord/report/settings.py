@@ -13,7 +13,9 @@ Public API:
   ``every`` (and the optional ``ca_bundle``) from ``paths.toml``, and the token from the
   variable ``CORREAD_REPORT_TOKEN`` of ``env``, never from a file; ``REQUESTS_CA_BUNDLE``
   and ``CURL_CA_BUNDLE`` are read from ``env`` too (the given mapping, not os.environ).
-* :func:`check_url` and :func:`is_loopback_host`: the URL rules on their own.
+* :func:`check_url` and :func:`is_loopback_host`: the URL rules on their own;
+  :func:`check_token_not_in_url`: the token is not in the URL (``ReportSettings`` runs it
+  first, so ``load_settings`` and a directly built ``ReportSettings`` refuse alike).
 
 Rules (``spec/rules/reporting.json``): ``report.settings.url_missing``,
 ``report.settings.token`` (set, and printable ASCII without spaces: ``0x21``-``0x7E``),
@@ -31,7 +33,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from trainrecord.errors import RecordRefused
 
@@ -146,6 +148,23 @@ def check_token(token: object) -> str:
     return token
 
 
+def check_token_not_in_url(url: object, token: object) -> None:
+    """Refuse a URL that holds the token anywhere (user info, path, query, fragment), as
+    written or percent-decoded; never shows either. Runs before the other URL checks, so a
+    token given as the URL's user name is refused by this rule, not as a credential."""
+    if not (isinstance(url, str) and isinstance(token, str) and token):
+        return
+    if token in url or token in unquote(url):
+        raise RecordRefused.one(
+            "report.settings.token",
+            ("report", "url"),
+            f"the URL holds the value of {TOKEN_ENV}; remove it from the URL ([report] url "
+            f"in paths.toml): the token is sent only in the Authorization header, from "
+            f"{TOKEN_ENV}",
+            show_value=False,
+        )
+
+
 def check_every(every: object) -> float:
     """Return ``every`` as seconds when it is a finite number greater than 0."""
     ok = (
@@ -191,6 +210,7 @@ class ReportSettings:
     """Where ``REQUESTS_CA_BUNDLE``/``CURL_CA_BUNDLE`` are read (None: ``os.environ``)."""
 
     def __post_init__(self) -> None:
+        check_token_not_in_url(self.url, self.token)
         check_url(self.url)
         object.__setattr__(self, "every", check_every(self.every))
         check_token(self.token)
@@ -274,14 +294,6 @@ def load_settings(
         )
     token = env.get(TOKEN_ENV, "")
     url = section.get("url")
-    if token and isinstance(url, str) and token in url:
-        raise RecordRefused.one(
-            "report.settings.token",
-            ("report", "url"),
-            f"the URL holds the value of {TOKEN_ENV}; remove it from the URL in paths.toml "
-            f"(the token is sent only in the Authorization header, from {TOKEN_ENV})",
-            show_value=False,
-        )
     ca = section.get("ca_bundle")
     if ca is not None:
         ca = str((path.parent / str(ca)).resolve())
