@@ -29,9 +29,5 @@ NOT_COVERED: dict[str, str] = {
     "SIGTERM; the protocol's report_job is one call",
     "report.server.no_contact": "needs a server clock run past 3 x every + 5 minutes",
     "report.server.plain_http_loopback": "about how a server is started, not what it answers",
-    "witness.path.results_dir": "not yet checked through the protocol (the Node "
-    "implementation has no such refusal yet); tests/foundry covers it for the Python runtime",
-    "metrics.path.results_dir": "not yet checked through the protocol (the Node "
-    "implementation has no such refusal yet); tests/foundry covers it for the Python runtime",
 }
 """rule id -> why the suite cannot test it through the harness protocol or HTTP."""

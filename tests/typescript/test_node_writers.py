@@ -233,6 +233,77 @@ def test_metrics_replaced_atomically(harness: Harness, tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.json"]
 
 
+def _in_the_way(base: Path, kind: str) -> Path:
+    """A results_dir under ``base`` with something in its way: a file at it or above it, a
+    link to nothing, or (no refusal) a link to a folder."""
+    base.mkdir(parents=True)
+    (base / "afile").write_text("keep")
+    (base / "folder").mkdir()
+    (base / "dangling").symlink_to(base / "missing")
+    (base / "linked").symlink_to(base / "folder")
+    return {
+        "file": base / "afile",
+        "under_file": base / "afile" / "sub" / "deeper",
+        "dangling": base / "dangling",
+        "under_dangling": base / "dangling" / "sub",
+        "linked": base / "linked" / "sub",
+    }[kind]
+
+
+def _tree(base: Path) -> dict[str, Any]:
+    """Every entry under ``base``: the file in the way with its bytes, links as links, a
+    written record by name only (its captured_at differs)."""
+    return {
+        str(p.relative_to(base)): (
+            "link" if p.is_symlink() else p.read_bytes() if p.name == "afile" else p.is_dir()
+        )
+        for p in sorted(base.rglob("*"))
+    }
+
+
+RESULTS_DIRS = ["file", "under_file", "dangling", "under_dangling", "linked"]
+
+
+@pytest.mark.parametrize("kind", RESULTS_DIRS)
+@pytest.mark.parametrize(
+    "env",
+    [{"FOUNDRY_RUN_ID": "3"}, {"FOUNDRY_RUN_ID": "x"}, {"FOUNDRY_RUN_ID": "3", "RANK": "2"}],
+    ids=["valid", "bad_env", "rank2"],
+)
+def test_witness_results_dir_in_the_way_matches_python(
+    harness: Harness, tmp_path: Path, kind: str, env: dict[str, str]
+) -> None:
+    """witness.path.results_dir: the same refusal at the same point (after every input
+    check and the rank, before witness.path.exists), and nothing changed."""
+    py_dir, node_dir = _in_the_way(tmp_path / "py", kind), _in_the_way(tmp_path / "node", kind)
+    want = python_rules(
+        lambda: write_witness(py_dir, config={}, device="cpu", wall_seconds=1, env=env)
+    )
+    got = harness.run(
+        "write_witness", dir=str(node_dir), env=env, config={}, device="cpu", wall_seconds=1
+    )
+    assert node_rules(got) == want
+    if kind != "linked" and env == {"FOUNDRY_RUN_ID": "3"}:
+        assert want == {"witness.path.results_dir"}
+    assert _tree(tmp_path / "node") == _tree(tmp_path / "py")
+
+
+@pytest.mark.parametrize("kind", RESULTS_DIRS)
+@pytest.mark.parametrize("horizon", [1, True], ids=["valid", "bool_horizon"])
+def test_metrics_results_dir_in_the_way_matches_python(
+    harness: Harness, tmp_path: Path, kind: str, horizon: Any
+) -> None:
+    """metrics.path.results_dir: refused after the rows are checked; nothing changed."""
+    rows = [{"benchmark": "b", "metric": "m", "horizon": horizon, "seed": 0, "value": 0.5}]
+    py_dir, node_dir = _in_the_way(tmp_path / "py", kind), _in_the_way(tmp_path / "node", kind)
+    want = python_rules(lambda: write_metrics(py_dir, rows))
+    got = harness.run("write_metrics", dir=str(node_dir), rows=rows)
+    assert node_rules(got) == want
+    if kind != "linked" and type(horizon) is int:
+        assert want == {"metrics.path.results_dir"}
+    assert _tree(tmp_path / "node") == _tree(tmp_path / "py")
+
+
 # --- read_witness -------------------------------------------------------------------------
 
 from trainrecord.foundry import read_witness  # noqa: E402

@@ -1,10 +1,10 @@
 """Foundry run records v1: the witness and metrics writers and the witness reader.
 
 Through ``write_witness``, ``write_metrics`` and ``read_witness``: every environment
-refusal, no overwrite, nothing left behind by a refused call, the nonzero-rank, rank
-precedence and CPU guarantees, the configuration hash of what json.dumps writes (NaN
-included), text with a lone surrogate, and every schema rule of the two files once more
-through the writer (metrics) and the reader (witness).
+refusal, no overwrite, nothing left behind by a refused call, a results folder that is (or
+sits under) a file, the nonzero-rank, rank precedence and CPU guarantees, the configuration
+hash of what json.dumps writes (NaN included), text with a lone surrogate, and every schema
+rule of the two files once more through the writer (metrics) and the reader (witness).
 """
 
 from __future__ import annotations
@@ -297,6 +297,35 @@ def _nonfinite_configs(target: Target) -> st.SearchStrategy[tuple[dict[str, str]
     return st.tuples(S.foundry_env(), configs)
 
 
+def _file_in_the_way(ctx: Context, depth: int, content: bytes) -> tuple[Any, str]:
+    """A fresh folder holding the file ``results``; the results_dir is that file
+    (``depth`` 0) or a path ``depth`` levels under it. Returns the folder and the path."""
+    folder = ctx.folder(create=True)
+    (folder / "results").write_bytes(content)
+    return folder, str(folder.joinpath("results", *["sub"] * depth))
+
+
+def witness_results_dir(ctx: Context, case: tuple[dict[str, str], Any, int, bytes]) -> None:
+    """A results_dir that is, or sits under, a file is refused; the file stays as it was."""
+    env, config, depth, content = case
+    folder, results_dir = _file_in_the_way(ctx, depth, content)
+    before = snapshot(folder)
+    data = {**_witness_input(ctx, env, config), "dir": results_dir}
+    ctx.refused("write_witness", data, "witness.path.results_dir")
+    if snapshot(folder) != before:
+        raise Failed("the refused witness changed the file in the way or its folder")
+
+
+def metrics_results_dir(ctx: Context, case: tuple[list[Any], int, bytes]) -> None:
+    """write_metrics refuses a results_dir that is, or sits under, a file; nothing changes."""
+    rows, depth, content = case
+    folder, results_dir = _file_in_the_way(ctx, depth, content)
+    before = snapshot(folder)
+    ctx.refused("write_metrics", {"dir": results_dir, "rows": rows}, "metrics.path.results_dir")
+    if snapshot(folder) != before:
+        raise Failed("the refused metrics changed the file in the way or its folder")
+
+
 def env_type(ctx: Context, env: dict[str, Any]) -> None:
     """An environment that is not text to text is refused."""
     ctx.refused("write_witness", _witness_input(ctx, env), "witness.env.type")
@@ -509,6 +538,13 @@ def checks() -> list[Check]:
             scale="io",
         ),
         Check(
+            "witness.path.results_dir",
+            "a results_dir that is, or sits under, a file is refused",
+            frozenset({"write_witness"}),
+            lambda t: st.tuples(S.foundry_env(), S.configs(), st.integers(0, 2), st.binary()),
+            witness_results_dir,
+        ),
+        Check(
             "witness.rank.nonzero",
             "a nonzero rank writes nothing",
             frozenset({"write_witness"}),
@@ -597,6 +633,13 @@ def checks() -> list[Check]:
                 )
             ).flatmap(lambda r: S.breaking_instances(r, schema_id=METRICS, nonfinite=t.nonfinite)),
             metrics_nothing_on_refusal,
+        ),
+        Check(
+            "metrics.path.results_dir",
+            "a results_dir that is, or sits under, a file is refused",
+            frozenset({"write_metrics"}),
+            lambda t: st.tuples(S.valid_instances(METRICS), st.integers(0, 2), st.binary()),
+            metrics_results_dir,
         ),
         Check(
             "metrics.write.atomic_replace",

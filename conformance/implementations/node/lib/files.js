@@ -6,13 +6,15 @@
  * temporary file is hard-linked to the final name. link() fails when the name exists, so of
  * several processes racing for one name exactly one wins, and a reader sees no file or the
  * complete file. replace: temporary file, fsync, rename. Temporary files are named
- * `.<final name>.<random>.tmp` and are removed on every path.
+ * `.<final name>.<random>.tmp` and are removed on every path. checkFolder: the refusal of
+ * a results folder that is, or sits under, a file.
  */
 "use strict";
 
 const fs = require("node:fs");
 const path = require("node:path");
 const crypto = require("node:crypto");
+const { Refused } = require("./refused");
 
 /** @param {string} folder */
 function fsyncDir(folder) {
@@ -83,4 +85,45 @@ function replace(target, data) {
   fsyncDir(path.dirname(target));
 }
 
-module.exports = { createNew, replace };
+/**
+ * Throw Refused(`rule`) when `resultsDir` is, or sits under, something that is not a folder
+ * (a file, or a link to nothing): the first of it and its parents that exists decides, as
+ * the Python writers' `check_folder` does. Creates nothing; called before the folder is made.
+ * @param {string} resultsDir
+ * @param {string} rule
+ */
+function checkFolder(resultsDir, rule) {
+  for (let part = resultsDir; ; part = path.dirname(part)) {
+    const kind = entryKind(part);
+    if (kind === "folder") return;
+    if (kind === "other") {
+      const where = part === resultsDir ? "is" : `sits under ${part}, which is`;
+      throw Refused.one(rule, ["results_dir"],
+        `results_dir ${resultsDir} ${where} a file, not a folder; give a folder (it is created when missing)`);
+    }
+    if (path.dirname(part) === part) return;
+  }
+}
+
+/**
+ * What is at `p`: a folder (following links), something else (a file, a link to nothing or
+ * a link loop), or nothing.
+ * @param {string} p
+ * @returns {"folder" | "other" | "none"}
+ */
+function entryKind(p) {
+  try {
+    return fs.statSync(p).isDirectory() ? "folder" : "other";
+  } catch (e) {
+    const code = /** @type {NodeJS.ErrnoException} */ (e).code;
+    if (code !== "ENOENT" && code !== "ENOTDIR" && code !== "ELOOP") throw e;
+  }
+  try {
+    fs.lstatSync(p);
+    return "other";
+  } catch {
+    return "none";
+  }
+}
+
+module.exports = { createNew, replace, checkFolder };

@@ -186,6 +186,7 @@ function writeWitness({ dir, env, config, device, wall_seconds }) {
   };
   found.push(...problems(witness, WITNESS_SCHEMA).filter((p) => p.path[0] === "wall_seconds" || p.path[0] === "device"));
   if (found.length > 0) throw new Refused(found);
+  files.checkFolder(dir, "witness.path.results_dir");
   const target = path.join(dir, `observed.attempt${witness.attempt}.json`);
   const exists = () => Refused.one("witness.path.exists", [path.basename(target)],
     `the witness ${target} already exists and is never replaced; use a new SLURM_RESTART_COUNT or another results directory`);
@@ -235,6 +236,7 @@ function writeMetrics({ dir, rows }) {
   const found = [...problems(plain, METRICS_SCHEMA), ...textProblems(plain)];
   if (found.length > 0) throw new Refused(found);
   const data = Buffer.from(`${dumpsIndented(plain, 2)}\n`, "utf8");
+  files.checkFolder(dir, "metrics.path.results_dir");
   const target = path.join(dir, "metrics.json");
   fs.mkdirSync(dir, { recursive: true });
   files.replace(target, data);
