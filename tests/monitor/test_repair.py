@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -199,3 +200,111 @@ def test_a_repair_never_zeroes_a_tied_consumer(run_dir: Path) -> None:
     assert "consumer of the channels is unknown" in events(lines, "repair")[0]["method"]
     assert "fc" not in events(lines, "manifest")[0]["repair"]["function_preserving"]
     assert torch.equal(model.emb.weight.detach(), embedding)  # the tied matrix is untouched
+
+
+class ExampleNet(nn.Module):
+    """The shape of PyTorch's MNIST example: functional ReLUs and pooling, a flatten of
+    4x4 maps into a Linear, dropout modules (on 3x8x8 images)."""
+
+    def __init__(self, head_mean: bool = False) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 4, 3, padding=1)
+        self.conv2 = nn.Conv2d(4, 8, 3, padding=1)
+        self.dropout1 = nn.Dropout(0.25)
+        self.fc1 = nn.Linear(8 if head_mean else 8 * 4 * 4, 16)
+        self.dropout2 = nn.Dropout(0.5)
+        self.fc2 = nn.Linear(16, 4)
+        self.head_mean = head_mean
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Log-probabilities."""
+        x = F.relu(self.conv1(x))
+        x = F.relu(self.conv2(x))
+        if self.head_mean:
+            x = x.mean((-2, -1))  # a global average over the positions
+        else:
+            x = torch.flatten(self.dropout1(F.max_pool2d(x, 2)), 1)
+        x = self.dropout2(F.relu(self.fc1(x)))
+        return F.log_softmax(self.fc2(x), dim=1)
+
+
+@pytest.mark.parametrize("head_mean", [False, True], ids=["flatten", "mean"])
+def test_a_repair_through_functional_pooling_and_a_flatten_is_function_preserving(
+    run_dir: Path, head_mean: bool
+) -> None:
+    torch.manual_seed(0)
+    model = ExampleNet(head_mean)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with torch.no_grad():
+        model.conv2.bias[[1, 5]] = -100.0  # two channels never fire: silent
+    probe = batches(1, batch=16, seed=9)[0][0]
+    outputs = []
+    with Monitor(model, optimizer, run_dir, check_every=2, repair=True) as monitor:
+        for step, (x, y) in enumerate(batches(8)):
+            F.nll_loss(model(x), y).backward()
+            if step == 2:
+                model.eval()  # no dropout: the same function twice
+                with torch.no_grad():
+                    outputs.append(model(probe))
+                model.train()
+            monitor.step()
+            if step == 2:
+                model.eval()
+                with torch.no_grad():
+                    outputs.append(model(probe))
+                model.train()
+            optimizer.step()
+            optimizer.zero_grad()
+    lines = read_run(run_dir)
+    producers = {p["layer"]: p for p in events(lines, "manifest")[0]["producers"]}
+    assert producers["conv1"]["consumer"] == "conv2"
+    assert producers["conv2"]["consumer"] == "fc1"  # before: null (F.max_pool2d, flatten)
+    assert producers["fc1"]["consumer"] == "fc2"
+    repair = [r for r in events(lines, "repair") if r["layer"] == "conv2"]
+    assert [(r["step"], r["channels"]) for r in repair] == [(2, [1, 5])]
+    assert "fc1 zeroed" in repair[0]["method"]
+    assert ("16 input columns per channel" in repair[0]["method"]) == (not head_mean)
+    torch.testing.assert_close(outputs[1], outputs[0], rtol=0, atol=1e-6)
+    # Adam's two moments of conv2.weight, conv2.bias and fc1.weight
+    assert repair[0]["optimizer_slices_reset"] == 6
+
+
+class NotChannels(nn.Module):
+    """Paths that look alike but do not carry conv1's channels whole into the consumer."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = nn.Linear(8 if kind in ("sum_channels", "last_axis") else 8 * 8 * 8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Class scores."""
+        x = F.relu(self.conv1(x))
+        if self.kind == "permute":  # channels moved before the flatten
+            x = x.permute(0, 2, 3, 1).reshape(x.shape[0], -1)
+        elif self.kind == "sum_channels":  # positions and channels mixed: (N, 8, 8) summed
+            x = x.sum(1).mean(1)
+        elif self.kind == "last_axis":  # a Linear over the maps' last axis (8 wide)
+            x = x.mean((1, 2))
+        elif self.kind == "residual":  # something added: a zeroed column changes the sum
+            x = torch.flatten(x + 1.0, 1)
+        return self.fc(x)
+
+
+@pytest.mark.parametrize("kind", ["permute", "sum_channels", "last_axis", "residual"])
+def test_paths_that_mix_channels_give_no_consumer(run_dir: Path, kind: str) -> None:
+    torch.manual_seed(0)
+    lines = one_step_run(NotChannels(kind), run_dir)
+    producers = {p["layer"]: p for p in events(lines, "manifest")[0]["producers"]}
+    assert producers["conv1"]["consumer"] is None
+
+
+def one_step_run(model: nn.Module, run_dir: Path) -> list[dict[str, object]]:
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with Monitor(model, optimizer, run_dir, check_every=1, repair=True) as monitor:
+        x, y = batches(1, seed=1)[0]
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        monitor.step(loss)
+    return read_run(run_dir)

@@ -749,7 +749,8 @@ class Monitor:
             return
         consumer_name = self.structure.consumer.get(info.name) if self.structure else None
         consumer = (consumer_name, self.modules[consumer_name]) if consumer_name else None
-        fields = self.repairer.repair(step, info, chosen, consumer)
+        block = self.structure.consumer_block.get(info.name, 1) if self.structure else 1
+        fields = self.repairer.repair(step, info, chosen, consumer, block)
         for c in chosen:
             streak.pop(c, None)
         self.certifier.certified.pop(info.name, None)

@@ -4,7 +4,8 @@ For each repaired channel ``c`` of a producer: its incoming weights are drawn ag
 the layer's default initialisation (uniform in ``±1/sqrt(fan_in)``, as ``reset_parameters``
 of Conv and Linear), its bias and BatchNorm bias are set to 0, its BatchNorm weight to 1 and
 running statistics to (0, 1). When the module that consumes the channel is known from the
-dataflow, its outgoing weights (input column ``c`` of the consumer) are zeroed, as ReDo
+dataflow, its outgoing weights (input column ``c`` of the consumer; columns ``c*S`` to
+``c*S + S - 1`` of a Linear fed the flattened maps of ``S`` positions) are zeroed, as ReDo
 does: the network computes the same function at the moment of the repair, and the
 outgoing weights learn from the next step on. Every optimizer-state tensor of those
 parameters (momentum, Adam's moments) has the channels' slices zeroed, and so do the
@@ -56,18 +57,25 @@ class Repairer:
         producer: Producer,
         channels: list[int],
         consumer: tuple[str, nn.Module] | None,
+        block: int = 1,
     ) -> dict[str, Any]:
-        """Repair ``channels`` of ``producer``; returns the repair event's fields."""
+        """Repair ``channels`` of ``producer``; returns the repair event's fields. The
+        ``consumer``'s input columns of channel ``c`` are ``c * block`` to
+        ``c * block + block - 1`` (``block`` > 1: the channels were flattened)."""
         module, bn = producer.module, producer.bn_module
         index = torch.tensor(channels, dtype=torch.long, device=module.weight.device)
-        touched: list[tuple[torch.Tensor, int]] = [(module.weight, 0)]
+        touched: list[tuple[torch.Tensor, int, torch.Tensor]] = [(module.weight, 0, index)]
         if module.bias is not None:
-            touched.append((module.bias, 0))
+            touched.append((module.bias, 0, index))
         if bn is not None and getattr(bn, "weight", None) is not None:
-            touched += [(bn.weight, 0), (bn.bias, 0)]
+            touched += [(bn.weight, 0, index), (bn.bias, 0, index)]
+        columns = index
         if consumer is not None:
-            touched.append((consumer[1].weight, 1))
-        before = [t.detach().clone() for t, _ in touched]
+            if block > 1:
+                offsets = torch.arange(block, device=index.device)
+                columns = (index.unsqueeze(1) * block + offsets).flatten()
+            touched.append((consumer[1].weight, 1, columns))
+        before = [t.detach().clone() for t, _, _ in touched]
         with torch.no_grad():
             fan_in = module.weight[0].numel()
             bound = 1.0 / math.sqrt(fan_in) if fan_in else 0.0
@@ -85,25 +93,32 @@ class Repairer:
                     bn.running_var.index_fill_(0, bn_index, 1.0)
             if consumer is not None:
                 weight = consumer[1].weight
-                weight.index_fill_(1, index.to(weight.device), 0.0)
+                weight.index_fill_(1, columns.to(weight.device), 0.0)
         if self.dist is not None:
-            self.dist.broadcast([t for t, _ in touched])
-        slices = self._reset_state(touched, index)
+            self.dist.broadcast([t for t, _, _ in touched])
+        slices = self._reset_state(touched)
         delta = math.sqrt(
             sum(
                 float((t.detach() - b).double().square().sum())
-                for (t, _), b in zip(touched, before, strict=True)
+                for (t, _, _), b in zip(touched, before, strict=True)
             )
         )
         norm_before = math.sqrt(sum(float(b.double().square().sum()) for b in before))
-        norm_after = math.sqrt(sum(float(t.detach().double().square().sum()) for t, _ in touched))
+        norm_after = math.sqrt(
+            sum(float(t.detach().double().square().sum()) for t, _, _ in touched)
+        )
         kind = "Kaiming-uniform (+-1/sqrt(fan_in)) re-initialisation of incoming weights, bias 0"
         if bn is not None:
             kind += f", {producer.batchnorm} weight 1, bias 0, running stats (0, 1)"
         if consumer is not None:
+            columns_note = (
+                f" ({block} input columns per channel: the maps were flattened)"
+                if block > 1
+                else ""
+            )
             kind += (
-                f"; outgoing weights in {consumer[0]} zeroed, so the function is unchanged "
-                "at the repair (as ReDo)"
+                f"; outgoing weights in {consumer[0]} zeroed{columns_note}, so the function "
+                "is unchanged at the repair (as ReDo)"
             )
         else:
             kind += "; the consumer of the channels is unknown, so the function changes"
@@ -125,11 +140,12 @@ class Repairer:
             "rng": self.rng,
         }
 
-    def _reset_state(self, touched: list[tuple[torch.Tensor, int]], index: torch.Tensor) -> int:
-        """Zero the channels' slices of every optimizer-state tensor and pending gradient."""
+    def _reset_state(self, touched: list[tuple[torch.Tensor, int, torch.Tensor]]) -> int:
+        """Zero the channels' slices (``index`` along ``dim`` of each touched tensor) of
+        every optimizer-state tensor and pending gradient."""
         count = 0
         with torch.no_grad():
-            for param, dim in touched:
+            for param, dim, index in touched:
                 idx = index.to(param.device)
                 if param.grad is not None:
                     param.grad.index_fill_(dim, idx, 0.0)

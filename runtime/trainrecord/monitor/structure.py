@@ -7,9 +7,11 @@ whose input is a layer's output node follows that layer (``relu_after``). Walkin
 autograd graph from ``loss.grad_fn`` (or from the model's outputs when no loss tensor is
 given) counts the consumers of every node: a ReLU is the *only* consumer of a layer when
 the layer's output node has exactly one parent and that parent is the ReLU's node. From
-the ReLU's output, channel-preserving modules (pooling, dropout, a flatten of 1x1 maps)
-lead to the module that consumes the channels (its input weights are the outgoing weights
-a function-preserving repair zeroes). With gradient accumulation the first check step runs
+the ReLU's output, channel-preserving steps (pooling and dropout modules, functional
+pooling such as ``F.max_pool2d``, a mean or sum over the positions, a flatten) lead to the
+module that consumes the channels (its input weights are the outgoing weights a
+function-preserving repair zeroes; after a flatten of maps of ``S`` positions, channel
+``c`` is the consumer's input columns ``c*S`` to ``c*S + S - 1``). With gradient accumulation the first check step runs
 several forward passes; the structure is that of the one the graph belongs to.
 """
 
@@ -52,6 +54,24 @@ CHANNEL_PRESERVING: tuple[type[nn.Module], ...] = (
     nn.Dropout3d,
     nn.Identity,
 )
+POOLING_NODES = frozenset(
+    {
+        "MaxPool2DWithIndicesBackward0",
+        "MaxPool3DWithIndicesBackward0",
+        "AvgPool2DBackward0",
+        "AvgPool3DBackward0",
+        "AdaptiveAvgPool2DBackward0",
+        "AdaptiveAvgPool3DBackward0",
+        "AdaptiveMaxPool2DBackward0",
+        "AdaptiveMaxPool3DBackward0",
+    }
+)
+"""Autograd nodes of functional pooling over the positions of each channel (``F.max_pool2d``
+and the like): a channel that is zero everywhere stays zero everywhere."""
+REDUCE_NODES = frozenset({"MeanBackward1", "SumBackward1"})
+"""``x.mean(dims)`` and ``x.sum(dims)``: channel-preserving when only positions are reduced."""
+VIEW_NODES = frozenset({"ViewBackward0", "UnsafeViewBackward0"})
+"""``torch.flatten``, ``x.view``, ``x.reshape`` of a contiguous tensor."""
 
 
 def first_tensor(value: Any) -> torch.Tensor | None:
@@ -81,6 +101,7 @@ class Structure:
     relu_sole: dict[str, bool] = field(default_factory=dict)
     single_consumer: dict[str, bool] = field(default_factory=dict)
     consumer: dict[str, str] = field(default_factory=dict)
+    consumer_block: dict[str, int] = field(default_factory=dict)  # input columns per channel
     calls: dict[str, int] = field(default_factory=dict)
     graph: str | None = None
     relu_nodes: dict[str, Any] = field(default_factory=dict)  # functional ReLUs' graph nodes
@@ -272,17 +293,20 @@ class StructureProbe:
             structure.pairs.keys() | set(structure.relu_after) | set(structure.relu_nodes)
         ):
             layer = structure.pairs.get(producer, producer)
-            if not isinstance(self.modules.get(producer), PRODUCERS):
+            module = self.modules.get(producer)
+            if not isinstance(module, PRODUCERS):
                 continue
-            found: str | None = None
+            found: tuple[str, int] | None = None
             if layer in structure.relu_nodes:
-                found = self._follow(structure.relu_nodes[layer], by_input, parents)
+                found = self._follow(structure.relu_nodes[layer], module, by_input, parents)
             for relu in relu_calls:
                 if relu.input is None or self._owner_name(relu.input) != layer:
                     continue
-                found = self._follow(relu.output, by_input, parents)
+                found = self._follow(relu.output, module, by_input, parents)
             if found is not None:
-                structure.consumer[producer] = found
+                structure.consumer[producer] = found[0]
+                if found[1] > 1:
+                    structure.consumer_block[producer] = found[1]
 
     def _owner_name(self, node: Any) -> str | None:
         for call in self.calls:
@@ -291,23 +315,100 @@ class StructureProbe:
         return None
 
     def _follow(
-        self, node: Any, by_input: dict[int, list[_Call]], parents: dict[int, list[Any]]
-    ) -> str | None:
+        self,
+        node: Any,
+        producer: nn.Module,
+        by_input: dict[int, list[_Call]],
+        parents: dict[int, list[Any]],
+    ) -> tuple[str, int] | None:
+        """The module that alone consumes the channels of ``node`` (the output of
+        ``producer``'s ReLU), through channel-preserving steps only, with the number of its
+        input columns per channel (``S`` after a flatten of maps of ``S`` positions, else
+        1); None when anything else is met (a second consumer, an addition, a permute...).
+        A Linear producer's channels are its last dimension: only dropout may stand between
+        it and a Linear consumer."""
+        block = 1
+        flattened = False
+        conv = not isinstance(producer, nn.Linear)
+        channels = int(producer.weight.shape[0])
         for _ in range(16):
-            if node is None or len(parents.get(id(node), [])) != 1:
+            users_in_graph = parents.get(id(node), []) if node is not None else []
+            if len(users_in_graph) != 1:
                 return None
             users = by_input.get(id(node), [])
-            if len(users) != 1:
+            if len(users) > 1:
                 return None
+            if not users:  # no module: a functional step, seen in the autograd graph
+                if not conv:
+                    return None
+                step = users_in_graph[0]
+                kind = type(step).__name__
+                sizes = tuple(getattr(step, "_saved_self_sym_sizes", ()) or ())
+                if flattened:
+                    return None
+                if kind in VIEW_NODES and len(sizes) > 2:
+                    block, flattened = _positions(sizes), True
+                elif not (
+                    kind in POOLING_NODES or (kind in REDUCE_NODES and _over_positions(step, sizes))
+                ):
+                    return None
+                node = step
+                continue
             user = users[0]
             if isinstance(user.kind, PRODUCERS):
-                groups = getattr(user.kind, "groups", 1)
-                return user.module if groups == 1 else None
-            flatten_ok = isinstance(user.kind, nn.Flatten) and user.spatial == 1
-            if not (isinstance(user.kind, CHANNEL_PRESERVING) or flatten_ok):
+                return _consumes(user, conv, channels, block, flattened)
+            if not conv and not isinstance(user.kind, DROPOUTS):
+                return None
+            if isinstance(user.kind, nn.Flatten) and not flattened:
+                if user.kind.start_dim != 1 or user.kind.end_dim != -1:
+                    return None
+                block, flattened = user.spatial, True
+            elif not isinstance(user.kind, CHANNEL_PRESERVING) or (
+                flattened and not isinstance(user.kind, DROPOUTS)
+            ):
                 return None
             node = user.output
         return None
+
+
+DROPOUTS: tuple[type[nn.Module], ...] = (nn.Dropout, nn.Identity)
+"""What may stand between a flatten and its Linear (element-wise)."""
+
+
+def _positions(sizes: tuple[int, ...]) -> int:
+    """The positions per channel of a tensor of ``sizes`` (N, C, ...)."""
+    count = 1
+    for size in sizes[2:]:
+        count *= int(size)
+    return count
+
+
+def _over_positions(step: Any, sizes: tuple[int, ...]) -> bool:
+    """Whether a mean or sum node reduced positions only (dimensions 2 and after)."""
+    dims = getattr(step, "_saved_dim", None)
+    if not sizes or len(sizes) < 3 or not isinstance(dims, tuple) or not dims:
+        return False
+    rank = len(sizes)
+    # the dims are stored as unsigned 64-bit integers: -1 reads 2**64 - 1
+    normal = [(d - 2**64 if d >= 2**63 else d) % rank for d in dims]
+    return all(d >= 2 for d in normal)
+
+
+def _consumes(
+    user: _Call, conv: bool, channels: int, block: int, flattened: bool
+) -> tuple[str, int] | None:
+    """``user`` (a Conv/Linear) as the consumer of ``channels`` channels (of a Conv
+    producer when ``conv``, else of a Linear one) of ``block`` input columns each, when its
+    input really is those channels; else None."""
+    if isinstance(user.kind, nn.Linear):
+        if user.kind.in_features != channels * block:
+            return None
+        if conv and not flattened and user.spatial != 1:  # a Linear over maps' last axis
+            return None
+        return user.module, block
+    if not conv or flattened or getattr(user.kind, "groups", 1) != 1:
+        return None
+    return (user.module, 1) if getattr(user.kind, "in_channels", None) == channels else None
 
 
 def _parents(roots: list[Any]) -> dict[int, list[Any]]:
