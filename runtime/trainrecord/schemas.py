@@ -143,7 +143,7 @@ def _leaf_errors(error: ValidationError) -> Iterator[ValidationError]:
     """Descend into oneOf/anyOf contexts to the branch errors that carry a rule."""
     rules = error.schema.get("x-rules") if isinstance(error.schema, dict) else None
     if error.context and not (isinstance(rules, dict) and error.validator in rules):
-        subs = _selected_branch(error)
+        subs = _missing_discriminator_first(error, _selected_branch(error))
         merged = _unknown_discriminator(error, subs)
         if merged is not None:
             yield merged  # the most useful problem first: which values the field takes
@@ -152,6 +152,26 @@ def _leaf_errors(error: ValidationError) -> Iterator[ValidationError]:
             yield from _leaf_errors(sub)
     else:
         yield error
+
+
+def _missing_discriminator_first(
+    error: ValidationError, subs: list[ValidationError]
+) -> list[ValidationError]:
+    """When the instance lacks a discriminated ``oneOf``'s property (``kind``), the
+    branches' ``required`` errors for it first: without it no branch can be chosen, so it is
+    the most useful problem, as an unknown value is (:func:`_unknown_discriminator`)."""
+    prop = (error.schema.get("discriminator") or {}).get("propertyName")
+    if not prop or not isinstance(error.instance, dict) or prop in error.instance:
+        return subs
+
+    def lacks_prop(sub: ValidationError) -> bool:
+        return (
+            sub.validator == "required"
+            and tuple(sub.absolute_path) == tuple(error.absolute_path)
+            and sub.message.startswith(repr(prop))
+        )
+
+    return [sub for sub in subs if lacks_prop(sub)] + [sub for sub in subs if not lacks_prop(sub)]
 
 
 def _at_discriminator(error: ValidationError, sub: ValidationError) -> bool:

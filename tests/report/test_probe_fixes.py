@@ -139,3 +139,5 @@ def test_schema_problems_of_a_report_without_a_known_kind_are_listed_once(doc: d
         assert found[0].rule == "report.kind.unknown"
         assert "training, lesion, wordset" in found[0].message
         assert sum(p.rule == "report.kind.unknown" for p in found) == 1
+    else:
+        assert (found[0].rule, found[0].path) == ("report.fields.missing", ("kind",))

@@ -169,6 +169,29 @@ def test_a_report_that_fails_the_schema_is_422_with_the_problems(
     assert receiver.store.runs() == []
 
 
+@pytest.mark.parametrize(
+    "missing, broken",
+    [
+        (["schema", "seq"], {}),
+        (["run_id"], {"pid": 1, "name": 7}),
+        (["sent_at", "host"], {"schema": 1}),
+        ([], {}),
+    ],
+)
+def test_a_report_without_kind_lists_the_missing_kind_first(
+    receiver: ReportServer, missing: list[str], broken: dict
+) -> None:
+    body = report(**broken)
+    for name in ["kind", *missing]:
+        del body[name]
+    resp = post(receiver, body)
+    assert resp.status_code == 422
+    found = resp.json()["problems"]
+    assert (found[0]["rule"], found[0]["path"]) == ("report.fields.missing", ["kind"]), found
+    assert "'kind' is missing" in found[0]["message"]
+    assert sum(p["path"] == ["kind"] for p in found) == 1
+
+
 def test_a_json_array_is_422(receiver: ReportServer) -> None:
     assert post(receiver, b"[1, 2]").status_code == 422
 
