@@ -248,3 +248,42 @@ def test_a_failed_job_sends_no_worker_pid_short_user_or_one_part_path(
         "DataLoader worker (pid(s) <pid>, <pid>) exited unexpectedly; "
         "worker pid=<pid> could not open '.../model.pt' as <user>"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("cannot open file:///home/alice/data/x.pt", "cannot open file://~/data/x.pt"),
+        ("loaded file:/home/alice/x.pt", "loaded file://~/x.pt"),
+        ("url file://localhost/home/alice/x.pt", "url file://~/x.pt"),
+        ("FILE:///home/alice", "FILE://~"),
+        # Path.as_uri() percent-encodes: a space, or a user name like zoë or ali%63e
+        ("file:///home/al%69ce/my%20run/x.pt failed", "file://~/my run/x.pt failed"),
+        ("read file:///opt/data/alice/x.pt", "read file://.../x.pt"),
+        ("read file:///data", "read file://.../data"),
+        ("file:///C:/Users/bob/x.pt missing", "file://.../x.pt missing"),
+        ("'file:///home/alicex/y.pt'", "'file://.../y.pt'"),
+    ],
+)
+def test_file_urls_are_scrubbed_as_their_paths(text: str, expected: str) -> None:
+    assert scrub_message(text, SECRETS) == expected
+    assert privacy_problems(_failed_report(expected), SECRETS) == []
+    report = _failed_report("m")
+    report["config"]["device_name"] = text
+    assert privacy_problems(report, SECRETS), "the check finds a file URL's path"
+
+
+def test_a_file_url_in_a_failed_job_sends_neither_home_nor_user(
+    receiver: ReportServer, monkeypatch: pytest.MonkeyPatch, tmp_path: os.PathLike[str]
+) -> None:
+    from pathlib import Path
+
+    home = Path(tmp_path) / "zoë smith"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    state = training_state()
+    with pytest.raises(OSError), Reporter(settings_for(receiver.url), state):
+        raise OSError(f"cannot map {(home / 'runs' / 'x.pt').as_uri()}")
+    sent = receiver.store.latest(state.run_id)
+    assert sent["status"] == "failed"
+    assert sent["error"]["message"] == "cannot map file://~/runs/x.pt"

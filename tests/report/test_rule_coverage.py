@@ -152,6 +152,8 @@ RULE_TESTS: dict[str, list[str]] = {
         "test_short_user_names_are_scrubbed_as_whole_words",
         "test_a_one_character_user_name_is_scrubbed_only_as_a_path_part",
         "test_a_failed_job_sends_no_worker_pid_short_user_or_one_part_path",
+        "test_file_urls_are_scrubbed_as_their_paths",
+        "test_a_file_url_in_a_failed_job_sends_neither_home_nor_user",
     ],
     "report.privacy.fields": [
         "test_fill_helpers_give_every_field_and_refuse_unknown_ones",

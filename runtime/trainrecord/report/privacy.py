@@ -14,6 +14,9 @@ Public API:
   check finds, the scrub removes: a scrubbed message always passes.
 * :class:`Secrets`: what this process must never send (token, home, user, pid).
 
+A ``file:`` URL's path is scrubbed as a plain path, percent-decoded first: ``file://~/x``
+for the home folder, ``file://.../x`` for any other (the host is dropped).
+
 Not paths: a slash after a word character or a number (``3/4``, ``loss/acc``, ``a/b``), and
 the path of a URL after its host (``https://host/x`` is sent as it is). A user name of two
 characters or more is scrubbed wherever it stands as a whole word; a one-character name only
@@ -29,6 +32,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 from trainrecord.errors import Problem
 
@@ -41,6 +45,12 @@ character, a dot, ``~``, ``:`` or another slash (``3/4``, ``~/x``, ``https://hos
 _ABS_WINDOWS = re.compile(
     r"(?<![\w])[A-Za-z]:[\\/](?:[^\s\\/'\"`:,;()\[\]{}<>]+[\\/])*([^\s\\/'\"`:,;()\[\]{}<>]*)"
 )
+_FILE_URL = re.compile(
+    rf"(?<![\w.+-])(file:)(?://(?:\w[\w.-]*)?)?(/[A-Za-z]:)?((?:/{_PART}+)+)", re.IGNORECASE
+)
+"""A ``file:`` URL of a local path: ``file:///a/b``, ``file:/a/b``, ``file://localhost/a/b``,
+``file:///C:/a/b``, percent-encoded or not (group 2: a Windows drive, group 3: the path).
+Its path is a local absolute path, scrubbed as one: ``file://~/b`` or ``file://.../b``."""
 _PID_WORD = re.compile(
     r"(?<![\w])(pids?|pid\(s\)|process(?:es)?(?:[ _-]?ids?|[ _-]?id\(s\))?)"
     r"(\s*[=:#]?\s*[\[(]?\s*)"
@@ -100,12 +110,30 @@ def _scrub_pids(match: re.Match[str]) -> str:
     return match.group(1) + match.group(2) + _DIGITS.sub("<pid>", match.group(3))
 
 
+def _scrub_file_url(match: re.Match[str], s: Secrets) -> str:
+    """A ``file:`` URL with its path scrubbed as a plain path: the home folder becomes
+    ``~``, any other path keeps its last part. Percent-encoding is decoded first, so an
+    encoded home folder or user name (``/home/zo%C3%AB``) is found too; the host goes."""
+    path = unquote(match.group(3))
+    local = (match.group(2)[1:] + path) if match.group(2) else path
+    if s.home_usable():
+        home = s.home.replace("\\", "/")  # type: ignore[union-attr]
+        at_home = _home_pattern(home).match(local.replace("\\", "/"))
+        if at_home:
+            return f"{match.group(1)}//~{local[at_home.end() :]}"
+    last = local.rstrip("/").rsplit("/", 1)[-1]
+    return f"{match.group(1)}//.../{last}"
+
+
 def scrub_message(text: str, secrets: Secrets | None = None) -> str:
     """An error message safe to send: no token, home, absolute path, user name or pid."""
     s = secrets or Secrets()
     out = str(text)
     if s.token:
         out = out.replace(s.token, "<token>")
+    out = _FILE_URL.sub(lambda m: _scrub_file_url(m, s), out)  # before the home folder
+    if s.token:
+        out = out.replace(s.token, "<token>")  # a token percent-encoded in a file URL
     if s.home_usable():
         out = _home_pattern(s.home).sub("~", out)  # type: ignore[arg-type]
     out = _ABS_POSIX.sub(lambda m: ".../" + (m.group(1) or m.group(2) or ""), out)
@@ -146,7 +174,7 @@ def privacy_problems(payload: Any, secrets: Secrets | None = None) -> list[Probl
             found.append(Problem(rule, path, "holds the report token; never send it"))
         if home and home.search(text):
             found.append(Problem(rule, path, "holds the home folder; write ~ instead"))
-        elif _ABS_POSIX.search(text) or _ABS_WINDOWS.search(text):
+        elif _ABS_POSIX.search(text) or _ABS_WINDOWS.search(text) or _FILE_URL.search(text):
             found.append(Problem(rule, path, "holds an absolute path; send names, not paths"))
         if path[:1] == ("error",):
             if user and user.search(text):
