@@ -300,6 +300,24 @@ def open_run(data: dict[str, Any]) -> dict[str, Any]:
     return {"run_id": run.run_id, "created": run.created}
 
 
+_SERVING: list[Any] = []
+"""The receivers ``serve`` started: they serve, from daemon threads, until the process ends."""
+
+
+def serve(data: dict[str, Any]) -> dict[str, Any]:
+    """Start the reference receiver (``trainrecord serve``) on a free loopback port, its
+    store in ``dir``, and keep it serving in this process; its URL."""
+    from trainrecord.report import ReportStore, make_server
+
+    folder = Path(data["dir"])
+    folder.mkdir(parents=True, exist_ok=True)
+    store = ReportStore(folder / "reports.sqlite")
+    server = make_server("127.0.0.1", 0, token=data["token"], store=store)
+    server.serve_in_thread()
+    _SERVING.append(server)
+    return {"url": server.url + "/api/runs", "read_url": server.url + "/api/runs"}
+
+
 class _WarningCounter(logging.Handler):
     """Counts the warnings the reporter logs (the job's log, kept off stderr here)."""
 
@@ -332,6 +350,7 @@ OPERATIONS: dict[str, Operation] = {
     "append_diary": append_diary,
     "architecture": architecture,
     "open_run": open_run,
+    "serve": serve,
 }
 """Every operation of the protocol, by name."""
 

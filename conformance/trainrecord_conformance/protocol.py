@@ -49,6 +49,7 @@ OUTPUTS = {
     "append_diary": "WriteOutput",
     "architecture": "ArchitectureOutput",
     "open_run": "OpenRunOutput",
+    "serve": "ServeOutput",
 }
 """Each operation's output shape: a ``$defs`` entry of run-response.schema.json."""
 OPERATIONS = tuple(OUTPUTS)

@@ -4,7 +4,8 @@
 * ``harness``: the same runtime through the reference exec harness, in a subprocess
   (``exec:<this python> -m trainrecord_conformance.harness``): tests the protocol itself.
 * ``exec:<command>``: any program in any language speaking the harness protocol
-  (:mod:`.protocol`): one process for the whole run, many ``run`` messages.
+  (:mod:`.protocol`): one process for the whole run, many ``run`` messages. A harness that
+  lists ``serve`` runs a reporting receiver in its process; the server checks POST to it.
 * ``http://...`` / ``https://...``: a reporting server (Reporting API v2 §2 and §4).
 
 A target's ``run(op, input)`` returns a :class:`~.protocol.Result`. A crash, a timeout or
@@ -147,6 +148,8 @@ class ExecTarget(Target):
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the target
         self._buffer = b""
         self._seq = 0
+        self._serving: subprocess.Popen[bytes] | None = None
+        self._folders: list[str] = []
         self.start()
 
     # -- process ------------------------------------------------------------------------
@@ -170,6 +173,8 @@ class ExecTarget(Target):
             raise TargetError(f"start: {exc}", exc.rules) from exc
         self.implementation = message["implementation"]
         self.operations = frozenset(message["operations"])
+        if "serve" in self.operations:
+            self.operations |= {"serve_read"}  # the read_url of serve's answer, when not null
 
     def stderr_tail(self, size: int = 1500) -> str:
         """The last bytes the harness wrote to stderr."""
@@ -225,6 +230,28 @@ class ExecTarget(Target):
 
     # -- protocol -----------------------------------------------------------------------
 
+    def server(self) -> tuple[str, str | None, str | None, str | None]:
+        """The harness's own receiver: started with the ``serve`` operation once per harness
+        process (again after a restart), a fresh token and store folder each time."""
+        if "serve" not in self.operations:
+            raise TargetError(f"{self.name} does not list serve")
+        alive = self._proc is not None and self._proc.poll() is None
+        if not alive or self._serving is not self._proc:
+            import secrets
+
+            if not alive:
+                self.start()
+            token = "conformance-" + secrets.token_hex(12)
+            folder = tempfile.mkdtemp(prefix="trc-serve-")
+            self._folders.append(folder)
+            result = self.run("serve", {"dir": folder, "token": token})
+            if result.outcome != "ok":
+                raise TargetError(f"serve gave {result.describe()}")
+            self.token, self.url = token, result.output["url"]
+            self.read_url = result.output.get("read_url")
+            self._serving = self._proc
+        return super().server()
+
     def run(self, op: str, data: dict[str, Any]) -> Result:
         """Send one run and read its response; restart the harness if it died before."""
         if self._proc is None or self._proc.poll() is not None:
@@ -270,6 +297,10 @@ class ExecTarget(Target):
                 self.stop(5.0)
         self.kill()
         self._stderr.close()
+        import shutil
+
+        for folder in self._folders:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 class HttpTarget(Target):

@@ -3,9 +3,9 @@
 This is ``make conformance TARGET=node`` in the CI profile: every rule the suite covers is
 run against ``conformance/implementations/node/harness.js``; none may fail or error. The
 harness lists every operation of the protocol in its start response (none is answered
-unsupported), so a rule may be skipped only when its checks need one of the suite's
-pseudo-operations that no exec harness has: ``@nonfinite`` (Python values JSON cannot
-carry) or ``serve`` (a reporting server; the Node implementation is a client).
+unsupported), so a rule may be skipped only when its checks need the suite's
+pseudo-operation that no exec harness has: ``@nonfinite`` (Python values JSON cannot
+carry). The server rules run against the receiver the harness starts with ``serve``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from tests.typescript.node_harness import require_node
 pytestmark = [pytest.mark.xdist_group("node-conformance"), pytest.mark.slow]
 
 CLI = Path(sys.executable).with_name("trainrecord-conformance")
-PSEUDO_OPERATIONS = frozenset({"@nonfinite", "serve"})
+PSEUDO_OPERATIONS = frozenset({"@nonfinite"})
 """What the suite's checks may need beyond the protocol's operations (targets.py)."""
 
 

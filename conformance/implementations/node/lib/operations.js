@@ -23,6 +23,7 @@ const { Secrets, buildReport, checkReport, config, errorInfo, fieldsOf, jobState
 const { Reporter, ReportNotDelivered, reportStatus } = require("./reporter");
 const { SeqClock, SEQ_FILE } = require("./seq");
 const { openRun } = require("./run-folder");
+const receiver = require("./receiver");
 
 /** @typedef {import("./pyjson").PyValue} PyValue */
 /** @typedef {import("@trainrecord/spec").HarnessRunRequest["op"]} Operation */
@@ -188,6 +189,11 @@ const OPERATIONS = {
   open_run: (input) => {
     const run = openRun(need(input, "dir"), input.metadata ?? null);
     return { run_id: run.runId, created: run.created };
+  },
+  serve: async (input) => {
+    need(input, "dir"); // the store is in memory: nothing is written there
+    const { url } = await receiver.serve({ token: need(input, "token") });
+    return { url: `${url}/api/runs`, read_url: `${url}/api/runs` };
   },
 };
 

@@ -14,7 +14,7 @@ export interface HarnessRunRequest {
    */
   seq: number;
   /**
-   * The operation: validate (an instance against a schema), line_hash (diary canonical JSON and hash), config_hash (Foundry config hash), write_witness, write_metrics, read_witness, write_diary, verify_diary, send_report, read_metrics, build_report, report_status, load_settings, keygen, load_key, seal, report_job, append_diary, architecture, open_run (start or resume a run folder: its run_id).
+   * The operation: validate (an instance against a schema), line_hash (diary canonical JSON and hash), config_hash (Foundry config hash), write_witness, write_metrics, read_witness, write_diary, verify_diary, send_report, read_metrics, build_report, report_status, load_settings, keygen, load_key, seal, report_job, append_diary, architecture, open_run (start or resume a run folder: its run_id), serve (start a reporting receiver in the harness's process).
    */
   op:
     | "validate"
@@ -36,7 +36,8 @@ export interface HarnessRunRequest {
     | "report_job"
     | "append_diary"
     | "architecture"
-    | "open_run";
+    | "open_run"
+    | "serve";
   /**
    * The operation's input; its shape depends on op (see $defs).
    */

@@ -50,5 +50,6 @@ export interface HarnessStartResponse {
     | "append_diary"
     | "architecture"
     | "open_run"
+    | "serve"
   )[];
 }

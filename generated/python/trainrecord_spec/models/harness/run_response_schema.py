@@ -316,3 +316,21 @@ class OpenRunOutput(StrictModel):
     """
     True when this call wrote the run_id (a new run), false when it was already stored (a resume).
     """
+
+
+class ServeOutput(StrictModel):
+    """
+    serve: where the receiver listens.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    url: str
+    """
+    The URL reports are POSTed to, e.g. http://127.0.0.1:41234/api/runs.
+    """
+    read_url: str | None
+    """
+    The URL under which GET <read_url>/<run_id> (with the same bearer token) answers the stored report of a run, or null when the receiver has no such read.
+    """

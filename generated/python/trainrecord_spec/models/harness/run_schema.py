@@ -28,9 +28,9 @@ class HarnessRunRequest(StrictModel):
     """
     A number the suite gives each run; the response repeats it.
     """
-    op: Literal['validate', 'line_hash', 'config_hash', 'write_witness', 'write_metrics', 'read_witness', 'write_diary', 'verify_diary', 'send_report', 'read_metrics', 'build_report', 'report_status', 'load_settings', 'keygen', 'load_key', 'seal', 'report_job', 'append_diary', 'architecture', 'open_run']
+    op: Literal['validate', 'line_hash', 'config_hash', 'write_witness', 'write_metrics', 'read_witness', 'write_diary', 'verify_diary', 'send_report', 'read_metrics', 'build_report', 'report_status', 'load_settings', 'keygen', 'load_key', 'seal', 'report_job', 'append_diary', 'architecture', 'open_run', 'serve']
     """
-    The operation: validate (an instance against a schema), line_hash (diary canonical JSON and hash), config_hash (Foundry config hash), write_witness, write_metrics, read_witness, write_diary, verify_diary, send_report, read_metrics, build_report, report_status, load_settings, keygen, load_key, seal, report_job, append_diary, architecture, open_run (start or resume a run folder: its run_id).
+    The operation: validate (an instance against a schema), line_hash (diary canonical JSON and hash), config_hash (Foundry config hash), write_witness, write_metrics, read_witness, write_diary, verify_diary, send_report, read_metrics, build_report, report_status, load_settings, keygen, load_key, seal, report_job, append_diary, architecture, open_run (start or resume a run folder: its run_id), serve (start a reporting receiver in the harness's process).
     """
     input: dict[str, Any]
     """
@@ -481,4 +481,22 @@ class OpenRunInput(StrictModel):
     metadata: dict[str, Any] | None
     """
     The job's own fields for metadata.json (never run_id), written with the new run_id at the first start, or null for none.
+    """
+
+
+class ServeInput(StrictModel):
+    """
+    serve: start a reporting receiver (Reporting API v2, the server side: §2 status codes, §4 newest seq wins) on a free port of the loopback address 127.0.0.1, in the harness's own process, and keep it serving while the harness runs (the suite then POSTs reports to it between runs). It needs token as its bearer token; dir is a folder of its own for whatever it stores. Answered once the receiver accepts connections.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    dir: str
+    """
+    A folder for the receiver's store (it may not exist yet).
+    """
+    token: str
+    """
+    The bearer token the receiver requires (printable ASCII, at least 16 characters).
     """

@@ -50,7 +50,7 @@ class HarnessStartResponse(StrictModel):
     """
     Who answers: shown in the suite's report.
     """
-    operations: list[Literal['validate', 'line_hash', 'config_hash', 'write_witness', 'write_metrics', 'read_witness', 'write_diary', 'verify_diary', 'send_report', 'read_metrics', 'build_report', 'report_status', 'load_settings', 'keygen', 'load_key', 'seal', 'report_job', 'append_diary', 'architecture', 'open_run']]
+    operations: list[Literal['validate', 'line_hash', 'config_hash', 'write_witness', 'write_metrics', 'read_witness', 'write_diary', 'verify_diary', 'send_report', 'read_metrics', 'build_report', 'report_status', 'load_settings', 'keygen', 'load_key', 'seal', 'report_job', 'append_diary', 'architecture', 'open_run', 'serve']]
     """
     The operations the harness supports (see HarnessRunRequest.op). Operations not listed are never sent; their rules are reported as skipped. Each operation once.
     """
