@@ -45,7 +45,8 @@ RULE_TESTS: dict[str, list[str]] = {
         "test_serve_refuses_an_every_that_is_not_a_finite_number_above_0",
     ],
     "report.transport.post_url": [
-        "test_post_goes_to_the_url_as_configured_with_exactly_three_headers"
+        "test_post_goes_to_the_url_as_configured_with_exactly_three_headers",
+        "test_the_request_target_is_the_url_exactly_as_configured",
     ],
     "report.transport.headers": [
         "test_post_goes_to_the_url_as_configured_with_exactly_three_headers"

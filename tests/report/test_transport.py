@@ -50,6 +50,30 @@ def test_post_goes_to_the_url_as_configured_with_exactly_three_headers(hostile: 
 
 
 @pytest.mark.parametrize(
+    ("path", "target"),
+    [
+        ("/api/./runs/../runs", "/api/./runs/../runs"),
+        ("/api/runs?", "/api/runs?"),
+        ("/%7Eteam/runs", "/%7Eteam/runs"),
+        ("/api/%2E%2E/runs", "/api/%2E%2E/runs"),
+        ("/api//runs?a=1&b", "/api//runs?a=1&b"),
+        ("/api/runs#part", "/api/runs"),  # a fragment is never sent in HTTP
+        ("", "/"),  # HTTP needs a path: an empty one is /
+        ("/caf\u00e9", "/caf%C3%A9"),  # what cannot go on the wire as it is is encoded
+    ],
+)
+@pytest.mark.parametrize("scheme", ["https", "http"])
+def test_the_request_target_is_the_url_exactly_as_configured(
+    hostile: Start, tls: TLSFiles, scheme: str, path: str, target: str
+) -> None:
+    server = hostile(Behaviour(), tls.context if scheme == "https" else None)
+    settings = settings_for(server.url + path, ca=tls.ca)
+    assert post_report(settings, body()).ok
+    [got] = server.requests
+    assert got.path == target
+
+
+@pytest.mark.parametrize(
     ("status", "category"),
     [
         (200, "accepted"),

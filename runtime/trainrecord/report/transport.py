@@ -18,7 +18,9 @@ Public API:
   status code and the first 300 characters of the body.
 * :func:`new_session`: a ``requests.Session`` with ``trust_env`` off (no .netrc auth can
   replace the token, no proxy from the environment for loopback), no default headers, and
-  the adapter that holds the deadline.
+  the adapter that holds the deadline and sends the request target exactly as configured
+  (:func:`request_target`; ``requests`` alone would remove dot segments, drop a trailing
+  ``?`` and decode ``%7E``).
 
 The deadline: ``requests`` applies a timeout to each socket wait, so a server that sends a
 byte every few seconds would never time out. Each exchange therefore arms a timer; when it
@@ -160,9 +162,31 @@ class _WatchedHTTPSPool(HTTPSConnectionPool):
 _POOLS = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
 
 
+def request_target(url: str) -> str:
+    """The request target of ``url`` exactly as written: everything after the host and
+    port, without the fragment (never sent in HTTP), ``/`` when the path is empty.
+
+    ``requests`` would normalise it (``/a/./b/../c`` -> ``/a/c``, a trailing ``?`` dropped,
+    ``%7E`` -> ``~``); §2 says the URL is used exactly as configured. urllib3 then only
+    percent-encodes what cannot be sent as it is (non-ASCII, a stray ``%``) and writes
+    percent-escapes in upper case.
+    """
+    parts = urlsplit(url)
+    rest = url.split("#", 1)[0][len(parts.scheme) + 3 + len(parts.netloc) :]
+    return rest if rest.startswith("/") else "/" + rest
+
+
 class _DeadlineAdapter(HTTPAdapter):
     """An adapter whose pools tell the running exchange's deadline which connection it
-    uses (SOCKS proxies keep urllib3's own pools and only per-wait timeouts)."""
+    uses (SOCKS proxies keep urllib3's own pools and only per-wait timeouts), and that
+    sends the request target exactly as configured (``_exact_target`` on the request)."""
+
+    def request_url(self, request: requests.PreparedRequest, proxies: Any) -> str:
+        normalised = super().request_url(request, proxies)
+        target = getattr(request, "_exact_target", None)
+        # An absolute URL goes only to a plain-HTTP proxy, which a report never uses
+        # (http:// is for loopback hosts, and those bypass proxies): left as requests made it.
+        return target if target is not None and normalised.startswith("/") else normalised
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
@@ -280,10 +304,12 @@ def post_report(
 
 def _exchange(settings: ReportSettings, body: bytes, sess: requests.Session) -> Outcome:
     try:
-        resp = sess.post(
-            settings.url,
-            data=body,
-            headers=headers(settings),
+        prepared = sess.prepare_request(
+            requests.Request("POST", settings.url, data=body, headers=headers(settings))
+        )
+        prepared._exact_target = request_target(settings.url)  # type: ignore[attr-defined]
+        resp = sess.send(
+            prepared,
             timeout=settings.timeout,
             allow_redirects=False,
             verify=settings.verify,
