@@ -61,6 +61,8 @@ def test_suite_passes_against_node() -> None:
             assert reason.startswith("not supported: "), (rule["rule"], reason)
             missing = set(reason.removeprefix("not supported: ").split(", "))
             assert missing <= allowed, (rule["rule"], reason)
+    # The checks with Python values no JSON form has (sets, bytes, NaN): see the Node README.
+    assert {r["rule"] for r in skipped} <= {"witness.config.serializable"}, skipped
     passed = [r for r in result["rules"] if r["status"] == "pass"]
     assert len(passed) > 300
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -100,9 +100,9 @@ class WriteWitnessInput(StrictModel):
     """
     The results folder (it may not exist yet).
     """
-    env: dict[str, str]
+    env: dict[str, Any]
     """
-    The environment variables the writer sees.
+    The environment variables the writer sees: text, as environment variables are. The suite also sends values that are not text (numbers, null, booleans, arrays, objects): the writer refuses them with witness.env.type.
     """
     config: dict[str, Any]
     """
