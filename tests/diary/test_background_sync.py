@@ -369,3 +369,41 @@ def test_a_forked_child_that_writes_gets_its_own_thread(tmp_path: Path, fsyncs: 
     assert len(fsyncs.of(pending.fd)) == 0  # the parent's minute has not come
     started.close()
     pending.close()
+
+
+DROPPED_UNCLOSED = """
+import gc, sys, tempfile, threading, time
+from pathlib import Path
+import trainrecord.diary.durability as durability
+from trainrecord.diary.durability import AppendFile
+
+died = []
+threading.excepthook = lambda args: died.append(repr(args.exc_value))
+root = Path(tempfile.mkdtemp())
+gc.set_threshold(1)  # a collection at nearly every allocation, the scheduler's own included
+for i in range(200):
+    f = AppendFile(root / f"f{i}.jsonl", fsync_interval=0.0005)
+    f.cycle = f  # only the collector frees it (a Monitor dropped unclosed), at any moment
+    f.write_line(b'{"i":1}\\n')
+    del f
+    time.sleep(0.001)
+gc.set_threshold(700)
+last = AppendFile(root / "last.jsonl", fsync_interval=0.01)
+last.write_line(b'{"i":1}\\n')
+deadline = time.monotonic() + 5
+while time.monotonic() < deadline and last in durability._scheduler()._due:
+    time.sleep(0.01)
+print(died, last in durability._scheduler()._due)
+sys.exit(1 if died or last in durability._scheduler()._due else 0)
+"""
+
+
+def test_files_of_writers_dropped_unclosed_never_stop_the_fsync_thread() -> None:
+    """A writer dropped without close() (a notebook's abandoned Monitor) is collected
+    whenever the collector runs, the scheduler's reading of its due files included: the
+    thread died of it ("min() arg is an empty sequence") and no file of the process was
+    fsynced in the background any more."""
+    result = subprocess.run(
+        [sys.executable, "-c", DROPPED_UNCLOSED], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -219,10 +219,14 @@ class _SyncScheduler:
         while True:
             with self._cond:
                 while True:
-                    if not self._due:
+                    # a snapshot: a dropped writer's file may be collected at any allocation,
+                    # even while the entries are read (it then leaves no entry to read)
+                    due = list(self._due.items())
+                    if not due:
                         self._cond.wait()
                         continue
-                    file, deadline = min(self._due.items(), key=lambda item: item[1])
+                    file, deadline = min(due, key=lambda item: item[1])
+                    del due  # (strong references)
                     delay = deadline - time.monotonic()
                     if not delay > 0:  # due (a NaN interval counts as due at once)
                         del self._due[file]
