@@ -288,7 +288,16 @@ class StructureProbe:
         for call in self.calls:
             if call.input is not None:
                 by_input.setdefault(id(call.input), []).append(call)
-        relu_calls = [c for c in self.calls if isinstance(c.kind, RELUS)]
+        owner: dict[int, str] = {}  # the first module to output each node
+        for call in self.calls:
+            if call.output is not None and call.output is not call.input:
+                owner.setdefault(id(call.output), call.module)
+        relus: dict[str, list[_Call]] = {}  # the ReLU modules fed by each layer's output
+        for call in self.calls:
+            if isinstance(call.kind, RELUS) and call.input is not None:
+                source = owner.get(id(call.input))
+                if source is not None:
+                    relus.setdefault(source, []).append(call)
         for producer in (
             structure.pairs.keys() | set(structure.relu_after) | set(structure.relu_nodes)
         ):
@@ -299,20 +308,12 @@ class StructureProbe:
             found: tuple[str, int] | None = None
             if layer in structure.relu_nodes:
                 found = self._follow(structure.relu_nodes[layer], module, by_input, parents)
-            for relu in relu_calls:
-                if relu.input is None or self._owner_name(relu.input) != layer:
-                    continue
+            for relu in relus.get(layer, []):
                 found = self._follow(relu.output, module, by_input, parents)
             if found is not None:
                 structure.consumer[producer] = found[0]
                 if found[1] > 1:
                     structure.consumer_block[producer] = found[1]
-
-    def _owner_name(self, node: Any) -> str | None:
-        for call in self.calls:
-            if call.output is node and call.output is not call.input:
-                return call.module
-        return None
 
     def _follow(
         self,
