@@ -450,3 +450,21 @@ def test_saving_or_copying_the_model_while_a_check_is_armed_carries_no_hook(
     assert hooks_on(loaded) == 0
     assert [r["step"] for r in metrics(tmp_path / "run")] == [0, 5]
     assert events(read_run(tmp_path / "run"), "structure")  # the checks still measured
+
+
+def test_a_sync_batchnorm_is_paired_like_a_batchnorm(tmp_path: Path) -> None:
+    """``nn.SyncBatchNorm.convert_sync_batchnorm(model)``, the usual step before DDP (in
+    one process it computes as a BatchNorm): the same pairs, certificate and repair."""
+    torch.manual_seed(0)
+    synced = nn.SyncBatchNorm.convert_sync_batchnorm(TinyCNN())
+    lines = zeroed_story(tmp_path / "sync", synced)
+    torch.manual_seed(0)
+    plain = zeroed_story(tmp_path / "plain", TinyCNN())
+    assert type(synced.bn2).__name__ == "SyncBatchNorm"
+    assert events(lines, "structure")[0]["pairs"] == {"block1.0": "block1.1", "conv2": "bn2"}
+
+    def story(run: list[dict[str, object]]) -> list[tuple[object, ...]]:
+        return [(x["event"], x.get("step"), x.get("layer"), x.get("count")) for x in run]
+
+    assert story(lines) == story(plain)
+    assert [(r["layer"], r["count"]) for r in events(lines, "repair")] == [("conv2", 8)]

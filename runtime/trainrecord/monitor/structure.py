@@ -29,7 +29,12 @@ from torch.nn.modules.module import (
 )
 
 PRODUCERS: tuple[type[nn.Module], ...] = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Linear)
-BATCHNORMS: tuple[type[nn.Module], ...] = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
+BATCHNORMS: tuple[type[nn.Module], ...] = (
+    nn.BatchNorm1d,
+    nn.BatchNorm2d,
+    nn.BatchNorm3d,
+    nn.SyncBatchNorm,  # (convert_sync_batchnorm for DDP: statistics over every rank's batch)
+)
 RELUS: tuple[type[nn.Module], ...] = (nn.ReLU,)
 FUNCTIONAL_RELU = "F.relu"
 """The ``relu`` of a layer whose output goes to ``torch.relu``/``F.relu`` (no module) alone."""
