@@ -151,3 +151,40 @@ def test_two_monitors_share_the_eager_window(tmp_path: Path) -> None:
     assert stance() == "force_eager"
     b.close()
     assert stance() == "default"
+
+
+def test_a_monitor_dropped_unclosed_gives_back_its_hooks_stance_and_model(
+    run_dir: Path,
+) -> None:
+    """A loop that raised at a check step (a notebook cell) leaves its Monitor unclosed and
+    armed. Once it is collected: no global hook of it measures later forward passes or
+    holds the model, compiled code elsewhere runs compiled again, its sinks' thread ends."""
+    import gc
+    import threading
+    import weakref
+
+    from torch.nn.modules import module as torch_module
+
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = sgd(model)
+    compiled = torch.compile(model, backend="eager")
+    hooks_before = len(torch_module._global_forward_hooks)
+    monitor = Monitor(compiled, optimizer, run_dir, check_every=2)  # logging sink: a thread
+    with pytest.raises(RuntimeError, match="a bad batch"):
+        for step in range(4):
+            if step == 2:
+                raise RuntimeError("a bad batch")  # at a check step, its hooks installed
+            train(compiled, optimizer, monitor, 1, seed=step)
+    assert stance() == "force_eager"
+    assert len(torch_module._global_forward_hooks) > hooks_before
+    alive = weakref.ref(model.conv2.weight)
+    del monitor, model, compiled, optimizer
+    gc.collect()
+    assert len(torch_module._global_forward_hooks) == hooks_before
+    assert stance() == "default"
+    assert alive() is None  # nothing of the Monitor's holds the model any more
+    sinks = [t for t in threading.enumerate() if t.name == "trainrecord-sinks"]
+    for thread in sinks:
+        thread.join(5)
+    assert not any(t.is_alive() for t in sinks)

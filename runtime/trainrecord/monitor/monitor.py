@@ -30,7 +30,9 @@ import platform
 import sys
 import threading
 import warnings
+import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -192,9 +194,8 @@ class Monitor:
         first = next(self.model.parameters(), None)
         self._device = first.device if first is not None else torch.device("cpu")
         self._said: set[str] = set()
-        self._structure_probe: StructureProbe | None = None
-        self._activation_probe: ActivationProbe | None = None
-        self._stance = EagerStance()
+        # what a Monitor dropped unclosed must give back (see _Held): no reference to self
+        self._held = _Held(EagerStance())
         self._unmeasured: list[str] = []
         self._seen_first: set[str] = set()  # the modules the first check's hooks measured
         self._manifest_due = False
@@ -225,7 +226,9 @@ class Monitor:
             except BaseException:
                 self._diary.close()
                 raise
-        self._sinks = SinkDispatcher(sink_list, self._sink_failed)
+        self._sinks = SinkDispatcher(sink_list, weakref.WeakMethod(self._sink_failed))
+        self._held.sinks = self._sinks
+        weakref.finalize(self, self._held.release)
         if self._diary is not None and self._diary.seq and start_step == 0:
             LOGGER.warning(
                 "trainrecord.Monitor: %s continues an earlier run's diary, and steps count "
@@ -236,6 +239,26 @@ class Monitor:
         self._emit("run_start", self._run_start(config))
         if self.steps % self.check_every == 0:
             self._arm()
+
+    @property
+    def _structure_probe(self) -> StructureProbe | None:
+        return self._held.structure_probe
+
+    @_structure_probe.setter
+    def _structure_probe(self, probe: StructureProbe | None) -> None:
+        self._held.structure_probe = probe
+
+    @property
+    def _activation_probe(self) -> ActivationProbe | None:
+        return self._held.activation_probe
+
+    @_activation_probe.setter
+    def _activation_probe(self, probe: ActivationProbe | None) -> None:
+        self._held.activation_probe = probe
+
+    @property
+    def _stance(self) -> EagerStance:
+        return self._held.stance
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -885,6 +908,30 @@ class Monitor:
             "distributed": self.dist.manifest(),
             "notes": notes,
         }
+
+
+@dataclass
+class _Held:
+    """What a Monitor holds in the process beyond its own objects: the check's global
+    hooks, the compiler stance and the sinks' thread. A Monitor dropped without close() (a
+    notebook cell that raised) gives them back when it is collected; before, its hooks
+    measured every later forward pass and kept the model's modules alive, and compiled code
+    anywhere in the process ran eagerly for good. (The diary writers close themselves.)"""
+
+    stance: EagerStance
+    structure_probe: StructureProbe | None = None
+    activation_probe: ActivationProbe | None = None
+    sinks: SinkDispatcher | None = None
+
+    def release(self) -> None:
+        """Remove the hooks, give the stance back, let the sinks' thread end."""
+        for probe in (self.structure_probe, self.activation_probe):
+            if probe is not None:
+                probe.remove()
+        self.structure_probe = self.activation_probe = None
+        self.stance.exit()
+        if self.sinks is not None:
+            self.sinks.stop()
 
 
 def to_host(parts: list[torch.Tensor | None]) -> list[torch.Tensor | None]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -144,9 +145,12 @@ FLUSH = "(flush)"
 
 
 class SinkDispatcher:
-    """Runs sinks on a background thread; reports failures through ``on_error``."""
+    """Runs sinks on a background thread; reports failures through ``on_error``, held
+    weakly (a ``weakref.WeakMethod``): the thread must not keep its Monitor alive."""
 
-    def __init__(self, sinks: list[Any], on_error: Callable[[str, str], None]) -> None:
+    def __init__(
+        self, sinks: list[Any], on_error: weakref.WeakMethod[Callable[[str, str], None]]
+    ) -> None:
         self.sinks = sinks
         self.on_error = on_error
         self.failures = 0
@@ -188,7 +192,9 @@ class SinkDispatcher:
         if key not in self._seen:
             self._seen.add(key)
             text = f"{type(exc).__name__}: {exc}"[:500]
-            self.on_error(key[0], text)
+            report = self.on_error()
+            if report is not None:
+                report(key[0], text)
 
     def flush(self, timeout: float = 10.0) -> None:
         """Wait (at most ``timeout`` seconds) until everything queued so far is delivered."""
@@ -196,6 +202,11 @@ class SinkDispatcher:
             done = threading.Event()
             self._queue.put((FLUSH, done))  # type: ignore[arg-type]
             done.wait(timeout)
+
+    def stop(self) -> None:
+        """Let the thread end after what is queued, without waiting (its owner is gone)."""
+        if self.sinks and self._thread.is_alive():
+            self._queue.put(None)
 
     def close(self, timeout: float = 10.0) -> None:
         """Deliver what is queued (waiting at most ``timeout`` seconds), then stop."""
