@@ -1,10 +1,11 @@
-"""Layers frozen or unfrozen during a run: what the monitor checks follows requires_grad.
+"""The model changing during a run: what the monitor checks follows it.
 
 Fine-tuning schedules freeze a backbone and unfreeze it later (gradual unfreezing), or
-freeze layers that are done. The layers are the modules owning parameters that require
-gradients now; when that set changes, the next check writes a new manifest first and
-checks the new set from then on: an unfrozen layer is measured, a frozen one raises no
-no_gradient alarm.
+freeze layers that are done; a new head replaces the old one, an adapter is added, the
+model goes to float64. The layers are the modules owning parameters that require
+gradients now; when they change, the next check writes a new manifest first and checks
+the new set from then on (an unfrozen layer is measured, a frozen one raises no
+no_gradient alarm); when modules are added or replaced, the structure is learnt again.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+from torch import nn
+from torch.nn import functional as F
 
-from tests.monitor.conftest import TinyCNN, events, metrics, read_run, train
+from tests.monitor.conftest import TinyCNN, batches, events, metrics, read_run, train
 from tests.monitor.test_events import zero_block2
 from trainrecord.monitor import Monitor
 
@@ -96,3 +99,72 @@ def test_a_layer_in_alarm_that_is_frozen_is_dropped_and_starts_afresh(run_dir: P
     assert not [c for c in events(lines, "alarm_cleared") if c["layer"] in ("conv2", "bn2")]
     steps_with_conv2 = [r["step"] for r in metrics(run_dir) if "conv2" in r["stuck"]]
     assert 14 not in steps_with_conv2 and 16 not in steps_with_conv2 and 18 in steps_with_conv2
+
+
+class Adaptable(nn.Module):
+    """A body, a head, and an adapter slot filled later."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.AdaptiveAvgPool2d(1)
+        )
+        self.flatten = nn.Flatten()
+        self.fc = nn.Linear(8, 4)
+        self.adapter: nn.Module | None = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Class scores."""
+        y = self.flatten(self.body(x))
+        if self.adapter is not None:
+            y = y + self.adapter(y)
+        return self.fc(y)
+
+
+def test_a_replaced_head_and_an_added_adapter_are_checked_and_raise_no_alarm(
+    run_dir: Path,
+) -> None:
+    torch.manual_seed(0)
+    model = Adaptable()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    with Monitor(model, optimizer, run_dir, check_every=2, warmup=2) as monitor:
+        train(model, optimizer, monitor, 10)
+        model.fc = nn.Linear(8, 4)  # a new head: its parameters are new objects
+        model.adapter = nn.Linear(8, 8)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        train(model, optimizer, monitor, 10, seed=1)
+    lines = read_run(run_dir)
+    # before: no_gradient for the old head's parameters (no longer in the model), and the
+    # adapter never checked
+    assert events(lines, "alarm") == []
+    structures = events(lines, "structure")
+    manifests = events(lines, "manifest")
+    assert [s["step"] for s in structures] == [0, 12]  # learnt again at the next armed check
+    assert [m["step"] for m in manifests] == [0, 12]
+    assert "adapter" in manifests[1]["layers"]
+    assert [p["layer"] for p in manifests[1]["producers"]] == ["body.0", "fc", "adapter"]
+    assert structures[1]["pairs"] == {"body.0": "body.1"}
+    rows = {r["step"]: r for r in metrics(run_dir)}
+    # check 10 had its hooks installed before the change: gradients of the new layers,
+    # no channel statistics; from check 12 on, both
+    assert set(rows[10]["grad"]) == {"body.0", "body.1", "fc", "adapter"}
+    assert rows[10]["stuck"] == {}
+    assert set(rows[12]["stuck"]) == {"body.0", "fc", "adapter"}
+    assert all(v is not None and v > 0 for r in rows.values() for v in r["grad"].values())
+
+
+def test_a_change_of_dtype_writes_a_manifest_with_the_new_precision(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    with Monitor(model, optimizer, run_dir, check_every=4) as monitor:
+        train(model, optimizer, monitor, 6)
+        model.double()
+        for x, y in batches(6, seed=1):
+            loss = F.cross_entropy(model(x.double()), y)
+            loss.backward()
+            monitor.step(loss)
+            optimizer.step()
+            optimizer.zero_grad()
+    manifests = events(read_run(run_dir), "manifest")
+    assert [(m["step"], m["precision"]) for m in manifests] == [(0, "float32"), (8, "float64")]

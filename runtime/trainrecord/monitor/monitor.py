@@ -32,13 +32,17 @@ import threading
 import warnings
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
+from torch.nn.modules.module import (
+    register_module_module_registration_hook,
+    register_module_parameter_registration_hook,
+)
 
 from trainrecord import __version__
 from trainrecord.diary.architecture import architecture_sha256
@@ -167,6 +171,7 @@ class Monitor:
         self.modules = dict(self.model.named_modules())
         self._parameters = list(self.model.parameters())  # (requires_grad is read at checks)
         self._trainable = self._trainable_now()
+        self._producer_modules: dict[str, int] = {}  # id of each producer's module
         self.layers: dict[str, list[tuple[str, nn.Parameter]]] = {}
         self.kinds: dict[str, str] = {}
         self.producers: list[str] = []
@@ -196,6 +201,7 @@ class Monitor:
         self._said: set[str] = set()
         # what a Monitor dropped unclosed must give back (see _Held): no reference to self
         self._held = _Held(EagerStance())
+        self._held.watch_registrations()  # modules and parameters added or replaced later
         self._unmeasured: list[str] = []
         self._seen_first: set[str] = set()  # the modules the first check's hooks measured
         self._manifest_due = False
@@ -279,6 +285,7 @@ class Monitor:
             return
         self.closed = True
         self._disarm()
+        self._held.unwatch_registrations()
         self._sinks.flush()  # every failure so far counted; the sinks still get run_end
         self.counts["sink_errors"] = self._sinks.failures
         if self.dist.writer:
@@ -307,7 +314,7 @@ class Monitor:
     def _arm(self) -> None:
         """Install forward hooks for the next (check) step's forward pass."""
         self._disarm()
-        self._follow_trainable()
+        self._follow_model()
         if self.structure is None:
             self._structure_probe = StructureProbe(self.modules, self.model)
             watched = {
@@ -353,7 +360,11 @@ class Monitor:
             probe.remove()
         self._stance.exit()
         self._compiled_in_window()
-        self._follow_trainable()  # (changed since the hooks were installed: seen from now)
+        if self._follow_model() and self._structure_probe is not None:
+            self._structure_probe.remove()  # it watched the modules of before: learnt later
+            self._structure_probe = None
+        if probe is not None and probe.dtypes:  # (for the manifest's precision)
+            self._activation_dtypes = set(probe.dtypes)
         if self._manifest_due:
             self._manifest_due = False
             self._emit("manifest", self._manifest(step))
@@ -362,7 +373,6 @@ class Monitor:
             structure_probe, self._structure_probe = self._structure_probe, None
             if structure_probe.saw_forward:
                 seen = set(probe.maxima) if probe is not None else set()
-                self._activation_dtypes = probe.dtypes if probe is not None else set()
                 self._learn(step, structure_probe.finish(tensor), seen)
             else:
                 structure_probe.remove()
@@ -477,9 +487,10 @@ class Monitor:
 
     # -- the layers: what is trainable now --------------------------------------------------
 
-    def _trainable_now(self) -> tuple[bool, ...]:
-        """Which of the model's parameters require gradients now (a few attribute reads)."""
-        return tuple(p.requires_grad for p in self._parameters)
+    def _trainable_now(self) -> tuple[tuple[bool, torch.dtype], ...]:
+        """Whether each of the model's parameters requires gradients now, and its dtype (a
+        few attribute reads)."""
+        return tuple((p.requires_grad, p.dtype) for p in self._parameters)
 
     def _take_layers(self) -> None:
         """The layers (modules owning parameters that require gradients) and producers now,
@@ -509,24 +520,49 @@ class Monitor:
             n for n in self.producers if self.structure.pairs.get(n, n) not in self._seen_first
         ]
         self._not_repairable = self._repair_limits(self.structure)
+        now = {n: id(info.module) for n, info in self.producer_info.items()}
         for state in (self.channels.state, self.certifier.certified, self._silent_streak):
-            for name in [n for n in state if n not in self.producer_info]:
+            for name in [n for n in state if now.get(n) != self._producer_modules.get(n)]:
                 del state[name]
+        self._producer_modules = now
         self._relu_cache = None
         self._scale_sources = None
 
-    def _follow_trainable(self) -> None:
-        """When the parameters that require gradients changed (layers frozen or unfrozen,
-        as gradual unfreezing does), take the layers again and have the next check write a
-        manifest saying what it checks from then on."""
+    def _follow_model(self) -> bool:
+        """Follow changes to the model since the last look; True when its modules changed.
+
+        When modules were added, removed or replaced (``model.fc = nn.Linear(...)``: seen
+        through torch's global registration hooks, which only raise a flag), the layers are
+        taken again and the structure is forgotten: the next check whose hooks are installed
+        after the change learns it again and writes ``structure`` and ``manifest``. When
+        only the parameters changed (frozen or unfrozen, as gradual unfreezing does; added;
+        another dtype), the layers are taken again and the next check writes a manifest."""
+        changed = False
+        if self._held.registered.is_set():  # something was registered in the process
+            self._held.registered.clear()
+            modules = dict(self.model.named_modules())
+            if [(n, id(m)) for n, m in modules.items()] != [
+                (n, id(m)) for n, m in self.modules.items()
+            ]:
+                for name, module in modules.items():  # a module of another's name: new
+                    if self.modules.get(name) is not module:
+                        self.alarms.baselines.pop(name, None)
+                        self.alarms.active.pop(name, None)
+                self.modules = modules
+                changed = True
+            self._parameters = list(self.model.parameters())
         trainable = self._trainable_now()
-        if trainable == self._trainable:
-            return
+        if not changed and trainable == self._trainable:
+            return False
         self._trainable = trainable
         self._take_layers()
-        if self.structure is not None:
+        if changed:
+            self.structure = None  # learnt again by the next check armed for it
+            self._manifest_due = False
+        elif self.structure is not None:
             self._take_producers()
             self._manifest_due = True
+        return changed
 
     def _loss_part(
         self, step: int, loss: torch.Tensor | float | None
@@ -844,8 +880,8 @@ class Monitor:
             seen = sorted({str(d).replace("torch.", "") for d in self._activation_dtypes})
             if seen and set(seen) - set(dtypes):  # autocast: outputs in another precision
                 precision = (
-                    f"{precision} parameters, {', '.join(seen)} activations (autocast) at the "
-                    "first check"
+                    f"{precision} parameters, {', '.join(seen)} activations (autocast) in "
+                    "this check's forward pass"
                 )
         notes = [
             "steps between checks only increment a counter; forward hooks are installed for "
@@ -922,9 +958,30 @@ class _Held:
     structure_probe: StructureProbe | None = None
     activation_probe: ActivationProbe | None = None
     sinks: SinkDispatcher | None = None
+    registered: threading.Event = field(default_factory=threading.Event)
+    registrations: list[Any] = field(default_factory=list)
+
+    def watch_registrations(self) -> None:
+        """Raise ``registered`` whenever any module registers a module or a parameter."""
+        flag = self.registered
+
+        def raise_flag(*_: Any) -> None:
+            flag.set()
+
+        self.registrations = [
+            register_module_module_registration_hook(raise_flag),
+            register_module_parameter_registration_hook(raise_flag),
+        ]
+
+    def unwatch_registrations(self) -> None:
+        """Remove the registration hooks."""
+        for handle in self.registrations:
+            handle.remove()
+        self.registrations.clear()
 
     def release(self) -> None:
         """Remove the hooks, give the stance back, let the sinks' thread end."""
+        self.unwatch_registrations()
         for probe in (self.structure_probe, self.activation_probe):
             if probe is not None:
                 probe.remove()
