@@ -468,3 +468,27 @@ def test_a_sync_batchnorm_is_paired_like_a_batchnorm(tmp_path: Path) -> None:
 
     assert story(lines) == story(plain)
     assert [(r["layer"], r["count"]) for r in events(lines, "repair")] == [("conv2", 8)]
+
+
+class MobileBlock(TinyCNN):
+    """TinyCNN with MobileNet's ReLU6 after each BatchNorm."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.block1[2] = nn.ReLU6(inplace=True)
+        self.relu2 = nn.ReLU6()
+
+
+def test_a_relu6_is_a_relu_for_the_channel_checks(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    lines = zeroed_story(tmp_path / "relu6", MobileBlock())
+    torch.manual_seed(0)
+    plain = zeroed_story(tmp_path / "relu", TinyCNN())
+    assert events(lines, "structure")[0]["relu_after"] == ["block1.1", "bn2"]
+    conv2 = {p["layer"]: p for p in events(lines, "manifest")[0]["producers"]}["conv2"]
+    assert (conv2["relu"], conv2["certifiable"], conv2["consumer"]) == ("relu2", True, "head")
+
+    def story(run: list[dict[str, object]]) -> list[tuple[object, ...]]:
+        return [(x["event"], x.get("step"), x.get("layer"), x.get("count")) for x in run]
+
+    assert story(lines) == story(plain)  # certificate, channels, repair: as with ReLU

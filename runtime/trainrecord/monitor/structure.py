@@ -35,7 +35,9 @@ BATCHNORMS: tuple[type[nn.Module], ...] = (
     nn.BatchNorm3d,
     nn.SyncBatchNorm,  # (convert_sync_batchnorm for DDP: statistics over every rank's batch)
 )
-RELUS: tuple[type[nn.Module], ...] = (nn.ReLU,)
+RELUS: tuple[type[nn.Module], ...] = (nn.ReLU, nn.ReLU6)
+"""ReLU modules: ReLU6 (MobileNet's) is a ReLU clipped at 6, the same below 0 (output and
+derivative 0), so silence, certificates and repair hold for it as for a ReLU."""
 FUNCTIONAL_RELU = "F.relu"
 """The ``relu`` of a layer whose output goes to ``torch.relu``/``F.relu`` (no module) alone."""
 RELU_NODES = frozenset({"ReluBackward0", "ReluBackward1"})
