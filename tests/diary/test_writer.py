@@ -136,6 +136,8 @@ def test_a_second_writer_on_the_same_diary_is_refused(tmp_path: Path):
         with pytest.raises(RecordRefused) as err:
             DiaryWriter(tmp_path)
         assert err.value.rule == "diary.writer.locked"
+        assert "an earlier Monitor or writer in this one" in str(err.value)  # what to do
+        assert "close()" in str(err.value)
         with MetricsWriter(tmp_path), pytest.raises(RecordRefused) as err2:
             MetricsWriter(tmp_path)
         assert err2.value.rule == "diary_metrics.writer.locked"

@@ -82,7 +82,9 @@ class AppendFile:
             raise RecordRefused.one(
                 lock_rule,
                 [path.name],
-                "another writer has this file open; close it before writing here",
+                "another writer has this file open: another process, or an earlier "
+                "Monitor or writer in this one (a notebook cell run again) that was not "
+                "closed; close() it (or use it in a with block) before writing here",
             ) from None
         # a writer dropped without close() (an exception left its owner unreachable) gives
         # its descriptor and lock back when collected, so the run can be opened again
