@@ -635,13 +635,13 @@ def test_a_numpy_scalar_loss_is_a_number(run_dir: Path) -> None:
     torch.manual_seed(0)
     model = TinyMLP()
     with Monitor(model, None, run_dir, check_every=1) as monitor:
-        for value in (np.float32(0.25), np.float64(0.5), np.int64(2)):
+        for value in (np.float32(0.25), np.float64(0.5), np.int64(2), np.array(0.75)):
             x, y = batches(1)[0]
             F.cross_entropy(model(x), y).backward()
             monitor.step(value)
         with pytest.raises(TypeError, match="loss must be"):
             monitor.step(np.bool_(True))
-    assert [r["loss"] for r in metrics(run_dir)] == [0.25, 0.5, 2.0]
+    assert [r["loss"] for r in metrics(run_dir)] == [0.25, 0.5, 2.0, 0.75]
 
 
 def test_a_run_dir_that_is_a_file_is_refused_clearly(tmp_path: Path) -> None:

@@ -592,6 +592,8 @@ class Monitor:
                     detached = detached.float().clone()
                     self.dist.reduce_mean(detached)
                 return detached, None
+        if isinstance(loss, np.ndarray) and loss.shape == ():  # np.mean(...) of an array
+            loss = loss[()]
         if isinstance(loss, (bool, np.bool_)) or not isinstance(loss, numbers.Real):
             raise TypeError(
                 "monitor.step(loss): loss must be a tensor, a number or None, "
