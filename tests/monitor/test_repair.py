@@ -228,20 +228,28 @@ class ExampleNet(nn.Module):
         return F.log_softmax(self.fc2(x), dim=1)
 
 
-@pytest.mark.parametrize("head_mean", [False, True], ids=["flatten", "mean"])
+@pytest.mark.parametrize(
+    ("head_mean", "channels_last"),
+    [(False, False), (True, False), (False, True)],
+    ids=["flatten", "mean", "flatten-channels-last"],
+)
 def test_a_repair_through_functional_pooling_and_a_flatten_is_function_preserving(
-    run_dir: Path, head_mean: bool
+    run_dir: Path, head_mean: bool, channels_last: bool
 ) -> None:
     torch.manual_seed(0)
     model = ExampleNet(head_mean)
+    if channels_last:  # the flatten then copies (a reshape), in the logical order
+        model = model.to(memory_format=torch.channels_last)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     with torch.no_grad():
         model.conv2.bias[[1, 5]] = -100.0  # two channels never fire: silent
     probe = batches(1, batch=16, seed=9)[0][0]
+    form = torch.channels_last if channels_last else torch.contiguous_format
+    probe = probe.to(memory_format=form)
     outputs = []
     with Monitor(model, optimizer, run_dir, check_every=2, repair=True) as monitor:
         for step, (x, y) in enumerate(batches(8)):
-            F.nll_loss(model(x), y).backward()
+            F.nll_loss(model(x.to(memory_format=form)), y).backward()
             if step == 2:
                 model.eval()  # no dropout: the same function twice
                 with torch.no_grad():
@@ -308,3 +316,15 @@ def one_step_run(model: nn.Module, run_dir: Path) -> list[dict[str, object]]:
         loss.backward()
         monitor.step(loss)
     return read_run(run_dir)
+
+
+def test_a_dropout_that_hands_its_input_on_is_no_consumer(run_dir: Path) -> None:
+    """``nn.Dropout(p=0.0)`` (a common config value) returns its input itself: the
+    Linear after it is still the consumer of the units before it."""
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Flatten(), nn.Linear(3 * 8 * 8, 16), nn.ReLU(), nn.Dropout(0.0), nn.Linear(16, 4)
+    )
+    lines = one_step_run(model, run_dir)
+    producers = {p["layer"]: p for p in events(lines, "manifest")[0]["producers"]}
+    assert producers["1"]["consumer"] == "4"

@@ -78,7 +78,9 @@ and the like): a channel that is zero everywhere stays zero everywhere."""
 REDUCE_NODES = frozenset({"MeanBackward1", "SumBackward1"})
 """``x.mean(dims)`` and ``x.sum(dims)``: channel-preserving when only positions are reduced."""
 VIEW_NODES = frozenset({"ViewBackward0", "UnsafeViewBackward0"})
-"""``torch.flatten``, ``x.view``, ``x.reshape`` of a contiguous tensor."""
+"""``torch.flatten``, ``x.view``, ``x.reshape`` (logical order, whatever the memory format)."""
+COPY_NODES = frozenset({"CloneBackward0"})
+"""A copy (``contiguous()``, the one before a reshape of a channels_last tensor)."""
 
 
 def first_tensor(value: Any) -> torch.Tensor | None:
@@ -293,7 +295,10 @@ class StructureProbe:
     def _consumers(self, structure: Structure, parents: dict[int, list[Any]]) -> None:
         by_input: dict[int, list[_Call]] = {}
         for call in self.calls:
-            if call.input is not None:
+            # a module that hands its input on as it is (Identity, Dropout(p=0) or in eval
+            # mode) is no consumer: its output node is its input node
+            passes = call.output is call.input and isinstance(call.kind, CHANNEL_PRESERVING)
+            if call.input is not None and not passes:
                 by_input.setdefault(id(call.input), []).append(call)
         owner: dict[int, str] = {}  # the first module to output each node
         for call in self.calls:
@@ -356,6 +361,8 @@ class StructureProbe:
                     return None
                 if kind in VIEW_NODES and len(sizes) > 2:
                     block, flattened = _positions(sizes), True
+                elif kind in COPY_NODES:
+                    pass
                 elif not (
                     kind in POOLING_NODES or (kind in REDUCE_NODES and _over_positions(step, sizes))
                 ):
