@@ -328,3 +328,67 @@ def test_a_dropout_that_hands_its_input_on_is_no_consumer(run_dir: Path) -> None
     lines = one_step_run(model, run_dir)
     producers = {p["layer"]: p for p in events(lines, "manifest")[0]["producers"]}
     assert producers["1"]["consumer"] == "4"
+
+
+class Generator(nn.Module):
+    """A DCGAN-style generator: transposed convolutions, BatchNorm and ReLU (4x4 -> 8x8)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.up1 = nn.ConvTranspose2d(8, 16, 4, bias=False)  # 1x1 -> 4x4
+        self.bn1 = nn.BatchNorm2d(16)
+        self.relu1 = nn.ReLU()
+        self.up2 = nn.ConvTranspose2d(16, 3, 4, stride=2, padding=1)  # 4x4 -> 8x8
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        """Images from codes (N, 8, 1, 1)."""
+        return torch.tanh(self.up2(self.relu1(self.bn1(self.up1(z)))))
+
+
+def test_transposed_convolutions_are_producers_certified_and_repaired_in_place(
+    run_dir: Path,
+) -> None:
+    """A transposed convolution's weight is (in, out, ...): its output channels are its
+    weight's second axis, and a transposed consumer's input channels its first."""
+    torch.manual_seed(0)
+    model = Generator()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    g = torch.Generator().manual_seed(1)
+    codes = [torch.randn(16, 8, 1, 1, generator=g) for _ in range(6)]
+    target = torch.rand(16, 3, 8, 8, generator=g) * 2 - 1
+    probe = torch.randn(4, 8, 1, 1, generator=g)
+    outputs = []
+    with Monitor(model, optimizer, run_dir, check_every=2, repair=True) as monitor:
+        for step, z in enumerate(codes):
+            if step == 4:
+                with torch.no_grad():  # as a bad restore would leave them
+                    model.bn1.weight[[3, 9]] = 0.0
+                    model.bn1.bias[[3, 9]] = -1.0
+                    for p in (model.bn1.weight, model.bn1.bias):
+                        for value in optimizer.state[p].values():
+                            if value.shape == p.shape:
+                                value[[3, 9]] = 0.0
+            F.mse_loss(model(z), target).backward()
+            if step == 4:
+                with torch.no_grad():
+                    outputs.append(model(probe))
+            monitor.step()
+            if step == 4:
+                with torch.no_grad():
+                    outputs.append(model(probe))
+            optimizer.step()
+            optimizer.zero_grad()
+    lines = read_run(run_dir)
+    producers = {p["layer"]: p for p in events(lines, "manifest")[0]["producers"]}
+    assert set(producers) == {"up1", "up2"}  # before: no producer at all
+    assert (producers["up1"]["batchnorm"], producers["up1"]["consumer"]) == ("bn1", "up2")
+    assert [(c["layer"], c["channels"]) for c in events(lines, "certificate")] == [("up1", [3, 9])]
+    repair = events(lines, "repair")
+    assert [(r["step"], r["layer"], r["channels"]) for r in repair] == [(4, "up1", [3, 9])]
+    assert "up2 zeroed" in repair[0]["method"]
+    torch.testing.assert_close(outputs[1], outputs[0], rtol=0, atol=1e-6)
+    # the new incoming weights are up1.weight[:, c]; up2's input channels are its weight[c]
+    assert bool(model.up1.weight[:, 3].ne(0).any())
+    assert model.up2.weight.shape == (16, 3, 4, 4)
+    rows = metrics(run_dir)
+    assert rows[0]["stuck"]["up1"] == [0, 0, 0, 0] and len(rows[0]["stuck"]) == 2

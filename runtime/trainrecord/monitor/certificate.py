@@ -31,7 +31,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from trainrecord.monitor.structure import Structure
+from trainrecord.monitor.structure import Structure, out_axis
 
 MOMENTUM_KEYS = ("momentum_buffer", "exp_avg")
 """Optimizer-state entries that move a parameter when its gradient is zero."""
@@ -76,7 +76,7 @@ class Producer:
 def producers_from(
     structure: Structure, modules: dict[str, nn.Module], names: list[str]
 ) -> list[Producer]:
-    """Producer descriptions for the named Conv/Linear layers."""
+    """Producer descriptions for the named producers (Conv, ConvTranspose, Linear)."""
     out = []
     for name in names:
         bn = structure.pairs.get(name)
@@ -97,20 +97,21 @@ def producers_from(
 
 
 def _state_slices_zero(
-    optimizer: torch.optim.Optimizer | None, params: list[tuple[torch.Tensor, torch.Tensor]]
+    optimizer: torch.optim.Optimizer | None, params: list[tuple[torch.Tensor, torch.Tensor, int]]
 ) -> list[str]:
-    """Names of optimizer-state entries that are non-zero on the given (param, index) slices."""
+    """Names of optimizer-state entries that are non-zero on the given (param, index, axis)
+    slices."""
     if optimizer is None:
         return []
     moving = []
-    for param, index in params:
+    for param, index, axis in params:
         state = optimizer.state.get(param, {})
         for key in MOMENTUM_KEYS:
             value = state.get(key)
             if (
                 isinstance(value, torch.Tensor)
                 and value.shape == param.shape
-                and bool(value.index_select(0, index).ne(0).any())
+                and bool(value.index_select(axis, index).ne(0).any())
             ):
                 moving.append(key)
     return sorted(set(moving))
@@ -236,7 +237,9 @@ class Certifier:
         module, bn = producer.module, producer.bn_module
         index = torch.tensor(candidates, dtype=torch.long, device=module.weight.device)
         with torch.no_grad():
-            w_zero = module.weight.index_select(0, index).flatten(1).eq(0).all(dim=1)
+            axis = out_axis(module)
+            rows = module.weight.index_select(axis, index).movedim(axis, 0)
+            w_zero = rows.flatten(1).eq(0).all(dim=1)
             bias = module.bias.index_select(0, index) if module.bias is not None else None
             routes: dict[int, str] = {}
             if bn is not None and getattr(bn, "weight", None) is not None:
@@ -280,17 +283,17 @@ class Certifier:
             ), []
         device = module.weight.device
         all_index = torch.tensor(sorted(routes), dtype=torch.long, device=device)
-        slices: list[tuple[torch.Tensor, torch.Tensor]] = []
+        slices: list[tuple[torch.Tensor, torch.Tensor, int]] = []
         params: list[torch.Tensor] = []
         if bn is not None:
             bn_index = all_index.to(bn.weight.device)
-            slices += [(bn.weight, bn_index), (bn.bias, bn_index)]
+            slices += [(bn.weight, bn_index, 0), (bn.bias, bn_index, 0)]
             params += [bn.weight, bn.bias]
         if uses_weights or bn is None:
-            slices.append((module.weight, all_index))
+            slices.append((module.weight, all_index, out_axis(module)))
             params.append(module.weight)
             if module.bias is not None:
-                slices.append((module.bias, all_index))
+                slices.append((module.bias, all_index, 0))
                 params.append(module.bias)
         moving = _state_slices_zero(self.optimizer, slices)
         if moving:

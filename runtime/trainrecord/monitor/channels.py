@@ -1,6 +1,6 @@
 """Channel statistics on check steps: certified, flat, silent and decayed channels.
 
-For each producer (Conv/Linear) the monitor measures the tensor its ReLU receives: the
+For each producer (Conv, ConvTranspose, Linear) the monitor measures the tensor its ReLU receives: the
 paired BatchNorm's output, or the producer's own output. Forward hooks, installed only for
 the forward pass of a check step, reduce it to a per-channel maximum and minimum over the
 batch and every position. A channel is, in this order of precedence:
@@ -25,7 +25,7 @@ import torch
 from torch import nn
 from torch.nn.modules.module import register_module_forward_hook
 
-from trainrecord.monitor.structure import first_tensor
+from trainrecord.monitor.structure import first_tensor, out_axis
 
 BATCH_FIRST_BELOW = 128  # positions per channel (H x W) below which the batch is reduced first
 
@@ -196,7 +196,7 @@ def incoming_norms(producer: nn.Module) -> torch.Tensor | None:
     if weight is None:
         return None
     with torch.no_grad():  # linalg.vector_norm: Tensor.norm goes through Python-level code
-        rows = weight.detach().flatten(1)
+        rows = weight.detach().movedim(out_axis(producer), 0).flatten(1)
         if rows.dtype == torch.float64:  # dtype= may widen, never narrow
             return torch.linalg.vector_norm(rows, dim=1).float()
         return torch.linalg.vector_norm(rows, dim=1, dtype=torch.float32)

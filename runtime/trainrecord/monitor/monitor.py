@@ -72,7 +72,13 @@ from trainrecord.monitor.sinks import (
     SinkDispatcher,
     TensorBoardSink,
 )
-from trainrecord.monitor.structure import PRODUCERS, Structure, StructureProbe
+from trainrecord.monitor.structure import (
+    PRODUCERS,
+    Structure,
+    StructureProbe,
+    is_producer,
+    out_channels,
+)
 
 COMPILED_GLOBAL_HOOKS = r"Using `torch\.compile\(module\)` when there are global hooks"
 """torch's warning that global hooks also see the compiled wrapper; the monitor's hooks ignore that wrapper."""
@@ -500,12 +506,10 @@ class Monitor:
         self.kinds.clear()  # (the alarms hold this dict)
         self.kinds.update({n: layer_kind(self.modules, n) for n in self.layers})
         self.producers = [
-            n
-            for n, m in self.modules.items()
-            if n and isinstance(m, PRODUCERS) and n in self.layers
+            n for n, m in self.modules.items() if n and is_producer(m) and n in self.layers
         ]
         self.norms = GradientNorms(self.layers)
-        self._channel_count = {n: int(self.modules[n].weight.shape[0]) for n in self.producers}
+        self._channel_count = {n: out_channels(self.modules[n]) for n in self.producers}
         for layer in [n for n in self.alarms.active if n not in self.layers]:
             del self.alarms.active[layer]
 
@@ -636,7 +640,7 @@ class Monitor:
         out: dict[str, list[int]] = {}
         for name in self.producers:
             info = self.producer_info[name]
-            total = int(info.module.weight.shape[0])
+            total = self._channel_count[name]
             high, low = stats.get(name, (None, None))
             relu = info.relu is not None
             candidates: list[int] = []

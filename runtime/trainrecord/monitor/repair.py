@@ -2,7 +2,7 @@
 
 For each repaired channel ``c`` of a producer: its incoming weights are drawn again from
 the layer's default initialisation (uniform in ``±1/sqrt(fan_in)``, as ``reset_parameters``
-of Conv and Linear), its bias and BatchNorm bias are set to 0, its BatchNorm weight to 1 and
+of Conv, ConvTranspose and Linear), its bias and BatchNorm bias are set to 0, its BatchNorm weight to 1 and
 running statistics to (0, 1). When the module that consumes the channel is known from the
 dataflow, its outgoing weights (input column ``c`` of the consumer; columns ``c*S`` to
 ``c*S + S - 1`` of a Linear fed the flattened maps of ``S`` positions) are zeroed, as ReDo
@@ -23,6 +23,7 @@ from torch import nn
 
 from trainrecord.monitor.certificate import Producer
 from trainrecord.monitor.distributed import Distributed
+from trainrecord.monitor.structure import in_axis, out_axis
 
 
 @dataclass
@@ -64,7 +65,8 @@ class Repairer:
         ``c * block + block - 1`` (``block`` > 1: the channels were flattened)."""
         module, bn = producer.module, producer.bn_module
         index = torch.tensor(channels, dtype=torch.long, device=module.weight.device)
-        touched: list[tuple[torch.Tensor, int, torch.Tensor]] = [(module.weight, 0, index)]
+        axis = out_axis(module)
+        touched: list[tuple[torch.Tensor, int, torch.Tensor]] = [(module.weight, axis, index)]
         if module.bias is not None:
             touched.append((module.bias, 0, index))
         if bn is not None and getattr(bn, "weight", None) is not None:
@@ -74,13 +76,15 @@ class Repairer:
             if block > 1:
                 offsets = torch.arange(block, device=index.device)
                 columns = (index.unsqueeze(1) * block + offsets).flatten()
-            touched.append((consumer[1].weight, 1, columns))
+            touched.append((consumer[1].weight, in_axis(consumer[1]), columns))
         before = [t.detach().clone() for t, _, _ in touched]
         with torch.no_grad():
-            fan_in = module.weight[0].numel()
+            fan_in, _ = nn.init._calculate_fan_in_and_fan_out(module.weight)  # as torch's
             bound = 1.0 / math.sqrt(fan_in) if fan_in else 0.0
-            shape = (len(channels), *module.weight.shape[1:])
-            module.weight.index_copy_(0, index, self._draw(torch.Size(shape), bound, module.weight))
+            shape = list(module.weight.shape)
+            shape[axis] = len(channels)
+            new = self._draw(torch.Size(shape), bound, module.weight)
+            module.weight.index_copy_(axis, index, new)
             if module.bias is not None:
                 module.bias.index_fill_(0, index, 0.0)
             if bn is not None:
@@ -93,7 +97,7 @@ class Repairer:
                     bn.running_var.index_fill_(0, bn_index, 1.0)
             if consumer is not None:
                 weight = consumer[1].weight
-                weight.index_fill_(1, columns.to(weight.device), 0.0)
+                weight.index_fill_(in_axis(consumer[1]), columns.to(weight.device), 0.0)
         if self.dist is not None:
             self.dist.broadcast([t for t, _, _ in touched])
         slices = self._reset_state(touched)

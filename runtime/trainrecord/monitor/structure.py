@@ -2,7 +2,7 @@
 
 Forward pre- and post-hooks on every leaf module, installed for the forward pass of the
 first check step only, note which autograd node each module received and produced. A
-BatchNorm whose input is a producer's (Conv/Linear) output node is paired with it; a ReLU
+BatchNorm whose input is a producer's (Conv, ConvTranspose, Linear) output node is paired with it; a ReLU
 whose input is a layer's output node follows that layer (``relu_after``). Walking the
 autograd graph from ``loss.grad_fn`` (or from the model's outputs when no loss tensor is
 given) counts the consumers of every node: a ReLU is the *only* consumer of a layer when
@@ -28,7 +28,43 @@ from torch.nn.modules.module import (
     register_module_forward_pre_hook,
 )
 
-PRODUCERS: tuple[type[nn.Module], ...] = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Linear)
+PRODUCERS: tuple[type[nn.Module], ...] = (
+    nn.Conv1d,
+    nn.Conv2d,
+    nn.Conv3d,
+    nn.ConvTranspose1d,
+    nn.ConvTranspose2d,
+    nn.ConvTranspose3d,
+    nn.Linear,
+)
+"""Modules whose output channels are checked (a transposed convolution with ``groups`` > 1
+aside: see :func:`is_producer`)."""
+
+
+def is_producer(module: nn.Module) -> bool:
+    """Whether ``module`` is a channel producer: a Conv, Linear, or transposed convolution
+    of one group (a grouped one's weight interleaves its output channels by group)."""
+    if isinstance(module, nn.modules.conv._ConvTransposeNd):
+        return module.groups == 1
+    return isinstance(module, PRODUCERS)
+
+
+def out_axis(module: nn.Module) -> int:
+    """The axis of ``module.weight`` that indexes output channels: 1 for a transposed
+    convolution (in, out, ...), else 0."""
+    return 1 if isinstance(module, nn.modules.conv._ConvTransposeNd) else 0
+
+
+def in_axis(module: nn.Module) -> int:
+    """The axis of ``module.weight`` that indexes input channels (see :func:`out_axis`)."""
+    return 1 - out_axis(module)
+
+
+def out_channels(module: nn.Module) -> int:
+    """A producer's number of output channels."""
+    return int(module.weight.shape[out_axis(module)])
+
+
 BATCHNORMS: tuple[type[nn.Module], ...] = (
     nn.BatchNorm1d,
     nn.BatchNorm2d,
@@ -315,7 +351,7 @@ class StructureProbe:
         ):
             layer = structure.pairs.get(producer, producer)
             module = self.modules.get(producer)
-            if not isinstance(module, PRODUCERS):
+            if module is None or not is_producer(module):
                 continue
             found: tuple[str, int] | None = None
             if layer in structure.relu_nodes:
@@ -343,7 +379,7 @@ class StructureProbe:
         block = 1
         flattened = False
         conv = not isinstance(producer, nn.Linear)
-        channels = int(producer.weight.shape[0])
+        channels = out_channels(producer)
         for _ in range(16):
             users_in_graph = parents.get(id(node), []) if node is not None else []
             if len(users_in_graph) != 1:
