@@ -31,6 +31,7 @@ import itertools
 import json
 import logging
 import math
+import numbers
 import socket
 import time
 from collections.abc import Mapping
@@ -151,33 +152,100 @@ def epoch_entry(kind: Kind, **values: Any) -> dict[str, Any]:
     return _finite(_fill(definition, "report.history_entry", values), definition)
 
 
-def mended_entry(kind: Kind, entry: dict[str, Any]) -> dict[str, Any]:
-    """A history entry as it may go into every later report of the run.
+def mended_entry(
+    kind: Kind, entry: Any, secrets: Secrets | None = None, where: str = "epoch_end"
+) -> dict[str, Any] | None:
+    """A history entry as it may go into every later report of the run, or None.
 
-    An entry that breaks the spec would make every later report of the run unsendable (the
-    history is sent whole, every time). When setting the offending fields to null makes it
-    valid, that is done, with a warning naming the rules and fields (an accuracy of 150 is
-    sent as no accuracy); otherwise the entry is kept as it is and the send-time check
-    refuses the reports, as before."""
+    The history is sent whole in every report, so one entry that breaks the spec would make
+    every later report of the run unsendable, the final one included. So an entry is mended
+    where that keeps its meaning, with a warning naming the rules and fields: a number
+    given as a numpy or torch scalar is the plain number; a nullable field with a wrong
+    value (an accuracy of 150, NaN) or left out is null; a field that is not the entry's is
+    removed. An entry still broken after that (``epoch`` not an integer, a lesion count not
+    an integer, not an object at all) is left out of the history, with a warning naming the
+    rule, the field and what to do; the job goes on and its reports are sent without it
+    (§3: reporting never stops a run). ``where`` names the caller in the warnings."""
     definition = "lesion_epoch" if kind == "lesion" else "training_epoch"
     schema_id = f"{REPORT_SCHEMA_ID}#/$defs/{definition}"
     from trainrecord.schemas import problems
 
-    found = problems(entry, schema_id)
+    if not isinstance(entry, Mapping):
+        _left_out(
+            where,
+            [
+                Problem(
+                    "report.history_entry.type",
+                    (),
+                    f"an epoch entry is an object (a dict), not {type(entry).__name__}",
+                )
+            ],
+            secrets,
+        )
+        return None
+    fixed = {key: _plain_number(value) for key, value in entry.items()}
+    found = problems(fixed, schema_id)
     if not found:
-        return entry
-    fixed = dict(entry)
+        return fixed
+    mended = dict(fixed)
     for problem in found:
-        if problem.path and problem.path[0] in fixed:
-            fixed[problem.path[0]] = None
-    if problems(fixed, schema_id):
-        return entry
+        if not problem.path or not isinstance(problem.path[0], str):
+            continue
+        if problem.rule.endswith(".fields.extra"):
+            mended.pop(problem.path[0], None)
+        else:
+            mended[problem.path[0]] = None
+    left = problems(mended, schema_id)
+    if left:
+        broken = {p.path[:1] for p in left}  # name them by the values given, not the nulls
+        _left_out(where, [p for p in found if p.path[:1] in broken] or left, secrets)
+        return None
     log.warning(
-        "trainrecord report: this epoch's entry breaks the spec (%s); those fields are "
-        "reported as null so that the run's reports can still be sent",
+        "trainrecord report: %s: this epoch's entry breaks the spec (%s); those fields are "
+        "reported as null (or left out, when they are not fields of an entry) so that the "
+        "run's reports can still be sent",
+        where,
         "; ".join(f"[{p.rule}] {p.field}" for p in found),
     )
-    return fixed
+    return {name: mended[name] for name in fields_of(definition)}
+
+
+def _left_out(where: str, found: list[Problem], secrets: Secrets | None) -> None:
+    """Warn that an epoch entry is left out of the history: rule, field, what to do."""
+    text = "; ".join(str(p) for p in found)
+    token = secrets.token if secrets is not None else None
+    if token:
+        text = text.replace(token, "<token>")
+    log.warning(
+        "trainrecord report: %s: an epoch entry was left out of the run's history, since "
+        "every later report carries the whole history and none of them could be sent "
+        "with it: %s. Build the entry with epoch_entry(kind, epoch=<int>, ...): epoch "
+        "(and a lesion entry's word_selective_* counts) an int, every other field a number "
+        "or None. The run and its other reports go on; epochs_completed counts only the "
+        "entries kept",
+        where,
+        text,
+    )
+
+
+def _plain_number(value: Any) -> Any:
+    """A numpy or torch scalar (an integer by ``__index__``, or a real number) as the plain
+    Python number it stands for; anything else unchanged."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    item = getattr(value, "item", None)
+    if callable(item) and getattr(value, "shape", None) == ():  # a 0-d array or tensor
+        try:
+            plain = item()
+        except Exception:
+            return value
+        if isinstance(plain, int | float) and not isinstance(plain, bool):
+            return plain
+    return value
 
 
 def _finite(entry: dict[str, Any], definition: str) -> dict[str, Any]:

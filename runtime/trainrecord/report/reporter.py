@@ -205,11 +205,18 @@ class Reporter:
             self.state.initial_validation = dict(result)
 
     def epoch_end(self, entry: dict[str, Any]) -> None:
-        """An epoch finished training and validation and its checkpoint is saved."""
+        """An epoch finished training and validation and its checkpoint is saved.
+
+        Never raises for a broken entry: every later report carries the whole history, so
+        an entry the spec refuses is mended (values nulled with a warning) or, when it
+        cannot be (``epoch`` not an integer, say), left out of the history with a warning
+        naming the rule, the field and what to do; the event is still reported."""
         if self._final:
             return
-        self.state.history.append(mended_entry(self.state.kind, dict(entry)))
-        self._keep_history()
+        kept = mended_entry(self.state.kind, entry, self.secrets)
+        if kept is not None:  # else left out, with a warning: it would poison every report
+            self.state.history.append(kept)
+            self._keep_history()
         self.state.phase = None
         self.state.batch = None
         self.state.batches = None  # batches counts the batches of a phase; there is none

@@ -46,7 +46,7 @@ from typing import Any
 from trainrecord.canonical import dumps_strict
 from trainrecord.errors import RecordRefused
 from trainrecord.foundry import files
-from trainrecord.report.payload import JobState, Kind, local_time
+from trainrecord.report.payload import JobState, Kind, local_time, mended_entry
 from trainrecord.report.seq import SEQ_FILE, SeqClock
 
 try:
@@ -126,7 +126,9 @@ class RunFolder:
         ``fields`` are the other JobState fields (``epochs_first``, ``epochs_total``,
         ``words_total``, ...); ``name`` and ``group`` may be given to override the folder's.
         ``history`` defaults to the one a Reporter kept in metadata.json (:data:`HISTORY`):
-        a resumed job and a snapshot from another process report every epoch so far.
+        a resumed job and a snapshot from another process report every epoch so far. A
+        kept entry that breaks the spec is mended or left out, with a warning, as
+        :meth:`Reporter.epoch_end <trainrecord.report.Reporter.epoch_end>` does.
         """
         identity: dict[str, Any] = {
             "name": self.name,
@@ -136,8 +138,13 @@ class RunFolder:
         if "run_id" in fields:
             raise ValueError("run_id comes from the run folder; do not pass it")
         kept = self.metadata.get(HISTORY)
-        if kind != "wordset" and isinstance(kept, list) and all(isinstance(e, dict) for e in kept):
-            identity["history"] = [dict(e) for e in kept]  # the epochs of earlier sessions
+        if kind != "wordset" and isinstance(kept, list):
+            # The epochs of earlier sessions. An entry no report may carry (kept by an
+            # older version, or edited) is mended or left out, with a warning, as at
+            # epoch_end: kept, it would make every report of the run unsendable.
+            where = f"{METADATA} {HISTORY} of {self.group}/{self.name}"
+            mended = (mended_entry(kind, e, where=where) for e in kept)
+            identity["history"] = [e for e in mended if e is not None]
         identity.update(fields)
         return JobState(kind=kind, run_id=self.run_id, config=config, **identity)
 
