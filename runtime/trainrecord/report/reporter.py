@@ -41,7 +41,8 @@ Public API:
 
 * :class:`Reporter` ``(settings, state, *, run=None, seq=None, seq_path=None,
   flush_timeout=5.0)``: checks the settings and a first report at once (raises before any
-  work starts), then ``started()``, ``progress(...)`` (at most once every
+  work starts; given ``run=``, a new run's start is then undone, :meth:`RunFolder.undo_start`,
+  so the next start is a new run, not a resume), then ``started()``, ``progress(...)`` (at most once every
   ``settings.every`` seconds), ``initial_validation(result, which=None)``,
   ``epoch_end(entry)``, ``complete()``, ``interrupted(discarded=None)``, ``failed(exc)``,
   ``close()``; a context manager. ``run``: the run's folder (its seq clock is the default
@@ -103,13 +104,36 @@ class Reporter:
         seq_path: str | os.PathLike[str] | None = None,
         flush_timeout: float = 5.0,
     ) -> None:
-        if not isinstance(settings, ReportSettings):
-            raise TypeError("settings must be a ReportSettings (see load_settings)")
         if run is not None and run.run_id != state.run_id:
+            # A mix-up of two runs, not a refused start: neither run is undone.
             raise ValueError(
                 "run is another run's folder: state.run_id must be run.run_id "
                 "(build the state with run.job_state)"
             )
+        try:
+            self._check(settings, state, run, seq, seq_path)
+        except BaseException:
+            # A refused start did no work: what open_run made for it (a new run's
+            # metadata.json, its folder) is undone, so the next start is a new run and not
+            # a resume of this one. Never a resumed run, nor anything that existed before.
+            if run is not None:
+                run.undo_start()
+            raise
+        self.sender = Sender(settings, flush_timeout=flush_timeout)
+        if run is not None:
+            run.spend()  # accepted: from now on, the run's folder is never undone
+
+    def _check(
+        self,
+        settings: ReportSettings,
+        state: JobState,
+        run: RunFolder | None,
+        seq: SeqClock | None,
+        seq_path: str | os.PathLike[str] | None,
+    ) -> None:
+        """Check the job at once (raise before any work starts) and set the Reporter up."""
+        if not isinstance(settings, ReportSettings):
+            raise TypeError("settings must be a ReportSettings (see load_settings)")
         self.settings = settings
         self.state = state
         self.run = run
@@ -134,7 +158,6 @@ class Reporter:
             ),
             self.secrets,
         )
-        self.sender = Sender(settings, flush_timeout=flush_timeout)
 
     # -- the queue -------------------------------------------------------------------
     def _encode(self, snap: JobState, event: str, status: str, seq: int) -> bytes:

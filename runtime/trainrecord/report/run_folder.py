@@ -24,16 +24,23 @@ The returned :class:`RunFolder` builds the job's :class:`~trainrecord.report.Job
 :class:`~trainrecord.report.SeqClock`, whose last seq is kept beside metadata.json in
 ``report_seq.json`` so seq keeps rising across resumes and processes.
 
+A start refused before any work (the :class:`~trainrecord.report.Reporter` refuses the
+job's first report) is undone by :meth:`RunFolder.undo_start`: the metadata.json this start
+created is removed (one the job wrote without a run_id is restored byte for byte) and the
+folders ``open_run`` made are removed when empty, so the next start is a new run, not a
+resume. A resumed run, and anything that existed before the start, are never touched.
+
 Public API: :func:`open_run` ``(folder, metadata=None, *, create=True) -> RunFolder``; :class:`RunFolder`
 (``folder``, ``run_id``, ``started_at``, ``created``, ``resumed``, ``metadata``,
-``name``, ``group``, ``seq_path``, ``job_state(kind, config, **fields)``,
-``seq_clock(clock=None)``, ``update(**fields)``, ``discard()``); :func:`is_run_id`;
-:data:`METADATA`.
+``new_folder``, ``name``, ``group``, ``seq_path``, ``job_state(kind, config, **fields)``,
+``seq_clock(clock=None)``, ``update(**fields)``, ``undo_start()``, ``spend()``,
+``discard()``); :func:`is_run_id`; :data:`METADATA`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import shutil
@@ -59,11 +66,12 @@ METADATA = "metadata.json"
 LOCK = ".metadata.json.lock"
 """The lock file that serialises changes to an existing metadata.json."""
 RESERVED = ("run_id", "started_at")
+"""Fields of metadata.json that :func:`open_run` owns; a job does not set them."""
 HISTORY = "report_history"
 """The metadata.json field where a Reporter given the run folder keeps the run's history
 (the epoch entries sent so far), so that a resume or a snapshot from another process
 reports the whole history."""
-"""Fields of metadata.json that :func:`open_run` owns; a job does not set them."""
+log = logging.getLogger("trainrecord.report")
 RULE_JSON = "report.metadata.json"
 RULE_RUN_ID = "report.metadata.run_id"
 RULE_STABLE = "report.run_id.stable"
@@ -90,6 +98,13 @@ class RunFolder:
     new_folder: bool = False
     """True when this call made the folder itself: only such a folder may ever be deleted
     (:meth:`discard`); one that existed before may hold files of something else."""
+    made: tuple[Path, ...] = field(default=(), compare=False, repr=False)
+    """The folders this call made (the run folder, then the missing parents above it),
+    deepest first; :meth:`undo_start` removes those that are still empty."""
+    before: bytes | None = field(default=None, compare=False, repr=False)
+    """metadata.json as it was before this call added a run_id to it (the job wrote its
+    metadata first); None when this call created the file or resumed the run."""
+    _undo: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def resumed(self) -> bool:
@@ -176,6 +191,57 @@ class RunFolder:
             files.replace(self.metadata_path, _encode(merged))
         return merged
 
+    def undo_start(self) -> bool:
+        """Undo this start of a new run, refused before any work (the
+        :class:`~trainrecord.report.Reporter` calls it when it refuses the job's first
+        report), so that the next start is a new run, not a resume of this one.
+
+        Only a run this start created (``created``; never a resume), only while
+        metadata.json still holds exactly what this start wrote and no report took a seq
+        (no ``report_seq.json``), and only until a Reporter accepted the run: then the
+        metadata.json this start created is removed (one that existed before without a
+        run_id is restored byte for byte), and the folders :func:`open_run` made are
+        removed when empty. Nothing that existed before this start is removed. Returns
+        whether the start was undone; a file system error is a warning, never raised.
+        """
+        if not self.created or self._undo.get("spent"):
+            return False
+        self._undo["spent"] = True
+        try:
+            if self.seq_path.exists() or _read(self.metadata_path) != self.metadata:
+                return False  # a report took a seq, or the job changed metadata.json
+        except (OSError, RecordRefused):
+            return False  # gone or rewritten since: not this start's to undo
+        try:
+            if self.before is not None:
+                with _locked(self.folder):
+                    if _read(self.metadata_path) != self.metadata:
+                        return False
+                    files.replace(self.metadata_path, self.before)
+            else:
+                self.metadata_path.unlink()
+                _fsync_dir(self.folder)
+        except (OSError, RecordRefused) as exc:
+            log.warning(
+                "trainrecord report: the refused start of %s/%s could not be undone (%s); "
+                "its next start resumes it unless %s is deleted",
+                self.group,
+                self.name,
+                type(exc).__name__,
+                self.metadata_path.name,
+            )
+            return False
+        for made in self.made:
+            try:
+                made.rmdir()  # only when empty: never anything put there since
+            except OSError:
+                break
+        return True
+
+    def spend(self) -> None:
+        """A Reporter accepted this run: from now on :meth:`undo_start` does nothing."""
+        self._undo["spent"] = True
+
     def discard(self) -> None:
         """Delete the run folder (a discarded run, §3); its next start is a new run.
 
@@ -215,7 +281,12 @@ def open_run(
                 "start it first",
             )
         return _resumed(path, stored)
-    new_folder = not path.exists()
+    made: list[Path] = []
+    missing = path
+    while not missing.exists() and missing != missing.parent:
+        made.append(missing)  # deepest first
+        missing = missing.parent
+    new_folder = bool(made)
     path.mkdir(parents=True, exist_ok=True)
     target = path / METADATA
     for _ in range(10):
@@ -226,7 +297,9 @@ def open_run(
         except FileExistsError:
             pass
         else:
-            return RunFolder(path, record["run_id"], record["started_at"], True, record, new_folder)
+            return RunFolder(
+                path, record["run_id"], record["started_at"], True, record, new_folder, tuple(made)
+            )
         try:
             stored = _read(target)
         except FileNotFoundError:  # deleted (discarded) meanwhile: start afresh
@@ -234,7 +307,7 @@ def open_run(
             continue
         if "run_id" in stored:
             return _resumed(path, stored)
-        return _add_run_id(path, target)
+        return _add_run_id(path, target, tuple(made))
     raise RuntimeError(f"{METADATA} kept appearing and disappearing; is the folder shared?")
 
 
@@ -252,15 +325,32 @@ def _resumed(folder: Path, stored: dict[str, Any]) -> RunFolder:
     return RunFolder(folder, run_id, started if isinstance(started, str) else None, False, stored)
 
 
-def _add_run_id(folder: Path, target: Path) -> RunFolder:
+def _add_run_id(folder: Path, target: Path, made: tuple[Path, ...]) -> RunFolder:
     """metadata.json exists without a run_id: add one (once, whoever races for it)."""
     with _locked(folder):
+        before = target.read_bytes()
         stored = _read(target)
         if "run_id" in stored:
             return _resumed(folder, stored)
         record = {"run_id": str(uuid.uuid4()), "started_at": local_time(), **stored}
         files.replace(target, _encode(record))
-    return RunFolder(folder, record["run_id"], record["started_at"], True, record)
+    return RunFolder(
+        folder, record["run_id"], record["started_at"], True, record, bool(made), made, before
+    )
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make a removal in ``folder`` durable (POSIX; a no-op where folders cannot be opened)."""
+    try:
+        handle = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(handle)
+    except OSError:
+        pass
+    finally:
+        os.close(handle)
 
 
 def _read(target: Path) -> dict[str, Any]:
