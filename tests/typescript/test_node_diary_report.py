@@ -304,6 +304,10 @@ def server() -> Iterator[Callable[..., Any]]:
         srv.server_close()
 
 
+TOKEN = "tok-0123456789"
+"""A token in no URL of these tests (a short one like "t" is in "http": refused)."""
+
+
 def _url(srv: Any, scheme: str = "http", tail: str = "/api/runs?x=1") -> str:
     return f"{scheme}://127.0.0.1:{srv.server_address[1]}{tail}"
 
@@ -326,7 +330,7 @@ def test_report_arrives_with_headers_and_valid_body(harness: Harness, server: An
 @pytest.mark.parametrize("status", [201, 204, 401, 403, 400, 422, 404, 500, 503])
 def test_report_status_codes(harness: Harness, server: Any, status: int) -> None:
     srv = server(status)
-    got = harness.run("send_report", url=_url(srv), token="t", report=_valid_report())
+    got = harness.run("send_report", url=_url(srv), token=TOKEN, report=_valid_report())
     assert got == {"delivered": 200 <= status < 300, "status": status}
     assert len(srv.seen) == 1  # no retry
 
@@ -334,7 +338,7 @@ def test_report_status_codes(harness: Harness, server: Any, status: int) -> None
 def test_redirect_is_not_followed(harness: Harness, server: Any) -> None:
     elsewhere = server()
     srv = server(302, location=_url(elsewhere))
-    got = harness.run("send_report", url=_url(srv), token="t", report=_valid_report())
+    got = harness.run("send_report", url=_url(srv), token=TOKEN, report=_valid_report())
     assert got == {"delivered": False, "status": 302}
     assert len(srv.seen) == 1 and elsewhere.seen == []
 
@@ -345,10 +349,16 @@ def test_tls_verified(harness: Harness, server: Any, tmp_path: Path) -> None:
     url = _url(srv, "https")
     ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
     trusted = harness.run(
-        "send_report", url=url, token="t", report=_valid_report(), ca_file=str(tmp_path / "ca.pem")
+        "send_report",
+        url=url,
+        token=TOKEN,
+        report=_valid_report(),
+        ca_file=str(tmp_path / "ca.pem"),
     )
     assert trusted == {"delivered": True, "status": 200}
-    untrusted = harness.run("send_report", url=url, token="t", report=_valid_report(), ca_file=None)
+    untrusted = harness.run(
+        "send_report", url=url, token=TOKEN, report=_valid_report(), ca_file=None
+    )
     assert untrusted == {"delivered": False, "status": None}
     assert len(srv.seen) == 1
 
@@ -356,11 +366,16 @@ def test_tls_verified(harness: Harness, server: Any, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("url", "token", "rule"),
     [
-        ("http://example.org/api", "t", "report.settings.url_scheme"),
-        ("ftp://127.0.0.1/api", "t", "report.settings.url_scheme"),
-        ("https://user:pw@example.org/api", "t", "report.settings.url_credentials"),
-        (None, "t", "report.settings.url_missing"),
+        ("http://example.org/api", TOKEN, "report.settings.url_scheme"),
+        ("ftp://127.0.0.1/api", TOKEN, "report.settings.url_scheme"),
+        ("https://user:pw@example.org/api", TOKEN, "report.settings.url_credentials"),
+        (None, TOKEN, "report.settings.url_missing"),
         ("https://example.org/api", None, "report.settings.token"),
+        # the token anywhere in the URL, before its other checks (as Python): a short token
+        # in "https" too
+        (f"https://{TOKEN}@example.org/api", TOKEN, "report.settings.token"),
+        ("ftp://127.0.0.1/api?t=tok%2D0123456789", TOKEN, "report.settings.token"),
+        ("https://example.org/api", "t", "report.settings.token"),
     ],
 )
 def test_report_settings_refused(harness: Harness, url: Any, token: Any, rule: str) -> None:
@@ -371,7 +386,7 @@ def test_report_settings_refused(harness: Harness, url: Any, token: Any, rule: s
 def test_invalid_report_is_not_sent(harness: Harness, server: Any) -> None:
     srv = server()
     report = {**_valid_report(), "seq": 1.5}
-    got = harness.run("send_report", url=_url(srv), token="t", report=report)
+    got = harness.run("send_report", url=_url(srv), token=TOKEN, report=report)
     oracle = {p.rule for p in schemas.problems(report, REPORT_SCHEMA)}
     assert "report.seq.type" in oracle
     assert got["refused"] and set(got["rules"]) == oracle

@@ -285,6 +285,15 @@ TOML_DOCS = [
     "[report]\nurl = 'ftp://h/r'\n",
     "[report]\nurl = 'http://example.org/r'\n",
     '[report]\nurl = "https://h/r"\ntoken = "abc"\n',
+    # the token (tok-123) in the URL: as written, as user name (not url_credentials), encoded
+    # (unquote's way: bad UTF-8 replaced, a lone % kept), before a bad scheme or every
+    "[report]\nurl = 'https://tok-123@h/r'\n",
+    "[report]\nurl = 'ftp://h/r/tok-123'\nevery = 0\n",
+    '[report]\nurl = "https://h/r?t=%74ok%2d123"\n',
+    '[report]\nurl = "https://h/r#%E2%82tok%2D123"\n',
+    '[report]\nurl = "https://h/r?t=%%74ok-123%"\n',
+    '[report]\nurl = "https://h/r?t=%74ok-12%33%ZZ%\u00e9"\n',
+    '[report]\nurl = "https://h/r?t=%74ok-12"\n',
     'report = "https://h/r"\n',
     '[[report]]\nurl = "https://h/r"\n',
     "[paths]\n",

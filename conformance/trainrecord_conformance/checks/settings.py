@@ -6,6 +6,10 @@ url and every, and each broken variant is refused naming its rule: no url
 (``report.settings.ca_bundle``), an every that is not a finite number above 0
 (``report.settings.every``), a token missing from the environment or put in the file
 (``report.settings.token``), a paths.toml that is not valid TOML (``report.settings.toml``).
+A URL holding the token (as its user name or password, in its path, query or fragment, as
+written or percent-encoded) is refused with ``report.settings.token`` and a message that
+never shows the token; so is one whose host name holds a short token by chance (the
+reference runtime looks for the token anywhere in the URL's text).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from hypothesis import strategies as st
 
@@ -142,6 +147,90 @@ def _toml_body(ctx: Context, case: tuple[tuple[str, float, str], str]) -> None:
     ctx.refused("load_settings", good, "report.settings.toml")
 
 
+TOKEN_CHARS = [chr(c) for c in range(0x21, 0x7F)]
+PLACES = ("user", "password", "path", "query", "fragment")
+
+
+def _in_url_cases(t: Target) -> st.SearchStrategy[tuple[Any, ...]]:
+    """(base url, every, token, place, encoded, mask, upper): the token drawn character by
+    character (printable ASCII, as the token rule allows; never a constant from the code,
+    which could also occur in a message), not already in the base URL; for ``host``, a
+    slice of the base URL's host name as the token."""
+    token = st.lists(st.sampled_from(TOKEN_CHARS), min_size=8, max_size=32).map("".join)
+    placed = st.tuples(
+        URLS,
+        EVERY,
+        token,
+        st.sampled_from(PLACES),
+        st.booleans(),
+        st.integers(0, 2**32 - 1),
+        st.booleans(),
+    ).filter(lambda c: c[2] not in c[0] and c[2] not in unquote(c[0]))
+    host = st.tuples(URLS, EVERY, st.integers(0, 40), st.integers(1, 4)).map(
+        lambda c: (c[0], c[1], _host_slice(c[0], c[2], c[3]), "host", False, 0, False)
+    )
+    return st.one_of(placed, host)
+
+
+def _host_slice(url: str, start: int, size: int) -> str:
+    """``size`` characters of the URL's host name from ``start`` (wrapped)."""
+    host = urlsplit(url).hostname or ""
+    start %= len(host)
+    return host[start : start + size]
+
+
+def _encode(token: str, mask: int, upper: bool) -> str:
+    """The token with the characters picked by ``mask`` (and every ``%``) percent-encoded;
+    at least one is."""
+    picked = [c == "%" or bool(mask >> (i % 32) & 1) for i, c in enumerate(token)]
+    if not any(picked):
+        picked[0] = True
+    hexes = "%{:02X}" if upper else "%{:02x}"
+    return "".join(hexes.format(ord(c)) if p else c for c, p in zip(token, picked, strict=True))
+
+
+def url_with_token(url: str, token: str, place: str) -> str:
+    """``url`` with ``token`` as its user name or password, or in its path, query or
+    fragment."""
+    parts = urlsplit(url)
+    if place == "user":
+        return urlunsplit(parts._replace(netloc=f"{token}@{parts.netloc}"))
+    if place == "password":
+        return urlunsplit(parts._replace(netloc=f"reporter:{token}@{parts.netloc}"))
+    if place == "path":
+        return f"{url}/{token}"
+    if place == "query":
+        return f"{url}?token={token}"
+    return f"{url}#{token}"
+
+
+def _in_url_body(ctx: Context, case: tuple[Any, ...]) -> None:
+    """The base URL loads (with the drawn token; for ``host``, with a long token it does not
+    hold); the URL holding the token is refused naming report.settings.token, and the
+    message shows neither the token (as set or as encoded) nor the URL."""
+    base, every, tok, place, encoded, mask, upper = case
+    folder = ctx.folder(create=True)
+    env = {TOKEN_ENV: tok, "HOME": "/nonexistent"}
+    tables = {"paths": {"data": "data"}, "report": {"url": base, "every": every}}
+    other = {**env, TOKEN_ENV: "0123456789abcdef-conformance"}  # not in any base URL
+    out = ctx.ok("load_settings", _load(folder, tables, other if place == "host" else env))
+    if out["url"] != base:
+        raise Failed(f"loaded url {out['url']!r}, wrote {base!r}")
+    shown = _encode(tok, mask, upper) if encoded else tok
+    url = base if place == "host" else url_with_token(base, shown, place)
+    tables = {"paths": {"data": "data"}, "report": {"url": url, "every": every}}
+    result = ctx.refused("load_settings", _load(folder, tables, env), "report.settings.token")
+    leaked = [
+        name for name, text in (("the URL", url), ("the token", tok)) if text in result.message
+    ]
+    if place == "host":  # a short token may be part of any word of the message
+        leaked = [name for name in leaked if name == "the URL"]
+    elif encoded and shown in result.message:
+        leaked.append("the encoded token")
+    if leaked:
+        raise Failed(f"the refusal shows {' and '.join(leaked)}: {result.message[:300]!r}")
+
+
 def checks() -> list[Check]:
     """The settings checks."""
 
@@ -188,5 +277,12 @@ def checks() -> list[Check]:
             LOAD,
             cases(st.sampled_from(["unset", "in the file", ""])),
             settings_check("report.settings.token", _token),
+        ),
+        Check(
+            "report.settings.token",
+            "the token nowhere in the URL (user, password, path, query, fragment, encoded)",
+            LOAD,
+            _in_url_cases,
+            _in_url_body,
         ),
     ]

@@ -4,7 +4,11 @@
  * where reports go, how often, and with which token.
  *
  * reportSettings({url, every, token, caBundle}) checks each setting, in that order, and
- * refuses the first unsafe or missing one before any work starts: the URL
+ * refuses the first unsafe or missing one before any work starts: first that the URL does
+ * not hold the token (anywhere in it, as written or percent-decoded as Python's
+ * urllib.parse.unquote does; `report.settings.token` on field report.url, never shown,
+ * before the URL's own checks, so a token given as its user name is not a credential
+ * refusal), then the URL
  * (`report.settings.url_missing`, `.url_scheme`: https://, or http:// to localhost or a
  * loopback IP only; `.url_credentials`: no user name or password in it), every (a finite
  * number above 0, `.every`), the token (printable ASCII, `.token`; never shown) and the
@@ -77,6 +81,49 @@ function checkToken(token) {
 }
 
 /**
+ * `s` with its %XX escapes decoded as Python's urllib.parse.unquote does: each run of ASCII
+ * characters becomes bytes (a % not followed by two hex digits stays as written) decoded as
+ * UTF-8 with invalid sequences replaced by U+FFFD; other characters are kept.
+ * @param {string} s
+ */
+function pyUnquote(s) {
+  if (!s.includes("%")) return s;
+  const decoder = new TextDecoder("utf-8", { ignoreBOM: true }); // keeps a decoded BOM, as Python
+  return s.replace(/[\x00-\x7f]+/g, (run) => {
+    /** @type {number[]} */
+    const bytes = [];
+    for (let i = 0; i < run.length; i++) {
+      const hex = run.slice(i + 1, i + 3);
+      if (run[i] === "%" && /^[0-9A-Fa-f]{2}$/.test(hex)) {
+        bytes.push(parseInt(hex, 16));
+        i += 2;
+      } else {
+        bytes.push(run.charCodeAt(i));
+      }
+    }
+    return decoder.decode(Uint8Array.from(bytes));
+  });
+}
+
+/**
+ * Refuse a URL that holds the token anywhere (user info, path, query, fragment, and by
+ * chance the host), as written or percent-decoded; shows neither. Runs before the other
+ * checks, as check_token_not_in_url in Python.
+ * @param {unknown} url
+ * @param {unknown} token
+ */
+function checkTokenNotInUrl(url, token) {
+  if (!(typeof url === "string" && typeof token === "string" && token !== "")) return;
+  if (url.includes(token) || pyUnquote(url).includes(token)) {
+    throw Refused.one(
+      "report.settings.token",
+      ["report", "url"],
+      `the URL holds the value of ${TOKEN_ENV}; remove it from the URL ([report] url in paths.toml): the token is sent only in the Authorization header, from ${TOKEN_ENV}`,
+    );
+  }
+}
+
+/**
  * every as seconds, when it is a finite number greater than 0 (a bool is not a number).
  * @param {unknown} every
  * @returns {number}
@@ -120,6 +167,7 @@ function isCaFile(file) {
  * @returns {Settings}
  */
 function reportSettings({ url, every, token, caBundle = null }) {
+  checkTokenNotInUrl(url, token);
   checkUrl(url);
   const seconds = checkEvery(every);
   checkToken(token);
@@ -159,4 +207,4 @@ function loadSettings(pathsToml, env) {
   return reportSettings({ url: section.url, every: section.every ?? 60n, token, caBundle });
 }
 
-module.exports = { TOKEN_ENV, checkUrl, checkToken, checkEvery, isLoopback, isCaFile, reportSettings, loadSettings };
+module.exports = { TOKEN_ENV, pyUnquote, checkTokenNotInUrl, checkUrl, checkToken, checkEvery, isLoopback, isCaFile, reportSettings, loadSettings };
