@@ -119,8 +119,8 @@ function entryKind(p) {
     if (code !== "ENOENT" && code !== "ENOTDIR" && code !== "ELOOP") throw e;
   }
   try {
-    fs.lstatSync(p);
-    return "other";
+    // made meanwhile by a racing writer (stat said ENOENT): a folder is a folder
+    return fs.lstatSync(p).isDirectory() ? "folder" : "other";
   } catch {
     return "none";
   }
