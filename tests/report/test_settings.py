@@ -253,3 +253,27 @@ def test_the_token_in_the_url_is_refused_alike_however_settings_are_made(
     assert (problem.rule, problem.path) == ("report.settings.token", ("report", "url"))
     assert "remove it from the URL" in problem.message and "Authorization" in problem.message
     assert TOKEN not in str(info.value) and TOKEN not in repr(info.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "token", "refused"),
+    [
+        ("https://test.example.org/api/runs", "test", False),  # part of the host
+        ("https://example.org:8443/api/runs", "8443", False),  # the port
+        ("https://example.org/api/runs", "ps", False),  # part of the scheme
+        ("https://test.example.org/api/test", "test", True),  # and in the path: refused
+        ("https://ab/cd@example.org/api", "ab/cd", True),  # user info cut by a "/"
+        ("https://a@b@example.org/api", "b", True),  # user info up to the last "@"
+    ],
+)
+def test_a_token_that_is_only_part_of_the_host_is_no_leak(
+    url: str, token: str, refused: bool
+) -> None:
+    """A short test token inside the host name or scheme (``test`` in ``test.example.org``)
+    was refused as if the URL held it, with a message saying so."""
+    if refused:
+        with pytest.raises(RecordRefused) as info:
+            ReportSettings(url=url, every=60, token=token)
+        assert info.value.rule == "report.settings.token"
+    else:
+        assert ReportSettings(url=url, every=60, token=token).url == url

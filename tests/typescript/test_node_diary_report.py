@@ -371,11 +371,12 @@ def test_tls_verified(harness: Harness, server: Any, tmp_path: Path) -> None:
         ("https://user:pw@example.org/api", TOKEN, "report.settings.url_credentials"),
         (None, TOKEN, "report.settings.url_missing"),
         ("https://example.org/api", None, "report.settings.token"),
-        # the token anywhere in the URL, before its other checks (as Python): a short token
-        # in "https" too
+        # the token in the URL, before its other checks (as Python); a short token only in
+        # the scheme or host is no leak, but in the path it is
         (f"https://{TOKEN}@example.org/api", TOKEN, "report.settings.token"),
         ("ftp://127.0.0.1/api?t=tok%2D0123456789", TOKEN, "report.settings.token"),
-        ("https://example.org/api", "t", "report.settings.token"),
+        ("http://example.org/api", "t", "report.settings.url_scheme"),
+        ("http://example.org/api/t", "t", "report.settings.token"),
     ],
 )
 def test_report_settings_refused(harness: Harness, url: Any, token: Any, rule: str) -> None:

@@ -149,12 +149,14 @@ def check_token(token: object) -> str:
 
 
 def check_token_not_in_url(url: object, token: object) -> None:
-    """Refuse a URL that holds the token anywhere (user info, path, query, fragment), as
+    """Refuse a URL that holds the token (in its user info, path, query or fragment), as
     written or percent-decoded; never shows either. Runs before the other URL checks, so a
-    token given as the URL's user name is refused by this rule, not as a credential."""
+    token given as the URL's user name is refused by this rule, not as a credential. An
+    occurrence that lies wholly inside the scheme or the host and port is no leak (a short
+    token may be part of a host name by chance): see :func:`token_outside_host`."""
     if not (isinstance(url, str) and isinstance(token, str) and token):
         return
-    if token in url or token in unquote(url):
+    if token_outside_host(url, token) or token_outside_host(unquote(url), token):
         raise RecordRefused.one(
             "report.settings.token",
             ("report", "url"),
@@ -163,6 +165,28 @@ def check_token_not_in_url(url: object, token: object) -> None:
             f"{TOKEN_ENV}",
             show_value=False,
         )
+
+
+def token_outside_host(text: str, token: str) -> bool:
+    """Whether ``token`` occurs in the URL ``text`` anywhere but wholly inside its scheme
+    or its host and port. Plain string rules, the same in every implementation: the
+    scheme is what precedes the first ``://``; the authority follows it up to the first
+    ``/``, ``?`` or ``#``; the host and port are what follows the authority's last ``@``.
+    Without ``://`` every occurrence counts."""
+    scheme_end = text.find("://")
+    spans: list[tuple[int, int]] = []
+    if scheme_end >= 0:
+        start = scheme_end + 3
+        stops = [i for i in (text.find(c, start) for c in "/?#") if i >= 0]
+        end = min(stops, default=len(text))
+        host_start = text.rfind("@", start, end) + 1 or start
+        spans = [(0, scheme_end), (max(host_start, start), end)]
+    at = text.find(token)
+    while at >= 0:
+        if not any(a <= at and at + len(token) <= b for a, b in spans):
+            return True
+        at = text.find(token, at + 1)
+    return False
 
 
 def check_every(every: object) -> float:

@@ -106,21 +106,49 @@ function pyUnquote(s) {
 }
 
 /**
- * Refuse a URL that holds the token anywhere (user info, path, query, fragment, and by
- * chance the host), as written or percent-decoded; shows neither. Runs before the other
- * checks, as check_token_not_in_url in Python.
+ * Refuse a URL that holds the token (user info, path, query, fragment), as written or
+ * percent-decoded; shows neither. An occurrence wholly inside the scheme or the host and
+ * port is no leak (tokenOutsideHost). Runs before the other checks, as
+ * check_token_not_in_url in Python.
  * @param {unknown} url
  * @param {unknown} token
  */
 function checkTokenNotInUrl(url, token) {
   if (!(typeof url === "string" && typeof token === "string" && token !== "")) return;
-  if (url.includes(token) || pyUnquote(url).includes(token)) {
+  if (tokenOutsideHost(url, token) || tokenOutsideHost(pyUnquote(url), token)) {
     throw Refused.one(
       "report.settings.token",
       ["report", "url"],
       `the URL holds the value of ${TOKEN_ENV}; remove it from the URL ([report] url in paths.toml): the token is sent only in the Authorization header, from ${TOKEN_ENV}`,
     );
   }
+}
+
+/**
+ * Whether `token` occurs in the URL `text` anywhere but wholly inside its scheme or its
+ * host and port, by the plain string rules of token_outside_host in Python: the scheme
+ * precedes the first "://"; the authority follows it up to the first "/", "?" or "#"; the
+ * host and port follow the authority's last "@". Without "://" every occurrence counts.
+ * @param {string} text
+ * @param {string} token
+ * @returns {boolean}
+ */
+function tokenOutsideHost(text, token) {
+  const schemeEnd = text.indexOf("://");
+  /** @type {Array<[number, number]>} */
+  const spans = [];
+  if (schemeEnd >= 0) {
+    const start = schemeEnd + 3;
+    const stops = ["/", "?", "#"].map((c) => text.indexOf(c, start)).filter((i) => i >= 0);
+    const end = stops.length ? Math.min(...stops) : text.length;
+    const at = text.lastIndexOf("@", end - 1);
+    const hostStart = at >= start ? at + 1 : start;
+    spans.push([0, schemeEnd], [hostStart, end]);
+  }
+  for (let at = text.indexOf(token); at >= 0; at = text.indexOf(token, at + 1)) {
+    if (!spans.some(([a, b]) => a <= at && at + token.length <= b)) return true;
+  }
+  return false;
 }
 
 /**
