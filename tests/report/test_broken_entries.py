@@ -203,3 +203,41 @@ def test_a_bad_entry_kept_in_metadata_is_left_out_at_resume(
     latest = https_receiver.store.latest(state.run_id)
     assert latest is not None and latest["status"] == "complete"
     assert [e["epoch"] for e in latest["history"]] == [0, 1]
+
+
+@pytest.mark.parametrize(
+    ("result", "sent"),
+    [
+        ({"val_loss": float("nan"), "val_accuracy_images": 12.5}, "mended"),
+        ({"val_loss": 5.8, "val_accuracy_images": 250.0}, "mended"),  # beyond 100 %
+        ("val 5.8", "null"),  # no object at all
+    ],
+    ids=["nan", "out-of-range", "not-a-dict"],
+)
+def test_a_broken_initial_validation_never_stops_the_reports(
+    https_receiver: ReportServer,
+    tls: TLSFiles,
+    caplog: pytest.LogCaptureFixture,
+    result: Any,
+    sent: str,
+) -> None:
+    """The initial validation goes into every later report: stored as given, one NaN in it
+    made every report of the run unsendable, the final one included."""
+    state = training_state()
+    with (
+        caplog.at_level(logging.WARNING, logger="trainrecord.report"),
+        Reporter(settings_for(_https(https_receiver), ca=tls.ca), state) as reporter,
+    ):
+        reporter.initial_validation(result)  # returns: the run goes on
+        reporter.epoch_end(training_epoch(0))
+    latest = https_receiver.store.latest(state.run_id)
+    assert latest is not None, "the final report never arrived"
+    assert latest["status"] == "complete" and [e["epoch"] for e in latest["history"]] == [0]
+    initial = latest["initial_validation"]
+    if sent == "null":
+        assert initial is None
+        assert any("validation_entry(" in r.getMessage() for r in caplog.records)
+    else:
+        assert initial is not None and set(initial) >= {"val_loss", "val_accuracy_images"}
+        assert None in (initial["val_loss"], initial["val_accuracy_images"])
+        assert any("breaks the spec" in r.getMessage() for r in caplog.records)

@@ -153,9 +153,14 @@ def epoch_entry(kind: Kind, **values: Any) -> dict[str, Any]:
 
 
 def mended_entry(
-    kind: Kind, entry: Any, secrets: Secrets | None = None, where: str = "epoch_end"
+    kind: Kind,
+    entry: Any,
+    secrets: Secrets | None = None,
+    where: str = "epoch_end",
+    validation: bool = False,
 ) -> dict[str, Any] | None:
-    """A history entry as it may go into every later report of the run, or None.
+    """A history entry (``validation``: an initial validation result) as it may go into
+    every later report of the run, or None.
 
     The history is sent whole in every report, so one entry that breaks the spec would make
     every later report of the run unsendable, the final one included. So an entry is mended
@@ -165,19 +170,25 @@ def mended_entry(
     removed. An entry still broken after that (``epoch`` not an integer, a lesion count not
     an integer, not an object at all) is left out of the history, with a warning naming the
     rule, the field and what to do; the job goes on and its reports are sent without it
-    (§3: reporting never stops a run). ``where`` names the caller in the warnings."""
-    definition = "lesion_epoch" if kind == "lesion" else "training_epoch"
+    (§3: reporting never stops a run). ``where`` names the caller in the warnings. An
+    initial validation result is mended the same way (its fields are all nullable)."""
+    if validation:
+        definition = "lesion_validation" if kind == "lesion" else "training_validation"
+    else:
+        definition = "lesion_epoch" if kind == "lesion" else "training_epoch"
     schema_id = f"{REPORT_SCHEMA_ID}#/$defs/{definition}"
     from trainrecord.schemas import problems
 
     if not isinstance(entry, Mapping):
         _left_out(
             where,
+            validation,
             [
                 Problem(
-                    "report.history_entry.type",
+                    "report.initial_validation.type" if validation else "report.history_entry.type",
                     (),
-                    f"an epoch entry is an object (a dict), not {type(entry).__name__}",
+                    f"{'a validation result' if validation else 'an epoch entry'} is an object "
+                    f"(a dict), not {type(entry).__name__}",
                 )
             ],
             secrets,
@@ -198,10 +209,10 @@ def mended_entry(
     left = problems(mended, schema_id)
     if left:
         broken = {p.path[:1] for p in left}  # name them by the values given, not the nulls
-        _left_out(where, [p for p in found if p.path[:1] in broken] or left, secrets)
+        _left_out(where, validation, [p for p in found if p.path[:1] in broken] or left, secrets)
         return None
     log.warning(
-        "trainrecord report: %s: this epoch's entry breaks the spec (%s); those fields are "
+        "trainrecord report: %s: this entry breaks the spec (%s); those fields are "
         "reported as null (or left out, when they are not fields of an entry) so that the "
         "run's reports can still be sent",
         where,
@@ -210,12 +221,23 @@ def mended_entry(
     return {name: mended[name] for name in fields_of(definition)}
 
 
-def _left_out(where: str, found: list[Problem], secrets: Secrets | None) -> None:
-    """Warn that an epoch entry is left out of the history: rule, field, what to do."""
+def _left_out(where: str, validation: bool, found: list[Problem], secrets: Secrets | None) -> None:
+    """Warn that an epoch entry is left out of the history (``validation``: that a
+    validation result is reported as null): rule, field, what to do."""
     text = "; ".join(str(p) for p in found)
     token = secrets.token if secrets is not None else None
     if token:
         text = text.replace(token, "<token>")
+    if validation:
+        log.warning(
+            "trainrecord report: %s: the validation result is reported as null, since "
+            "every later report carries it and none of them could be sent with it: %s. "
+            "Build it with validation_entry(kind, ...): every field a number or None. The "
+            "run and its reports go on",
+            where,
+            text,
+        )
+        return
     log.warning(
         "trainrecord report: %s: an epoch entry was left out of the run's history, since "
         "every later report carries the whole history and none of them could be sent "

@@ -216,16 +216,22 @@ class Reporter:
     def initial_validation(self, result: dict[str, Any], which: str | None = None) -> None:
         """Store the initial validation (lesion: ``which`` is ``intact`` or ``lesioned``).
 
-        No report is sent for it (§3): the next progress report carries it.
+        No report is sent for it (§3): the next progress report carries it. Never raises
+        for a broken result: every later report carries it, so a result the spec refuses is
+        mended as an epoch entry is (a NaN loss is null, with a warning), or, when it cannot
+        be (not a dict), reported as null with a warning.
         """
+        kept = mended_entry(
+            self.state.kind, result, self.secrets, "initial_validation", validation=True
+        )
         if self.state.kind == "lesion":
             if which not in ("intact", "lesioned"):
                 raise ValueError("a lesion run's initial validation is 'intact' or 'lesioned'")
             current = dict(self.state.initial_validation or {"intact": None, "lesioned": None})
-            current[which] = dict(result)
+            current[which] = kept
             self.state.initial_validation = current
         else:
-            self.state.initial_validation = dict(result)
+            self.state.initial_validation = kept
 
     def epoch_end(self, entry: dict[str, Any]) -> None:
         """An epoch finished training and validation and its checkpoint is saved.
