@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+import ssl
 import threading
 import uuid
 from pathlib import Path
@@ -27,6 +28,7 @@ from trainrecord.report import (
     local_time,
     make_server,
 )
+from trainrecord.report.receiver import DRAIN_LIMIT
 from trainrecord.report.store import NO_CONTACT_GRACE_S
 
 AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
@@ -129,6 +131,76 @@ def test_exactly_256_kb_is_not_413(receiver: ReportServer) -> None:
     assert len(padded) == MAX_BODY
     assert post(receiver, padded).status_code == 200
     assert post(receiver, padded + b" ").status_code == 413
+
+
+def _padded(size: int) -> bytes:
+    text = json.dumps(report())
+    return (text[:-1] + " " * (size - len(text)) + "}").encode()
+
+
+@pytest.mark.parametrize("size", [300 * 1024, DRAIN_LIMIT])
+def test_a_client_sending_a_body_over_256_kb_over_tls_reads_the_413(
+    https_receiver: ReportServer, tls: TLSFiles, size: int
+) -> None:
+    """requests sends the whole body before it reads the answer; a receiver that answered
+    413 and closed without reading left it an SSLEOFError (or a reset) instead of the 413.
+    A body up to DRAIN_LIMIT is read and dropped, then 413, then the connection closed."""
+    for _ in range(3):
+        resp = requests.post(
+            https_receiver.url + "/api/runs",
+            headers=AUTH,
+            data=_padded(size),
+            timeout=10,
+            verify=tls.ca,
+        )
+        assert resp.status_code == 413
+        assert resp.json() == {"ok": False, "error": f"body over {MAX_BODY} bytes"}
+        assert resp.headers["Connection"] == "close"
+    assert https_receiver.store.runs() == []
+
+
+@pytest.mark.parametrize("status", [401, 415])
+def test_other_refusals_over_tls_reach_a_client_sending_300_kb(
+    https_receiver: ReportServer, tls: TLSFiles, status: int
+) -> None:
+    headers = (
+        {"Content-Type": "application/json", "Authorization": "Bearer wrong"}
+        if status == 401
+        else {"Authorization": AUTH["Authorization"], "Content-Type": "text/plain"}
+    )
+    resp = requests.post(
+        https_receiver.url + "/api/runs",
+        headers=headers,
+        data=_padded(300 * 1024),
+        timeout=10,
+        verify=tls.ca,
+    )
+    assert resp.status_code == status
+
+
+def test_a_content_length_far_over_the_drain_limit_is_413_without_reading_it(
+    https_receiver: ReportServer, tls: TLSFiles
+) -> None:
+    """Over TLS too: a Content-Length of 1 GB is answered at once from the headers, with
+    no body sent, and the connection is closed (the body is never waited for)."""
+    ctx = ssl.create_default_context(cafile=tls.ca)
+    host, port = https_receiver.server_address[:2]
+    with (
+        socket.create_connection((host, port), timeout=10) as raw,
+        ctx.wrap_socket(raw, server_hostname="127.0.0.1") as sock,
+    ):
+        sock.sendall(
+            (
+                f"POST /api/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+                "Content-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n"
+            ).encode()
+            + b" " * 1024
+        )
+        answer = b""
+        while chunk := sock.recv(4096):  # the server closes: recv ends, no 10 s timeout
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 413")
+    assert b"Connection: close" in answer
 
 
 def test_a_missing_content_length_is_411(receiver: ReportServer) -> None:

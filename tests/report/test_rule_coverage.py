@@ -169,6 +169,8 @@ RULE_TESTS: dict[str, list[str]] = {
         "test_a_body_over_256_kb_is_413_before_it_is_read",
         "test_exactly_256_kb_is_not_413",
         "test_a_missing_content_length_is_411",
+        "test_a_client_sending_a_body_over_256_kb_over_tls_reads_the_413",
+        "test_a_content_length_far_over_the_drain_limit_is_413_without_reading_it",
     ],
     "report.server.content_type": ["test_a_wrong_content_type_is_415"],
     "report.server.not_json": ["test_a_body_that_is_not_strict_json_is_400"],

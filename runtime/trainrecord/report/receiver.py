@@ -6,7 +6,12 @@ POST (any path: the endpoint is whatever URL the clients are given):
   of the token; the scheme ``Bearer`` in any case, as HTTP auth schemes are
   case-insensitive, followed by one or more spaces);
 * 415 when Content-Type is not application/json; 411 without Content-Length;
-* 413 when Content-Length is over 256 KB (262144 bytes), before reading the body;
+* 413 when Content-Length is over 256 KB (262144 bytes), judged before reading the body;
+* a refused POST's body (401, 415, 413) is read and dropped, never kept, when its
+  Content-Length is at most ``DRAIN_LIMIT`` (4 MiB), and the answer says
+  ``Connection: close``: a client that sends its whole body before it reads (requests)
+  then gets the answer instead of a reset or, over TLS, an ``SSLEOFError``. Over
+  ``DRAIN_LIMIT`` nothing is read: the answer is sent and the connection closed;
 * 400 for a body that is not strict JSON in UTF-8;
 * 422 for a report that fails reporting.schema.json: ``{"ok": false, "problems": [{rule,
   path, message, value}]}``;
@@ -22,7 +27,7 @@ Plain HTTP only on a loopback address; anywhere else it needs a certificate and 
 
 Public API: :func:`make_server` ``(host, port, *, token, store, every=60.0, certfile=None,
 keyfile=None) -> ReportServer``; :class:`ReportServer` (``url``, ``serve_in_thread()``,
-``shutdown()``); ``MAX_BODY``.
+``shutdown()``); ``MAX_BODY``; ``DRAIN_LIMIT``.
 """
 
 from __future__ import annotations
@@ -44,6 +49,10 @@ from trainrecord.report.settings import check_token, is_loopback_host
 from trainrecord.report.store import ReportStore
 
 MAX_BODY = 256 * 1024
+DRAIN_LIMIT = 4 * 1024 * 1024
+"""A refused POST's body is read and dropped up to this many bytes (by Content-Length) so
+that the client reads the answer; over it the connection is closed without reading."""
+_DRAIN_CHUNK = 64 * 1024
 """§2: accepting up to 256 KB is safe; more is refused with 413."""
 REQUEST_TIMEOUT_S = 30.0
 log = logging.getLogger("trainrecord.report.receiver")
@@ -141,12 +150,30 @@ class ReportHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def _drop_body(self) -> None:
+        """Read and drop the body of a POST about to be refused, when its Content-Length is
+        a number up to DRAIN_LIMIT (the caller closes the connection after answering)."""
+        if self.command != "POST":
+            return
+        try:
+            left = int(self.headers.get("Content-Length") or "")
+        except ValueError:
+            return
+        if not 0 < left <= DRAIN_LIMIT:
+            return
+        while left > 0:
+            chunk = self.rfile.read(min(left, _DRAIN_CHUNK))
+            if not chunk:
+                return
+            left -= len(chunk)
+
     def _authorised(self) -> bool:
         scheme, _, credentials = (self.headers.get("Authorization") or "").partition(" ")
         given = credentials.lstrip(" ").encode("utf-8", "replace")
         same = hmac.compare_digest(given, self.server.expected)  # constant time, always run
         if same and scheme.lower() == "bearer":
             return True
+        self._drop_body()
         self._send(
             401,
             {"ok": False, "error": "bad or missing bearer token"},
@@ -160,6 +187,7 @@ class ReportHandler(BaseHTTPRequestHandler):
             return
         ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
         if ctype != "application/json":
+            self._drop_body()
             self._send(
                 415, {"ok": False, "error": "Content-Type must be application/json"}, close=True
             )
@@ -176,6 +204,7 @@ class ReportHandler(BaseHTTPRequestHandler):
             self._send(400, {"ok": False, "error": "Content-Length is not a number"}, close=True)
             return
         if length > MAX_BODY:
+            self._drop_body()  # judged by Content-Length above; the body is only dropped
             self._send(413, {"ok": False, "error": f"body over {MAX_BODY} bytes"}, close=True)
             return
         raw = self.rfile.read(length)
