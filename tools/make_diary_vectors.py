@@ -179,6 +179,8 @@ SHARED: list[tuple[str, Any, str, str]] = [
 ]
 MUTATIONS: dict[str, list[tuple[str, Any, str, str]]] = {
     "run_start": [
+        ("start_step", -1, "diary.count.negative", "a negative start_step is refused"),
+        ("start_step", 240.0, "diary.count.type", "start_step written 240.0 is refused"),
         (
             "record_version",
             2,
@@ -549,6 +551,30 @@ MUTATIONS: dict[str, list[tuple[str, Any, str, str]]] = {
             "run_end without metrics_sha256 is refused",
         ),
         ("steps", -1, "diary.count.negative", "a negative step total is refused"),
+        (
+            "error",
+            "RuntimeError",
+            "diary.run_end.error.type",
+            "an error that is a bare string is refused",
+        ),
+        (
+            "error",
+            {"type": "RuntimeError"},
+            "diary.run_end.error.fields.missing",
+            "an error without its message is refused",
+        ),
+        (
+            "error",
+            {"type": "", "message": "boom"},
+            "diary.text.empty",
+            "an error with an empty type is refused",
+        ),
+        (
+            "error",
+            {"type": "RuntimeError", "message": "x" * 501},
+            "diary.run_end.error.message",
+            "an error message over 500 characters is refused",
+        ),
     ],
 }
 
@@ -601,6 +627,27 @@ def event_group(event: str) -> dict[str, Any]:
                 "description": "a no_gradient alarm on a layer that never had a gradient has a null "
                 "baseline",
                 "data": setf(setf(valid, "diagnosis", "no_gradient"), "baseline", None),
+                "valid": True,
+            }
+        )
+    if event == "run_end":
+        for error, what in (
+            ({"type": "RuntimeError", "message": "CUDA out of memory"}, "an exception"),
+            ({"type": "KeyboardInterrupt", "message": ""}, "Ctrl+C (an empty message)"),
+            (None, "nothing (null)"),
+        ):
+            tests.append(
+                {
+                    "description": f"a run_end line whose error says {what} ended the run is valid",
+                    "data": setf(valid, "error", error),
+                    "valid": True,
+                }
+            )
+    if event == "run_start":
+        tests.append(
+            {
+                "description": "a run_start line of a run continued from step 240 is valid",
+                "data": setf(valid, "start_step", 240),
                 "valid": True,
             }
         )
@@ -813,6 +860,12 @@ def metrics_group() -> dict[str, Any]:
             setf(r, "stuck", {"a": [0, 0.5, 0, 0]}),
             False,
             "diary_metrics.stuck.count",
+        ),
+        (
+            "a gradient norm of -Infinity is refused: a norm is never negative",
+            setf(r, "grad", {"conv1.0": "-Infinity"}),
+            False,
+            "diary_metrics.grad.value",
         ),
     ]
     tests = []

@@ -517,6 +517,36 @@ def test_close_after_an_exception_still_writes_run_end(run_dir: Path) -> None:
         raise KeyboardInterrupt
     lines = read_run(run_dir)
     assert lines[-1]["event"] == "run_end" and lines[-1]["steps"] == 3
+    assert lines[-1]["error"] == {"type": "KeyboardInterrupt", "message": ""}
+
+
+def test_run_end_says_which_exception_ended_the_run_and_nothing_when_none_did(
+    tmp_path: Path,
+) -> None:
+    """Before, a run that crashed read like a finished one: run_end was the same."""
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = sgd(model)
+    crashed, plain, manual = tmp_path / "crashed", tmp_path / "plain", tmp_path / "manual"
+    with pytest.raises(RuntimeError), Monitor(model, optimizer, crashed) as monitor:
+        train(model, optimizer, monitor, 2)
+        raise RuntimeError("CUDA out of memory \udc80" + "x" * 600)  # a lone surrogate too
+    with Monitor(model, optimizer, plain) as monitor:
+        train(model, optimizer, monitor, 2)
+    monitor = Monitor(model, optimizer, manual)
+    try:
+        try:
+            train(model, optimizer, monitor, 1)
+            raise ValueError("bad batch")
+        finally:
+            monitor.close()  # the README's loop: close() in a finally block
+    except ValueError:
+        pass
+    error = read_run(crashed)[-1]["error"]
+    assert error["type"] == "RuntimeError" and error["message"].startswith("CUDA out of memory")
+    assert len(error["message"]) == 500
+    assert "error" not in read_run(plain)[-1]
+    assert read_run(manual)[-1]["error"] == {"type": "ValueError", "message": "bad batch"}
 
 
 def test_misuse_gets_a_clear_error(run_dir: Path) -> None:
@@ -556,6 +586,7 @@ def test_a_resumed_run_numbers_steps_from_start_step(
     assert [x["event"] for x in lines].count("run_start") == 2
     assert [(x["steps"], x["checks"]) for x in events(lines, "run_end")] == [(10, 3), (7, 2)]
     assert [row["step"] for row in metrics(run_dir)] == [0, 4, 8, 12, 16]
+    assert [x.get("start_step") for x in events(lines, "run_start")] == [None, 10]
     with Monitor(model, optimizer, run_dir, check_every=4):  # resumed, start_step forgotten
         pass
     assert [r for r in caplog.records if "start_step=" in r.getMessage()]

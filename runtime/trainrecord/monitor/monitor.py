@@ -285,10 +285,17 @@ class Monitor:
         if self.steps % self.check_every == 0:
             self._arm()
 
-    def close(self) -> None:
-        """Write run_end and close the files; safe to call twice, and after an exception."""
+    def close(self, error: BaseException | None = None) -> None:
+        """Write run_end and close the files; safe to call twice, and after an exception.
+
+        ``error``: the exception that ended the run, recorded in ``run_end.error`` (type and
+        message). When not given, an exception being handled or propagating where close()
+        is called (an ``except`` or ``finally`` block; a ``with`` block passes it) is the
+        one; a run that ended normally has no ``error``."""
         if self.closed:
             return
+        if error is None:
+            error = sys.exc_info()[1]
         self.closed = True
         self._disarm()
         self._held.unwatch_registrations()
@@ -297,23 +304,23 @@ class Monitor:
         if self.dist.writer:
             digest = self._metrics.sha256()
             self._metrics.close()
-            self._emit(
-                "run_end",
-                {
-                    "steps": self.steps - self.start_step,  # this session's
-                    "checks": self.checks,
-                    "counts": dict(sorted(self.counts.items())),
-                    "metrics_sha256": digest,
-                },
-            )
+            fields: dict[str, Any] = {
+                "steps": self.steps - self.start_step,  # this session's
+                "checks": self.checks,
+                "counts": dict(sorted(self.counts.items())),
+                "metrics_sha256": digest,
+            }
+            if error is not None:
+                fields["error"] = ended_by(error)
+            self._emit("run_end", fields)
             self._diary.close()
         self._sinks.close()
 
     def __enter__(self) -> Monitor:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: object, error: BaseException | None, trace: object) -> None:
+        self.close(error)
 
     # -- hooks ----------------------------------------------------------------------------
 
@@ -858,6 +865,7 @@ class Monitor:
             "platform": platform.platform(),
             "config": config,
             "record_version": 1,
+            **({"start_step": self.start_step} if self.start_step else {}),
         }
 
     def _manifest(self, step: int) -> dict[str, Any]:
@@ -995,6 +1003,18 @@ class _Held:
         self.stance.exit()
         if self.sinks is not None:
             self.sinks.stop()
+
+
+def ended_by(error: BaseException) -> dict[str, str]:
+    """``run_end.error``: the exception's class name and message (at most 500 characters;
+    text that cannot go into UTF-8, a lone surrogate, replaced, so run_end is always
+    written)."""
+    try:
+        message = str(error)
+    except Exception:  # a __str__ that raises: the type still says what ended the run
+        message = ""
+    message = message[:500].encode("utf-8", "replace").decode("utf-8")
+    return {"type": type(error).__name__ or "Exception", "message": message}
 
 
 def to_host(parts: list[torch.Tensor | None]) -> list[torch.Tensor | None]:

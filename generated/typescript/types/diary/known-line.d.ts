@@ -79,6 +79,10 @@ export type DiaryRunStart = DiaryLineCommon & {
    * The record format version, currently 1. It changes when a field is removed or its meaning changes; a reader refuses a version it does not know.
    */
   record_version: 1;
+  /**
+   * Optional. The number of the run's first step when the monitor continued a run from a checkpoint (Monitor(start_step=N)): steps and metrics rows carry on from it. Absent when the run starts at step 0.
+   */
+  start_step?: number;
   [k: string]: unknown;
 };
 /**
@@ -752,6 +756,20 @@ export type DiaryRunEnd = DiaryLineCommon & {
    * SHA-256 of metrics.jsonl as it stood when run_end was written.
    */
   metrics_sha256: string;
+  /**
+   * Optional. How the run ended when an exception ended it: the exception's class name and message (at most 500 characters), as the monitor saw it when it was closed while the exception was propagating (a with block left by it, or close() in an except or finally block); null or absent when the loop ended normally.
+   */
+  error?: {
+    /**
+     * The exception's class name, e.g. RuntimeError or KeyboardInterrupt.
+     */
+    type: string;
+    /**
+     * The exception's message, at most 500 characters (may be empty).
+     */
+    message: string;
+    [k: string]: unknown;
+  } | null;
   [k: string]: unknown;
 };
 

@@ -27,6 +27,20 @@ export type DiaryRunEnd = DiaryLineCommon & {
    * SHA-256 of metrics.jsonl as it stood when run_end was written.
    */
   metrics_sha256: string;
+  /**
+   * Optional. How the run ended when an exception ended it: the exception's class name and message (at most 500 characters), as the monitor saw it when it was closed while the exception was propagating (a with block left by it, or close() in an except or finally block); null or absent when the loop ended normally.
+   */
+  error?: {
+    /**
+     * The exception's class name, e.g. RuntimeError or KeyboardInterrupt.
+     */
+    type: string;
+    /**
+     * The exception's message, at most 500 characters (may be empty).
+     */
+    message: string;
+    [k: string]: unknown;
+  } | null;
   [k: string]: unknown;
 };
 

@@ -56,6 +56,10 @@ export type DiaryRunStart = DiaryLineCommon & {
    * The record format version, currently 1. It changes when a field is removed or its meaning changes; a reader refuses a version it does not know.
    */
   record_version: 1;
+  /**
+   * Optional. The number of the run's first step when the monitor continued a run from a checkpoint (Monitor(start_step=N)): steps and metrics rows carry on from it. Absent when the run starts at step 0.
+   */
+  start_step?: number;
   [k: string]: unknown;
 };
 /**

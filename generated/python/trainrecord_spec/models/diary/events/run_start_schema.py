@@ -5,6 +5,10 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
+try:
+    from pydantic import MISSING
+except ImportError:  # pydantic < 2.14 has it under experimental
+    from pydantic.experimental.missing_sentinel import MISSING  # type: ignore[no-redef]
 
 from .. import common_schema
 from ..common_schema import DiaryLineCommon
@@ -68,4 +72,8 @@ class DiaryRunStart(DiaryLineCommon):
     record_version: Annotated[int, Field(ge=1, le=1)]
     """
     The record format version, currently 1. It changes when a field is removed or its meaning changes; a reader refuses a version it does not know.
+    """
+    start_step: Annotated[int | MISSING, Field(ge=0)] = MISSING
+    """
+    Optional. The number of the run's first step when the monitor continued a run from a checkpoint (Monitor(start_step=N)): steps and metrics rows carry on from it. Absent when the run starts at step 0.
     """
