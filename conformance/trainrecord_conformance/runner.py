@@ -24,7 +24,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
+from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import FailedHealthCheck, Unsatisfiable
 
 from trainrecord_conformance.checks import Check, Context, Failed, all_checks
@@ -119,15 +120,22 @@ def supports(target: Target, check: Check) -> bool:
 
 
 def run_check(
-    check: Check, ctx: Context, examples: int, derandomize: bool, shrink: bool = True
+    check: Check,
+    ctx: Context,
+    examples: int,
+    derandomize: bool,
+    shrink: bool = True,
+    seed: int | None = None,
 ) -> CheckOutcome:
-    """Run one check as a Hypothesis property."""
+    """Run one check as a Hypothesis property: its edge cases first (explicit examples, on
+    every run), then ``examples`` random draws (from ``seed`` when given)."""
     if not supports(ctx.target, check):
         missing = sorted(check.ops - set(ctx.target.operations))
         return CheckOutcome(check.name, "skipped", f"not supported: {', '.join(missing)}")
     state: dict[str, Any] = {"last": None, "error": None, "count": 0}
     try:
         strategy = check.strategy(ctx.target)
+        edges = list(check.edges(ctx.target)) if check.edges is not None else []
     except Exception as exc:
         return CheckOutcome(check.name, "error", f"the suite cannot build its strategy: {exc}")
 
@@ -143,6 +151,10 @@ def run_check(
         except TargetError as exc:
             state["error"] = exc
 
+    for value in reversed(edges):  # the last one applied runs first
+        prop = example(value)(prop)
+    if seed is not None:
+        prop = hypothesis_seed(seed)(prop)
     try:
         prop()
     except Failed as exc:
@@ -192,11 +204,13 @@ def run_rules(
     profile: str | None = None,
     progress: Callable[[int, int, RuleOutcome], None] | None = None,
     shrink: bool = True,
+    seed: int | None = None,
 ) -> list[RuleOutcome]:
     """Run every check of the given rules against ``target``.
 
     ``shrink=False`` reports the first failing example as it was drawn (faster; the command
-    line always shrinks).
+    line always shrinks). ``seed`` fixes the random draws of a profile that is not
+    derandomized (the edge cases run first whatever the seed).
     """
     counts = profile_examples(profile)
     if examples is not None:
@@ -217,7 +231,9 @@ def run_rules(
                     rule, kind, "not covered", [CheckOutcome("-", "not covered", reason)]
                 )
             else:
-                results = [run_check(c, ctx, counts[c.scale], derandomize, shrink) for c in found]
+                results = [
+                    run_check(c, ctx, counts[c.scale], derandomize, shrink, seed) for c in found
+                ]
                 status = min((r.status for r in results), key=ORDER.__getitem__)
                 outcome = RuleOutcome(rule, kind, status, results)
             outcome.seconds = time.monotonic() - start

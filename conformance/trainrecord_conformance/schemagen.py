@@ -482,6 +482,8 @@ def _gen_flat(
     flat: Flat, steps: tuple, site: Site | None, depth: int, nonfinite: bool
 ) -> st.SearchStrategy[Json]:
     if site is not None and not steps:
+        if site.keyword == HOLE_KEYWORD:
+            return st.just(HOLE)
         return breaker(flat, site, depth, nonfinite=nonfinite)
     if depth > MAX_DEPTH + 2:
         raise UnsupportedSchema("schema nests too deep")
@@ -706,3 +708,142 @@ def breaker(flat: Flat, site: Site, depth: int, *, nonfinite: bool = False) -> s
     if keyword in ("minProperties", "maxProperties"):
         return st.dictionaries(st.text(max_size=5), json_values(2), max_size=4)
     raise UnsupportedSchema(f"cannot break keyword {keyword}")
+
+
+# --------------------------------------------------------------------------- edge cases
+
+
+class _Hole:
+    """The place of a site in an instance drawn by :func:`hole_instances`."""
+
+    def __repr__(self) -> str:
+        return "HOLE"
+
+
+HOLE = _Hole()
+HOLE_KEYWORD = "@hole"
+STRUCTURAL = (
+    "required",
+    "additionalProperties",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+)
+"""Keywords broken by the shape of the object or array itself: their edge case is the
+simplest instance the breaker draws, not a value put in a hole."""
+
+
+def hole_instances(site: Site) -> st.SearchStrategy[Json]:
+    """Instances valid everywhere except at the site, which holds :data:`HOLE`."""
+    hole = Site(site.schema_id, site.steps, site.rule, HOLE_KEYWORD, site.detail)
+    return gen([root_raw(site.schema_id)], site.steps, hole)
+
+
+def site_flats(site: Site) -> list[Flat]:
+    """The flat node(s) at the site (several for the site of an alternation)."""
+    flats = expand([root_raw(site.schema_id)])
+    for kind, arg in site.steps:
+        if kind == "variant":
+            flats = [flats[arg]]
+            continue
+        flat = flats[0]
+        subs = (
+            flat.props.get(arg, [])
+            if kind == "prop"
+            else flat.items
+            if kind == "item"
+            else flat.extra
+        )
+        flats = expand(subs)
+    return flats
+
+
+def fill(instance: Json, value: Json) -> Json:
+    """``instance`` with :data:`HOLE` replaced by ``value``."""
+    if instance is HOLE:
+        return value
+    if isinstance(instance, dict):
+        return {k: fill(v, value) for k, v in instance.items()}
+    if isinstance(instance, list):
+        return [fill(v, value) for v in instance]
+    return instance
+
+
+def site_text(site: Site) -> st.SearchStrategy[str] | None:
+    """Valid text at a string site (to spell near misses of it), or None."""
+    flats = site_flats(site)
+    if len(flats) != 1 or "string" not in flats[0].types:
+        return None
+    try:
+        return _string(flats[0])
+    except UnsupportedSchema:
+        return None
+
+
+def edge_values(site: Site, text: str | None, *, nonfinite: bool = False) -> list[Json]:
+    """The values that define a value keyword's rule, most telling first: ``true``,
+    ``false`` and ``3.0`` for an integer, NaN for a number (in-process only), the exact
+    bound and one past it, the empty string, one character too many or too few, near
+    misses of a constant, an enum member or valid text. The oracle later keeps those that
+    break exactly the rule."""
+    keyword = site.keyword
+    flats = site_flats(site)
+    flat = flats[0]
+    values = flat.values(keyword)
+    near: list[Json] = []
+    texts: list[Json] = []
+    if text is not None:
+        texts = [text + "0", text[:-1], text.upper(), " " + text, text + "\n", text + " "]
+    if keyword == "type":
+        allowed = flat.types
+        if allowed & {"integer", "number"}:
+            near += [True, False]
+        if "integer" in allowed and "number" not in allowed:
+            near += [3.0, 0.0, 1.0, -2.0, 1e16]
+        if nonfinite and "number" in allowed:
+            near += [math.nan, math.inf, -math.inf]
+        if allowed & {"integer", "number"}:
+            near += ["1", "0"]
+        near += [None, False, 0, 1.5, "", "0", [], {}]
+        return [v for v in near if _json_type(v) not in allowed]
+    if keyword == "const":
+        const = values[0]
+        if isinstance(const, str):
+            near += [const.upper(), const + " ", " " + const, const[:-1], const + "0"]
+        elif isinstance(const, int) and not isinstance(const, bool):
+            near += [float(const), str(const), const + 1, const - 1, True, False]
+        return [*near, None, True, False, 0, 1, "", [], {}]
+    if keyword == "enum":
+        for member in values[0]:
+            if isinstance(member, str):
+                near += [member.upper(), member + " ", member[:-1]]
+        return [*near, "", None, 0, True, [], {}]
+    if keyword in ("minimum", "exclusiveMinimum"):
+        bound = max(values)
+        near = [bound] if keyword == "exclusiveMinimum" else []
+        near += [math.ceil(bound) - 1]
+        if "number" in flat.types:
+            near += [math.nextafter(bound, -math.inf), float(math.ceil(bound) - 1)]
+        return [v for v in near if not isinstance(v, float) or math.isfinite(v)]
+    if keyword in ("maximum", "exclusiveMaximum"):
+        bound = min(values)
+        near = [bound] if keyword == "exclusiveMaximum" else []
+        near += [math.floor(bound) + 1]
+        if "number" in flat.types:
+            near += [math.nextafter(bound, math.inf), float(math.floor(bound) + 1)]
+        return [v for v in near if not isinstance(v, float) or math.isfinite(v)]
+    if keyword == "multipleOf":
+        return [values[0] + 1, 1]
+    if keyword == "minLength":
+        n = max(values)
+        return [*texts, "", "0" * (n - 1), "a" * (n - 1)]
+    if keyword == "maxLength":
+        n = min(values)
+        return [*texts, (text or "") + "0" * (n + 1 - len(text or "")), "a" * (n + 1)]
+    if keyword in ("pattern", "format"):
+        return [*texts, "", " ", "\t", "0", "a"]
+    if keyword == "anyOf":
+        return [None, "", 0, True, 1.5, [], {}, "0"]
+    return []

@@ -18,12 +18,15 @@ bodies and configurations, Foundry environments, diary event sequences.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
+from hypothesis.errors import HypothesisException
 
 from trainrecord.schemas import problems
 from trainrecord_conformance import schemagen
@@ -37,6 +40,7 @@ __all__ = [
     "canonical_bodies",
     "configs",
     "diary_events",
+    "edge_cases",
     "foundry_env",
     "integer_spellings",
     "json_values",
@@ -152,6 +156,74 @@ def breaking_instances(
     if not options:
         raise KeyError(f"rule {rule}: no site this engine can generate from")
     return st.one_of(options)
+
+
+_SIMPLEST = settings(
+    database=None,
+    derandomize=True,
+    max_examples=20,
+    phases=[Phase.generate],
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
+
+
+def simplest(strategy: st.SearchStrategy[Any]) -> Any:
+    """The simplest value ``strategy`` draws (Hypothesis tries it first), or the first one
+    a derandomized search finds when a filter refuses it: the same on every run."""
+    return find(strategy, lambda _: True, settings=_SIMPLEST)
+
+
+def _plain(value: Any) -> tuple[str, str]:
+    return (type(value).__name__, repr(value))
+
+
+@cache
+def edge_cases(
+    rule: str, *, nonfinite: bool = False, schema_id: str | None = None
+) -> tuple[tuple[Any, Broken], ...]:
+    """The cases that define ``rule``, as (valid instance, breaking instance) pairs, the
+    same on every run and every profile: checks run them as explicit examples before any
+    random draw.
+
+    For one site per keyword of the rule (per field, for a missing one) (its first in the schemas), the simplest instance
+    valid everywhere else holds each of the keyword's edge values in turn
+    (:func:`schemagen.edge_values`: ``true``, ``false`` and ``3.0`` for an integer, the
+    exact bound, the empty string, ...); only those the oracle confirms break exactly the
+    rule are kept. A keyword broken by the shape itself (a missing required field, an
+    extra property, too few items) gives the simplest breaking instance. The valid half is
+    the simplest valid instance of the same schema.
+    """
+    found = [s for s in rule_sites(rule) if schema_id is None or s.schema_id == _full_id(schema_id)]
+    chosen: dict[tuple[str, str], Site] = {}
+    for site in found:
+        chosen.setdefault((site.keyword, str(site.detail)), site)
+    out: list[tuple[Any, Broken]] = []
+    seen: set[tuple[str, str]] = set()
+    for site in chosen.values():
+        try:
+            valid = simplest(valid_instances(site.schema_id))
+            broken: list[Any] = []
+            if site.keyword not in schemagen.STRUCTURAL:
+                text = schemagen.site_text(site)
+                holed, spelled = simplest(
+                    st.tuples(
+                        schemagen.hole_instances(site), text if text is not None else st.none()
+                    )
+                )
+                values = schemagen.edge_values(site, spelled, nonfinite=nonfinite)
+                broken = [schemagen.fill(holed, v) for v in values]
+                broken = [b for b in broken if _breaks_exactly(b, site)]
+            if not broken:
+                broken = [simplest(_site_strategy(site, nonfinite)).instance]
+        except (HypothesisException, schemagen.UnsupportedSchema):
+            continue
+        for instance in broken:
+            key = (site.schema_id, json.dumps(instance, sort_keys=True, default=repr))
+            if key not in seen:
+                seen.add(key)
+                out.append((valid, Broken(site.schema_id, instance, f"{site.describe()} edge")))
+    return tuple(out)
 
 
 def _full_id(schema_id: str) -> str:

@@ -53,6 +53,32 @@ def test_mutant_is_killed_on_its_rule(path: Path) -> None:
     assert failing and failing[0].counterexample is not None
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_verdict_does_not_depend_on_the_draws(seed: int) -> None:
+    """Every check runs the cases that define its rule first, on every run and profile: the
+    boolean horizon is refused under the dev profile whatever the seed, with no random draw
+    at all (it survived 3 runs in 5 when only random draws could find it)."""
+    path = ROOT / "conformance" / "mutants" / "horizon_accepts_true.py"
+    with ExecTarget(f"{sys.executable} {path}", name=path.stem, timeout=60) as target:
+        [outcome] = run_rules(
+            target, [breaks(path)], profile="dev", examples=1, seed=seed, shrink=False
+        )
+    assert outcome.status == "fail", outcome.to_json()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in MUTANTS if p.name != "server_older_wins.py"],
+    ids=lambda p: p.stem,
+)
+def test_mutant_is_killed_under_dev_with_a_random_seed(path: Path) -> None:
+    """The verdict holds under the dev profile (not derandomized) too, with a seed the ci
+    profile never uses."""
+    with ExecTarget(f"{sys.executable} {path}", name=path.stem, timeout=60) as target:
+        [outcome] = run_rules(target, [breaks(path)], profile="dev", seed=20250, shrink=False)
+    assert outcome.status == "fail", f"{path.stem} survived: {outcome.to_json()}"
+
+
 def test_failures_show_the_shrunk_counterexample() -> None:
     """The lenient metrics writer's counterexample shrinks to one row with a boolean horizon."""
     path = ROOT / "conformance" / "mutants" / "horizon_accepts_true.py"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from trainrecord_conformance.targets import Target
 
 Strategy = Callable[[Target], st.SearchStrategy[Any]]
 Body = Callable[["Context", Any], None]
+Edges = Callable[[Target], Sequence[Any]]
 
 
 class Failed(AssertionError):
@@ -42,6 +43,10 @@ class Check:
     body: Body
     scale: str = "behaviour"
     """``schema`` checks (one per schema rule, hundreds) draw fewer examples per profile."""
+    edges: Edges | None = None
+    """The cases that define the rule (``true`` for an integer, the exact bound, ...), in
+    the strategy's shape: run first, as explicit examples, on every run and every profile,
+    before any random draw, so that a verdict never depends on the draws' luck."""
 
 
 @dataclass

@@ -85,6 +85,19 @@ def _env_case(rule: str) -> st.SearchStrategy[dict[str, str]]:
     return base.flatmap(variants[rule])
 
 
+def _env_edges(rule: str) -> list[dict[str, str]]:
+    """The values that define the environment rule ``rule``, each in the environment
+    ``FOUNDRY_RUN_ID=1`` otherwise (run first, on every run)."""
+    variable = rule.split(".")[2].upper()
+    last = rule.rsplit(".", 1)[1]
+    if last == "unset":
+        return [{}]
+    values = {"blank": BLANKS, "integer": NOT_INTEGERS, "negative": ["-1", "-1000000"]}.get(
+        last, ["0", "-1"]
+    )
+    return [{"FOUNDRY_RUN_ID": "1", variable: v} for v in values]
+
+
 ENV_RULES = (
     "witness.env.foundry_run_id.unset",
     "witness.env.foundry_run_id.blank",
@@ -499,6 +512,19 @@ def _pairs(rule: str, schema_id: str) -> Callable[[Target], st.SearchStrategy[An
     return build
 
 
+def _edge_pairs(rule: str, schema_id: str) -> Callable[[Target], Any]:
+    def build(target: Target) -> Any:
+        return S.edge_cases(rule, nonfinite=target.nonfinite, schema_id=schema_id)
+
+    return build
+
+
+def _metrics_rules() -> list[str]:
+    return sorted(
+        r for r in S.schema_rules() if any(s.schema_id == METRICS for s in S.rule_sites(r))
+    )
+
+
 def _env_and_config(target: Target) -> st.SearchStrategy[tuple[dict[str, str], dict[str, Any]]]:
     return st.tuples(S.foundry_env(), S.configs())
 
@@ -516,6 +542,7 @@ def checks() -> list[Check]:
             frozenset({"write_witness"}),
             lambda t, r=rule: _env_case(r),
             env_refused(rule),
+            edges=lambda t, r=rule: _env_edges(r),
         )
         for rule in ENV_RULES
     ]
@@ -611,6 +638,10 @@ def checks() -> list[Check]:
             frozenset({"write_witness"}),
             _non_text_env,
             env_type,
+            edges=lambda t: [
+                {"FOUNDRY_RUN_ID": "1", ENV_INTEGERS[i % len(ENV_INTEGERS)]: v}
+                for i, v in enumerate(NOT_TEXT)
+            ],
         ),
         Check(
             "witness.attempt.filename",
@@ -639,14 +670,15 @@ def checks() -> list[Check]:
             "metrics.write.nothing_on_refusal",
             "refused rows leave the folder as it was",
             frozenset({"write_metrics"}),
-            lambda t: st.sampled_from(
-                sorted(
-                    r
-                    for r in S.schema_rules()
-                    if any(s.schema_id == METRICS for s in S.rule_sites(r))
-                )
-            ).flatmap(lambda r: S.breaking_instances(r, schema_id=METRICS, nonfinite=t.nonfinite)),
+            lambda t: st.sampled_from(_metrics_rules()).flatmap(
+                lambda r: S.breaking_instances(r, schema_id=METRICS, nonfinite=t.nonfinite)
+            ),
             metrics_nothing_on_refusal,
+            edges=lambda t: [
+                b
+                for r in _metrics_rules()
+                for _, b in S.edge_cases(r, schema_id=METRICS, nonfinite=t.nonfinite)[:1]
+            ],
         ),
         Check(
             "metrics.path.results_dir",
@@ -674,6 +706,7 @@ def checks() -> list[Check]:
                     _pairs(rule, METRICS),
                     metrics_writer_refuses(rule),
                     scale="schema",
+                    edges=_edge_pairs(rule, METRICS),
                 )
             )
         if WITNESS in sites:
@@ -685,6 +718,7 @@ def checks() -> list[Check]:
                     _pairs(rule, WITNESS),
                     reader_refuses(rule),
                     scale="schema",
+                    edges=_edge_pairs(rule, WITNESS),
                 )
             )
     return out

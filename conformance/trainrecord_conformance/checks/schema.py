@@ -80,6 +80,15 @@ HAND_BROKEN = {
 """Schema rules whose breaking instances are written by hand, by rule id."""
 
 
+def edge_pairs(rule: str) -> Any:
+    """The rule's edge cases, (valid instance, breaking instance), in the shape of pairs."""
+
+    def build(target: Target) -> tuple[tuple[Any, S.Broken], ...]:
+        return S.edge_cases(rule, nonfinite=target.nonfinite)
+
+    return build
+
+
 def hand_pairs(rule: str) -> Any:
     """(valid instance, breaking instance) from a hand-written strategy."""
 
@@ -121,6 +130,7 @@ def checks() -> list[Check]:
             pairs(rule),
             validate_body(rule),
             scale="schema",
+            edges=edge_pairs(rule),
         )
         for rule in sorted(S.schema_rules())
     ] + [
