@@ -17,14 +17,16 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from trainrecord.cli import run_parser
-from trainrecord_conformance import report
-from trainrecord_conformance.runner import run_rules, select
-from trainrecord_conformance.targets import DEFAULT_TIMEOUT, TargetError, make_target
+from trainrecord.cli import missing_dependency, run_parser
+
+# The suite's modules (hypothesis, jsonschema, requests...) are imported in the functions
+# below, so that an install without the conformance extra gets one line naming it.
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line parser."""
+    from trainrecord_conformance.targets import DEFAULT_TIMEOUT
+
     parser = argparse.ArgumentParser(
         prog="trainrecord-conformance", description="Check an implementation, rule by rule."
     )
@@ -80,6 +82,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run the suite once per target; the worst exit status wins."""
+    import trustme  # noqa: F401  (checks import it late: a missing one is named here, at once)
+
+    from trainrecord_conformance import report
+    from trainrecord_conformance.runner import run_rules, select
+    from trainrecord_conformance.targets import TargetError, make_target
+
     worst = 0
     rule_ids = select(args.rules)
     if not rule_ids:
@@ -124,6 +132,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
     """List rules with their checks (or why they are not covered)."""
     from trainrecord_conformance.checks import all_checks
     from trainrecord_conformance.coverage import NOT_COVERED
+    from trainrecord_conformance.runner import select
 
     checks = all_checks()
     for rule in select(args.rules):
@@ -135,7 +144,12 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point."""
-    return run_parser(build_parser(), argv, "trainrecord-conformance")
+    prog = "trainrecord-conformance"
+    try:
+        parser = build_parser()
+    except ModuleNotFoundError as exc:
+        return missing_dependency(exc, prog, "conformance")
+    return run_parser(parser, argv, prog, "conformance")
 
 
 if __name__ == "__main__":

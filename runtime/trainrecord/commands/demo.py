@@ -15,6 +15,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from trainrecord.extras import install_hint, missing_module
+
 RECORD_FILES = ("diary.jsonl", "metrics.jsonl", "record.json", "record.sig", "plot.png")
 SHOWN = {
     "alarm",
@@ -93,8 +95,11 @@ def _plot(out: Path) -> str:
         return "plot: `trainrecord plot` is not available in this build"
     try:
         written = plot(out, out / "plot.png")
-    except ImportError as exc:
-        return f"plot: skipped ({exc}; install trainrecord[plot])"
+    except ModuleNotFoundError as exc:
+        module = missing_module(exc)
+        if module is None:
+            raise
+        return f"plot: skipped (it {install_hint(module)})"
     return f"plot: {written} (trainrecord plot {out} -o {out / 'plot.png'})"
 
 

@@ -6,6 +6,14 @@ dataflow), channels (stuck-channel statistics), certificate (proofs of dead chan
 repair, loss, sinks and distributed.
 """
 
-from trainrecord.monitor.monitor import Monitor
+from trainrecord.extras import missing_extra
+
+try:
+    from trainrecord.monitor.monitor import Monitor
+except ModuleNotFoundError as exc:  # torch or numpy: say which extra, not a bare traceback
+    line = missing_extra(exc, "the trainrecord monitor")
+    if line is None:
+        raise
+    raise ModuleNotFoundError(line, name=exc.name) from None
 
 __all__ = ["Monitor"]
