@@ -182,7 +182,7 @@ def test_show_reports_stuck_channels_that_have_not_cleared(tmp_path: Path) -> No
         w.append("run_start", BODIES["run_start"])
         w.append("channels", {**BODIES["channels"], "layer": "conv3.0"})
     out = cli("show", tmp_path)
-    assert "stuck channels (1 layers)" in out.stdout and "conv3.0: all of 64" in out.stdout
+    assert "stuck channels (1 layer)" in out.stdout and "conv3.0: all of 64" in out.stdout
     assert "no run_end" in out.stdout
 
 

@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from trainrecord.commands import plain
 from trainrecord.extras import install_hint, missing_module
 
 RECORD_FILES = ("diary.jsonl", "metrics.jsonl", "record.json", "record.sig", "plot.png")
@@ -41,7 +42,7 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "demo",
         help="train a small CNN, break it, watch the monitor catch it",
-        description=__doc__.split("\n\n")[0],
+        description=plain(__doc__).split("\n\n")[0],
     )
     parser.add_argument(
         "--repair",

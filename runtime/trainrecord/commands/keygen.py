@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from trainrecord.commands import plain
 from trainrecord.diary import generate_keypair
 
 
@@ -19,7 +20,7 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "keygen",
         help="make an Ed25519 key pair for signing sealed records",
-        description=__doc__,
+        description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("private_key", metavar="PRIVATE_KEY", type=Path)

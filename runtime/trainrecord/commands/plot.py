@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from trainrecord.commands import plain
 from trainrecord.diary.read import read_diary, read_metrics
 
 
@@ -22,7 +23,7 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "plot",
         help="plot gradient norms per layer and stuck channels per producer",
-        description=__doc__,
+        description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("run_dir", metavar="RUN_DIR", type=Path)

@@ -1,17 +1,22 @@
 """``trainrecord seal RUN_DIR [--key PRIVATE_KEY]``: write record.json (and record.sig).
 
 The record is verified first; one that does not verify is never sealed. With ``--key``
-the seal is signed (record.sig, Ed25519 over the exact bytes of record.json).
+the seal is signed (record.sig, Ed25519 over the exact bytes of record.json). A record
+already signed by another key (or, without ``--key``, signed at all) is resealed only with
+``--replace``, which replaces its signature.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from trainrecord.commands import plain
 from trainrecord.diary import write_seal
+from trainrecord.diary.keys import fingerprint, load_private_key
 
 
 def register(subparsers: Any) -> None:
@@ -19,12 +24,31 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "seal",
         help="seal a verified record (record.json) and sign it (record.sig)",
-        description=__doc__,
+        description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("run_dir", metavar="RUN_DIR", type=Path)
     parser.add_argument("--key", metavar="PRIVATE_KEY", type=Path, help="sign with this key")
+    parser.add_argument(
+        "--replace",
+        action="store_true",
+        help="reseal a record signed by another key (or, without --key, unsign it): its "
+        "signature is replaced",
+    )
     parser.set_defaults(func=run)
+
+
+def _signer(run_dir: Path) -> str | None:
+    """The fingerprint of the key that signed the record's current seal, if it is signed
+    (record.json names a signature); None for no seal, an unsigned or unreadable one."""
+    try:
+        seal = json.loads((run_dir / "record.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    signature = seal.get("signature") if isinstance(seal, dict) else None
+    if isinstance(signature, dict) and isinstance(signature.get("public_key_sha256"), str):
+        return signature["public_key_sha256"]
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,7 +56,23 @@ def run(args: argparse.Namespace) -> int:
     if not (args.run_dir / "diary.jsonl").is_file():
         print(f"trainrecord seal: no diary.jsonl in {args.run_dir}", file=sys.stderr)
         return 2
-    seal = write_seal(args.run_dir, signing_key=args.key)
+    key = load_private_key(args.key) if args.key is not None else None
+    signer = _signer(args.run_dir)
+    if signer is not None and not args.replace:
+        new = fingerprint(key.public_key()) if key is not None else None
+        if new != signer:
+            what = (
+                "sealing with --key " + str(args.key) + " (another key) would replace its signature"
+                if key is not None
+                else "sealing without --key would remove its signature (record.sig)"
+            )
+            print(
+                f"trainrecord seal: {args.run_dir} is already signed by key {signer[:16]}...; "
+                f"{what}: pass --replace to do that",
+                file=sys.stderr,
+            )
+            return 2
+    seal = write_seal(args.run_dir, signing_key=key)
     diary = seal["diary"]
     print(f"sealed {args.run_dir}: {diary['lines']} lines, head {diary['head_hash'][:16]}...")
     if seal["signature"]:

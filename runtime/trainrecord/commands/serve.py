@@ -38,7 +38,9 @@ def register(subparsers: Any) -> None:
         default="127.0.0.1",
         help="address to bind (plain HTTP only on loopback; default 127.0.0.1)",
     )
-    parser.add_argument("--port", type=int, default=8787, help="port (0: any free one)")
+    parser.add_argument(
+        "--port", type=int, default=8787, help="port (default 8787; 0: any free one)"
+    )
     parser.add_argument(
         "--db", default="reports.sqlite", help="SQLite file (default reports.sqlite)"
     )

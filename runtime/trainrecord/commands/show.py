@@ -13,6 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from trainrecord.commands import plain
 from trainrecord.diary.read import Summary, read_diary, summarize
 
 
@@ -21,7 +22,7 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "show",
         help="print a human summary of a training record",
-        description=__doc__,
+        description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("run_dir", metavar="RUN_DIR", type=Path)
@@ -31,6 +32,20 @@ def register(subparsers: Any) -> None:
 def _steps(lines: list[dict[str, Any]]) -> str:
     steps = [str(line.get("step")) for line in lines]
     return ", ".join(steps[:12]) + (f", ... ({len(steps)} in all)" if len(steps) > 12 else "")
+
+
+def _num(value: Any) -> str:
+    """A number as people read it: a float to 4 significant digits (2.411, 0.05275, 1.2e-07),
+    anything else (an int, "NaN", None) as it is."""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _n(count: Any, word: str, plural: str | None = None) -> str:
+    """``1 step``, ``2 steps``; a count that is not a number is shown as it is."""
+    one = isinstance(count, int) and not isinstance(count, bool) and count == 1
+    return f"{count} {word if one else plural or word + 's'}"
 
 
 def render(s: Summary) -> list[str]:
@@ -56,12 +71,12 @@ def render(s: Summary) -> list[str]:
     if s.manifest:
         m = s.manifest
         out.append(
-            f"checks every {m.get('check_every')} steps; precision {m.get('precision')}; "
+            f"checks every {_n(m.get('check_every'), 'step')}; precision {m.get('precision')}; "
             f"repair {'on' if m.get('repair') else 'off'}"
         )
     if s.end:
         e = s.end
-        out.append(f"ended after {e.get('steps')} steps and {e.get('checks')} checks")
+        out.append(f"ended after {_n(e.get('steps'), 'step')} and {_n(e.get('checks'), 'check')}")
     else:
         out.append("no run_end: the run is still going, or it crashed")
     by_layer: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
@@ -73,7 +88,7 @@ def render(s: Summary) -> list[str]:
         tail = f"; cleared at step {cleared[-1].get('step')}" if cleared else ""
         out.append(f"  {layer}: {diagnosis} at step {_steps(items)}{tail}")
     stuck = {k: v for k, v in s.channels.items() if v.get("level") != "none"}
-    out.append(f"stuck channels ({len(stuck)} layers):" if stuck else "stuck channels: none")
+    out.append(f"stuck channels ({_n(len(stuck), 'layer')}):" if stuck else "stuck channels: none")
     for layer, c in stuck.items():
         out.append(
             f"  {layer}: {c.get('level')} of {c.get('channels')} (certified "
@@ -83,38 +98,38 @@ def render(s: Summary) -> list[str]:
     out.append(f"certificates ({len(s.certificates)}):" if s.certificates else "certificates: none")
     for c in s.certificates:
         out.append(
-            f"  step {c.get('step')} {c.get('layer')}: {c.get('count')} channels dead; "
+            f"  step {c.get('step')} {c.get('layer')}: {_n(c.get('count'), 'channel')} dead; "
             f"{c.get('statement')}"
         )
         out.append(f"    assumes: {'; '.join(map(str, c.get('assumes') or []))}")
     for c in s.refusals:
         out.append(
-            f"  not certified at step {c.get('step')} {c.get('layer')}: {c.get('count')} "
-            f"channels; {c.get('reason')}"
+            f"  not certified at step {c.get('step')} {c.get('layer')}: "
+            f"{_n(c.get('count'), 'channel')}; {c.get('reason')}"
         )
     out.append(f"repairs ({len(s.repairs)}):" if s.repairs else "repairs: none")
     for c in s.repairs:
         out.append(
-            f"  step {c.get('step')} {c.get('layer')}: {c.get('count')} channels by "
-            f"{c.get('method')}, |dW| {c.get('delta_norm')}, rng {c.get('rng')}"
+            f"  step {c.get('step')} {c.get('layer')}: {_n(c.get('count'), 'channel')} by "
+            f"{c.get('method')}, |dW| {_num(c.get('delta_norm'))}, rng {c.get('rng')}"
         )
     out.append(f"loss events ({len(s.spikes)}):" if s.spikes else "loss spikes: none")
     for c in s.spikes:
         out.append(
-            f"  step {c.get('step')}: {c.get('event')} {c.get('value')} "
-            f"(baseline {c.get('baseline')})"
+            f"  step {c.get('step')}: {c.get('event')} {_num(c.get('value'))} "
+            f"(baseline {_num(c.get('baseline'))})"
         )
     out.append(f"non-finite ({len(s.nonfinite)}):" if s.nonfinite else "non-finite: none")
     for c in s.nonfinite:
         what = c.get("value") if c.get("event") == "nonfinite_loss" else c.get("layers")
-        out.append(f"  step {c.get('step')}: {c.get('event')} {what}")
+        out.append(f"  step {c.get('step')}: {c.get('event')} {_num(what)}")
     if s.other:
         out.append(f"other events ({len(s.other)}):")
     for c in s.other:
         out.append(
             f"  {c.get('event')}: "
             + ", ".join(
-                f"{k}={v}"
+                f"{k}={_num(v)}"
                 for k, v in c.items()
                 if k not in ("seq", "time", "event", "prev", "hash")
             )

@@ -112,14 +112,40 @@ def _check(path: Path, forced: formats.Format | None) -> dict[str, Any]:
     return entry
 
 
+def _schemas_accepted() -> str:
+    """What ``--schema`` takes: every shipped schema's path under schemas/, and its $id."""
+    from trainrecord import schemas
+
+    shipped = schemas.all_schemas()
+    paths = ", ".join(shipped)
+    bases = {
+        schema["$id"][: -len(path)]
+        for path, schema in shipped.items()
+        if schema["$id"].endswith("/" + path)
+    }
+    if len(bases) == 1 and all(s["$id"].endswith("/" + p) for p, s in shipped.items()):
+        return f"--schema takes a path under schemas/ or its $id ({bases.pop()}<path>): {paths}"
+    ids = ", ".join(schema["$id"] for schema in shipped.values())
+    return f"--schema takes a path under schemas/ ({paths}) or a $id ({ids})"
+
+
 def run(args: argparse.Namespace) -> int:
     """Validate every path; print the result; return the exit status."""
     try:
         forced = _forced(args)
     except KeyError:
+        if args.schema:
+            print(
+                f"trainrecord validate: unknown schema {args.schema!r}; {_schemas_accepted()}",
+                file=sys.stderr,
+            )
+            return 2
         known = ", ".join(f.name for f in formats.available())
-        target = f"schema {args.schema!r}" if args.schema else f"format {args.format_name!r}"
-        print(f"trainrecord validate: unknown {target}; formats: {known}", file=sys.stderr)
+        print(
+            f"trainrecord validate: unknown format {args.format_name!r}; --format takes one of: "
+            f"{known}",
+            file=sys.stderr,
+        )
         return 2
     results = [_check(path, forced) for path in _expand(args.paths)]
     errors = any(r["error"] for r in results)

@@ -70,6 +70,17 @@ def _workers(text: str) -> int:
     return value
 
 
+def _is_private_key(path: Path) -> bool:
+    """Whether the file holds a PEM private key (of any kind, encrypted or not). A file that
+    cannot be read is left to the verifier, which names it."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(1 << 16)
+    except OSError:
+        return False
+    return b"PRIVATE KEY-----" in head
+
+
 def run(args: argparse.Namespace) -> int:
     """Verify and print the verdict."""
     if not args.run_dir.is_dir():
@@ -79,6 +90,13 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"trainrecord verify: no diary.jsonl in {args.run_dir}; give the run directory "
             "that holds the record",
+            file=sys.stderr,
+        )
+        return 2
+    if args.key is not None and _is_private_key(args.key):
+        print(
+            f"trainrecord verify: --key {args.key} is a private key; pass the signer's PUBLIC "
+            "key (the .pub file trainrecord keygen wrote beside it)",
             file=sys.stderr,
         )
         return 2

@@ -1,0 +1,156 @@
+"""CLI polish, each command run as a real process: plain --help texts, serve's --port
+default, verify refusing a private key, seal refusing to replace a signature unless asked,
+validate listing the schemas it accepts, show's readable numbers and plurals."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.diary.helpers import BODIES, cli, write_run
+from trainrecord.diary import DiaryWriter, MetricsWriter, verify
+
+
+def usage_error(out: subprocess.CompletedProcess[str]) -> str:
+    err = out.stderr.strip()
+    assert out.returncode == 2, (out.returncode, out.stdout, out.stderr)
+    assert "Traceback" not in err and "\n" not in err, err
+    return err
+
+
+@pytest.mark.parametrize(
+    "command", ["show", "plot", "seal", "keygen", "demo", "verify", "validate", "serve"]
+)
+def test_help_texts_have_no_restructuredtext_markup(command: str) -> None:
+    out = cli(command, "--help")
+    assert out.returncode == 0, out.stderr
+    assert "``" not in out.stdout and ":mod:`" not in out.stdout and ":func:`" not in out.stdout
+    assert f"trainrecord {command}" in out.stdout
+
+
+def test_show_help_starts_with_its_plain_synopsis() -> None:
+    out = cli("show", "--help")
+    assert "\ntrainrecord show RUN_DIR: a human summary of a training record.\n" in out.stdout
+
+
+def test_serve_help_shows_the_port_default() -> None:
+    out = cli("serve", "--help")
+    assert "default 8787" in " ".join(out.stdout.split())
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("keys")
+    for name in ("a", "b"):
+        assert cli("keygen", root / name).returncode == 0
+    return {"a": root / "a", "a.pub": root / "a.pub", "b": root / "b", "b.pub": root / "b.pub"}
+
+
+@pytest.fixture
+def signed_run(tmp_path: Path, keys: dict[str, Path]) -> Path:
+    write_run(tmp_path / "run", seal=False)
+    out = cli("seal", tmp_path / "run", "--key", keys["a"])
+    assert out.returncode == 0, out.stderr
+    return tmp_path / "run"
+
+
+def test_verify_refuses_a_private_key_as_a_usage_error(
+    signed_run: Path, keys: dict[str, Path]
+) -> None:
+    out = cli("verify", signed_run, "--key", keys["a"])
+    err = usage_error(out)
+    assert "signature valid" not in out.stdout
+    assert f"--key {keys['a']} is a private key" in err and "PUBLIC" in err and ".pub" in err
+    secret = keys["a"].read_text().splitlines()[1]
+    assert secret not in out.stdout + out.stderr
+    ok = cli("verify", signed_run, "--key", keys["a.pub"])
+    assert ok.returncode == 0 and "signature valid" in ok.stdout
+
+
+def _signer(run: Path) -> str:
+    return json.loads((run / "record.json").read_text())["signature"]["public_key_sha256"]
+
+
+def test_seal_refuses_to_replace_another_keys_signature_unless_asked(
+    signed_run: Path, keys: dict[str, Path]
+) -> None:
+    before = {n: (signed_run / n).read_bytes() for n in ("record.json", "record.sig")}
+    err = usage_error(cli("seal", signed_run, "--key", keys["b"]))
+    assert "already signed" in err and "--replace" in err and "another key" in err
+    assert {n: (signed_run / n).read_bytes() for n in before} == before
+    assert verify(signed_run, public_key=keys["a.pub"]).ok
+
+    out = cli("seal", signed_run, "--key", keys["b"], "--replace")
+    assert out.returncode == 0, out.stderr
+    assert verify(signed_run, public_key=keys["b.pub"]).ok
+    assert not verify(signed_run, public_key=keys["a.pub"]).ok
+
+
+def test_seal_without_a_key_refuses_to_drop_a_signature_unless_asked(
+    signed_run: Path, keys: dict[str, Path]
+) -> None:
+    err = usage_error(cli("seal", signed_run))
+    assert "already signed" in err and "--replace" in err and "remove" in err
+    assert (signed_run / "record.sig").is_file()
+    assert verify(signed_run, public_key=keys["a.pub"]).ok
+    out = cli("seal", signed_run, "--replace")
+    assert out.returncode == 0, out.stderr
+    assert not (signed_run / "record.sig").exists() and verify(signed_run).ok
+
+
+def test_seal_again_with_the_same_key_needs_no_replace(
+    signed_run: Path, keys: dict[str, Path]
+) -> None:
+    out = cli("seal", signed_run, "--key", keys["a"])
+    assert out.returncode == 0, out.stderr
+    assert verify(signed_run, public_key=keys["a.pub"]).ok
+
+
+def test_validate_with_an_unknown_schema_lists_the_schemas_it_accepts(tmp_path: Path) -> None:
+    (tmp_path / "x.json").write_text("{}")
+    err = usage_error(cli("validate", "--schema", "nope", tmp_path / "x.json"))
+    assert "unknown schema 'nope'" in err
+    assert "diary/events/alarm.schema.json" in err and "reporting/reporting.schema.json" in err
+    assert "https://trainrecord.dev/schemas/<path>" in err
+    assert "foundry-witness" not in err  # the formats are --format's values, not --schema's
+    # what it lists is accepted, as a path and as a $id
+    line = {"seq": 0, "time": 0.0, "event": "alarm", "prev": "0" * 64, "hash": "0" * 64}
+    (tmp_path / "line.json").write_text(json.dumps({**line, **BODIES["alarm"]}))
+    for given in (
+        "diary/events/alarm.schema.json",
+        "https://trainrecord.dev/schemas/diary/events/alarm.schema.json",
+    ):
+        out = cli("validate", "--schema", given, tmp_path / "line.json")
+        assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_validate_with_an_unknown_format_lists_the_formats(tmp_path: Path) -> None:
+    (tmp_path / "x.json").write_text("{}")
+    err = usage_error(cli("validate", "--format", "nope", tmp_path / "x.json"))
+    assert "unknown format 'nope'" in err and "foundry-witness" in err and "report" in err
+
+
+def test_show_rounds_numbers_to_4_significant_digits_and_pluralises(tmp_path: Path) -> None:
+    with DiaryWriter(tmp_path) as w, MetricsWriter(tmp_path) as m:
+        w.append("run_start", BODIES["run_start"])
+        w.append("manifest", {**BODIES["manifest"], "check_every": 1})
+        w.append(
+            "loss_spike",
+            {**BODIES["loss_spike"], "value": 2.4107630252838135, "baseline": 0.05275389924645424},
+        )
+        w.append("channels", {**BODIES["channels"], "layer": "conv3.0"})
+        m.append({"step": 0, "loss": 2.3, "grad": {"conv1.0": 0.1}, "stuck": {}})
+        w.append(
+            "run_end", {**BODIES["run_end"], "steps": 1, "checks": 1, "metrics_sha256": m.sha256()}
+        )
+    out = cli("show", tmp_path)
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "loss_spike 2.411 (baseline 0.05275)" in text
+    assert "2.4107630252838135" not in text and "0.05275389924645424" not in text
+    assert "ended after 1 step and 1 check\n" in text
+    assert "checks every step;" not in text and "checks every 1 step;" in text
+    assert "stuck channels (1 layer):" in text
