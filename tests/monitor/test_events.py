@@ -18,6 +18,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from tests.diary.helpers import cli
 from tests.monitor.conftest import (
     TinyCNN,
     TinyMLP,
@@ -721,3 +722,20 @@ def test_a_converged_loss_ticking_up_is_no_spike_but_a_real_jump_is() -> None:
     jump = LossTracker()
     seen = [e for i, v in enumerate([*falling, *[0.05] * 10, 2.4]) for e, _ in jump.observe(i, v)]
     assert seen == ["loss_spike"]
+
+
+def test_show_says_how_a_run_ended_and_where_a_session_continued(run_dir: Path) -> None:
+    """``trainrecord show`` on a run continued from a checkpoint whose second session
+    crashed: it names the exception and the step the session continued from."""
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = sgd(model)
+    with Monitor(model, optimizer, run_dir) as monitor:
+        train(model, optimizer, monitor, 3)
+    with pytest.raises(RuntimeError), Monitor(model, optimizer, run_dir, start_step=3) as monitor:
+        train(model, optimizer, monitor, 2)
+        raise RuntimeError("CUDA out of memory")
+    out = cli("show", run_dir)
+    assert out.returncode == 0, out.stderr
+    assert "the last session continued from step 3" in out.stdout
+    assert "ended by RuntimeError (CUDA out of memory) after 2 steps" in out.stdout

@@ -68,6 +68,9 @@ def render(s: Summary) -> list[str]:
         )
         if s.sessions > 1:
             out.append(f"  resumed: {s.sessions} sessions")
+        start = (s.last_run or {}).get("start_step")
+        if isinstance(start, int) and not isinstance(start, bool) and start > 0:
+            out.append(f"  the last session continued from step {start}")
     if s.manifest:
         m = s.manifest
         out.append(
@@ -76,7 +79,14 @@ def render(s: Summary) -> list[str]:
         )
     if s.end:
         e = s.end
-        out.append(f"ended after {_n(e.get('steps'), 'step')} and {_n(e.get('checks'), 'check')}")
+        error = e.get("error")
+        how = ""
+        if isinstance(error, dict):
+            message = str(error.get("message") or "")
+            how = f" by {error.get('type')}" + (f" ({message[:120]})" if message else "")
+        out.append(
+            f"ended{how} after {_n(e.get('steps'), 'step')} and {_n(e.get('checks'), 'check')}"
+        )
     else:
         out.append("no run_end: the run is still going, or it crashed")
     by_layer: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)

@@ -46,6 +46,8 @@ class Summary:
     """What happened in a run, gathered from its diary."""
 
     run: dict[str, Any] | None = None
+    last_run: dict[str, Any] | None = None
+    """The latest session's run_start (``run`` is the first's)."""
     end: dict[str, Any] | None = None
     manifest: dict[str, Any] | None = None
     alarms: list[dict[str, Any]] = field(default_factory=list)
@@ -71,6 +73,7 @@ def summarize(lines: list[dict[str, Any]]) -> Summary:
         if event == "run_start":
             s.sessions += 1
             s.run = s.run or line
+            s.last_run = line
         elif event == "run_end":
             s.end = line
         elif event == "manifest":

@@ -113,7 +113,7 @@ class TensorBoardSink:
             from torch.utils.tensorboard import SummaryWriter
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ImportError(
-                "the TensorBoard sink needs the tensorboard package: pip install tensorboard"
+                'the TensorBoard sink needs the tensorboard package: pip install "trainrecord[tensorboard]"'
             ) from exc
         self.writer = SummaryWriter(log_dir)
 
