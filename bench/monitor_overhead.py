@@ -410,7 +410,7 @@ class Group:
 def main() -> int:
     """Run the benchmark and print the figures, both stems side by side."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repetitions (~1-2 minutes)")
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions (3-7 min, 2 cores)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     parser.add_argument("--batch", type=int, default=32, help="batch size (default 32)")
     parser.add_argument("--stem", choices=("imagenet", "cifar", "both"), default="both")
