@@ -276,6 +276,11 @@ class FunctionalCNN(TinyCNN):
         return self.head(self.flatten(self.pool(out)))
 
 
+def story(run: list[dict[str, object]]) -> list[tuple[object, ...]]:
+    """What a run wrote, line by line: event, step, layer, count."""
+    return [(x["event"], x.get("step"), x.get("layer"), x.get("count")) for x in run]
+
+
 def zeroed_story(run_dir: Path, model: TinyCNN) -> list[dict[str, object]]:
     """The zeroed-block scenario (block 2 zeroed at step 10) on ``model``."""
     optimizer = sgd(model)
@@ -295,9 +300,6 @@ def test_a_functional_relu_is_a_relu_for_the_channel_checks(tmp_path: Path, inpl
     conv2 = {p["layer"]: p for p in events(lines, "manifest")[0]["producers"]}["conv2"]
     assert (conv2["relu"], conv2["certifiable"], conv2["consumer"]) == ("F.relu", True, "head")
     assert "bn2" not in events(lines, "structure")[0]["relu_after"]  # lists ReLU modules only
-
-    def story(run: list[dict[str, object]]) -> list[tuple[object, ...]]:
-        return [(x["event"], x.get("step"), x.get("layer"), x.get("count")) for x in run]
 
     assert story(lines) == story(modules)  # certificate, channels, repair: the same run
     assert [(r["layer"], r["count"]) for r in events(lines, "repair")] == [("conv2", 8)]
@@ -374,9 +376,6 @@ def test_activation_checkpointing_gives_the_run_of_the_plain_model(tmp_path: Pat
     lines = zeroed_story(tmp_path / "checkpointed", Checkpointed())
     torch.manual_seed(0)
     plain = zeroed_story(tmp_path / "plain", TinyCNN())
-
-    def story(run: list[dict[str, object]]) -> list[tuple[object, ...]]:
-        return [(x["event"], x.get("step"), x.get("layer"), x.get("count")) for x in run]
 
     assert story(lines) == story(plain)
     producers = events(lines, "manifest")[0]["producers"]
@@ -463,9 +462,6 @@ def test_a_sync_batchnorm_is_paired_like_a_batchnorm(tmp_path: Path) -> None:
     assert type(synced.bn2).__name__ == "SyncBatchNorm"
     assert events(lines, "structure")[0]["pairs"] == {"block1.0": "block1.1", "conv2": "bn2"}
 
-    def story(run: list[dict[str, object]]) -> list[tuple[object, ...]]:
-        return [(x["event"], x.get("step"), x.get("layer"), x.get("count")) for x in run]
-
     assert story(lines) == story(plain)
     assert [(r["layer"], r["count"]) for r in events(lines, "repair")] == [("conv2", 8)]
 
@@ -487,8 +483,5 @@ def test_a_relu6_is_a_relu_for_the_channel_checks(tmp_path: Path) -> None:
     assert events(lines, "structure")[0]["relu_after"] == ["block1.1", "bn2"]
     conv2 = {p["layer"]: p for p in events(lines, "manifest")[0]["producers"]}["conv2"]
     assert (conv2["relu"], conv2["certifiable"], conv2["consumer"]) == ("relu2", True, "head")
-
-    def story(run: list[dict[str, object]]) -> list[tuple[object, ...]]:
-        return [(x["event"], x.get("step"), x.get("layer"), x.get("count")) for x in run]
 
     assert story(lines) == story(plain)  # certificate, channels, repair: as with ReLU
