@@ -203,10 +203,19 @@ def _port(rec: Receiver) -> str:
     return rec.base.rsplit(":", 1)[1]
 
 
+CODES = [200, 201, 202, 204, 299, 400, 401, 403, 404, 413, 422, 500, 503]
+FAILS = [400, 401, 403, 404, 422, 500, 502, 503]
+
+
+def edge_report(target: Target | None = None) -> dict[str, Any]:
+    """One fixed report a client may send (the fixed cases' report)."""
+    return {**_vector_reports()[0], "seq": 0, "run_id": "00000000-0000-4000-8000-000000000000"}
+
+
 def checks() -> list[Check]:
     """Every client check."""
-    codes = st.sampled_from([200, 201, 202, 204, 299, 400, 401, 403, 404, 413, 422, 500, 503])
-    fails = st.sampled_from([400, 401, 403, 404, 422, 500, 502, 503])
+    codes = st.sampled_from(CODES)
+    fails = st.sampled_from(FAILS)
     with_code = lambda c: lambda t: st.tuples(reports(t), c)  # noqa: E731
     variant = lambda t: st.tuples(reports(t), st.sampled_from(["", "?x=1", "#f"]))  # noqa: E731
 
@@ -263,6 +272,7 @@ def checks() -> list[Check]:
             with_code(codes),
             statuses,
             scale="io",
+            edges=lambda t: [(edge_report(t), c) for c in CODES],
         ),
         Check(
             "report.transport.no_retry",
@@ -271,6 +281,7 @@ def checks() -> list[Check]:
             with_code(fails),
             no_retry,
             scale="io",
+            edges=lambda t: [(edge_report(t), c) for c in FAILS],
         ),
         Check(
             "report.transport.tls_verify",

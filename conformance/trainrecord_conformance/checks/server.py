@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from trainrecord_conformance import strategies as S
 from trainrecord_conformance.checks.base import Check, Context, Failed
-from trainrecord_conformance.checks.reporting import REPORT, reports
+from trainrecord_conformance.checks.reporting import REPORT, edge_report, reports
 from trainrecord_conformance.targets import Target, TargetError
 
 SERVE = frozenset({"serve"})
@@ -143,9 +143,10 @@ def checks() -> list[Check]:
             sorted(r for r in S.schema_rules() if r.startswith("report."))
         ).flatmap(lambda r: S.breaking_instances(r, schema_id=REPORT))
 
-    junk = st.sampled_from(
-        [b"{not json", b"NaN", b'{"seq": NaN}', b"\xff\xfe{}", b"[1,", b'{"a": Infinity}']
-    )
+    junk_bodies = [b"{not json", b"NaN", b'{"seq": NaN}', b"\xff\xfe{}", b"[1,", b'{"a": Infinity}']
+    junk = st.sampled_from(junk_bodies)
+    tokens: list[str | None] = [None, "wrong", "Bearer"]
+    types = ["text/plain", "application/x-www-form-urlencoded"]
     seqs = st.lists(st.integers(0, 2**40), min_size=1, max_size=6).flatmap(
         lambda xs: st.permutations(xs + xs[: len(xs) // 2])
     )
@@ -154,9 +155,10 @@ def checks() -> list[Check]:
             "report.server.auth",
             "401/403 without or with a wrong token",
             SERVE,
-            with_(st.sampled_from([None, "wrong", "Bearer"])),
+            with_(st.sampled_from(tokens)),
             auth,
             scale="io",
+            edges=lambda t: [(edge_report(t), w) for w in tokens],
         ),
         Check(
             "report.server.too_large",
@@ -165,14 +167,16 @@ def checks() -> list[Check]:
             with_(st.integers(1, 4096)),
             too_large,
             scale="io",
+            edges=lambda t: [(edge_report(t), 1)],  # one byte over the bound
         ),
         Check(
             "report.server.content_type",
             "415 for another Content-Type",
             SERVE,
-            with_(st.sampled_from(["text/plain", "application/x-www-form-urlencoded"])),
+            with_(st.sampled_from(types)),
             content_type,
             scale="io",
+            edges=lambda t: [(edge_report(t), k) for k in types],
         ),
         Check(
             "report.server.not_json",
@@ -181,6 +185,7 @@ def checks() -> list[Check]:
             lambda t: junk,
             not_json,
             scale="io",
+            edges=lambda t: junk_bodies,
         ),
         Check(
             "report.server.invalid",

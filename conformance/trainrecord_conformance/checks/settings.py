@@ -69,6 +69,20 @@ def valid_settings(t: Target) -> st.SearchStrategy[tuple[str, float, str]]:
     return st.tuples(URLS, EVERY, st.text("0123456789abcdef", min_size=8, max_size=32))
 
 
+EDGE_SETTINGS = (
+    ("https://reports.example.org/api/runs", 60, "0123456789abcdef"),
+    ("http://[::1]:9000/r", 5e-324, "!edge~token!"),  # the smallest every, 0x21 and 0x7E
+)
+"""Valid settings the fixed cases of the settings checks run in: the first with each
+broken variant, the second with the first variant only (its boundary values are valid)."""
+
+
+def _fixed(variants: list[Any]) -> Callable[[Target], list[Any]]:
+    """The edge cases of a settings check: every variant in the plain valid settings, then
+    the first one in the valid settings at their boundaries."""
+    return lambda t: [(EDGE_SETTINGS[0], v) for v in variants] + [(EDGE_SETTINGS[1], variants[0])]
+
+
 def _load(folder: Path, tables: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
     """Write paths.toml into ``folder``; the load_settings input for it."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -120,6 +134,10 @@ def _no_url(tables: dict, env: dict, variant: Any) -> tuple[dict, dict]:
 
 def _ca(tables: dict, env: dict, variant: Any) -> tuple[dict, dict]:
     return {**tables, "report": {**tables["report"], "ca_bundle": variant}}, env
+
+
+def _url(tables: dict, env: dict, variant: Any) -> tuple[dict, dict]:
+    return {**tables, "report": {**tables["report"], "url": variant}}, env
 
 
 def _every(tables: dict, env: dict, variant: Any) -> tuple[dict, dict]:
@@ -257,6 +275,42 @@ def _in_url_body(ctx: Context, case: tuple[Any, ...]) -> None:
         raise Failed(f"the refusal shows {' and '.join(leaked)}: {result.message[:300]!r}")
 
 
+URL_MISSING = ["no table", "not a table", "no url", "", "   "]
+CA_MISSING = ["missing.pem", "/nonexistent/ca.pem", ".", "sub/ca.pem"]
+BAD_EVERY = [0, 0.0, -0.0, True, False, "60", math.inf, -math.inf, math.nan, -1, -5e-324]
+"""every at and below its bound, of the wrong type, not finite."""
+BAD_TOML = ["[report\n", "url = \n", "= 1\n", "[report]\nx = 'a\n"]
+BAD_TOKENS = ["unset", "in the file", "", " ", "tok en", "tok\nen", "\ttok", "tök", "tok\x7f"]
+"""No token, one in the file, and tokens with a character outside 0x21-0x7E."""
+BAD_URLS = [
+    "http://example.org/api/runs",
+    "http://10.1.2.3:8080/r",
+    "http://128.0.0.1/r",
+    "http://[::2]/r",
+    "http://localhost.example.org/r",
+    "reports.example.org/api/runs",
+    "//reports.example.org/r",
+    "ftp://reports.example.org/r",
+]
+"""Plain http:// to a host that is not loopback (just past 127.0.0.0/8 and ::1), no scheme,
+another scheme."""
+
+
+def _in_url_edges(t: Target) -> list[tuple[Any, ...]]:
+    """The token in each place of the URL, as written, percent-encoded (lower and upper
+    case); a slice of the host name alone (loads) and one that also occurs in the path."""
+    base, tok = "https://reports.example.org/api/runs", "s3cr%t-T0k!"
+    out: list[tuple[Any, ...]] = [(base, 60, tok, place, False, 0, False) for place in PLACES]
+    out += [
+        (base, 60, tok, place, True, 0b101, upper) for place in PLACES for upper in (False, True)
+    ]
+    out += [
+        (base, 60, "example", "host", False, 0, False),
+        (base, 60, "r", "host", False, 0, False),
+    ]
+    return out
+
+
 def checks() -> list[Check]:
     """The settings checks."""
 
@@ -264,7 +318,7 @@ def checks() -> list[Check]:
         return lambda t: st.tuples(valid_settings(t), variants)
 
     every = st.one_of(
-        st.sampled_from([0, 0.0, -0.0, True, False, "60", math.inf, -math.inf, math.nan]),
+        st.sampled_from(BAD_EVERY),
         st.integers(-(10**6), -1),
         st.floats(max_value=-1e-9, allow_nan=False, allow_infinity=False),
     )
@@ -273,15 +327,25 @@ def checks() -> list[Check]:
             "report.settings.url_missing",
             "no url in paths.toml",
             LOAD,
-            cases(st.sampled_from(["no table", "not a table", "no url", "", "   "])),
+            cases(st.sampled_from(URL_MISSING)),
             settings_check("report.settings.url_missing", _no_url),
+            edges=_fixed(URL_MISSING),
+        ),
+        Check(
+            "report.settings.url_scheme",
+            "https://, or http:// only to localhost or a loopback IP",
+            LOAD,
+            cases(st.sampled_from(BAD_URLS)),
+            settings_check("report.settings.url_scheme", _url),
+            edges=_fixed(BAD_URLS),
         ),
         Check(
             "report.settings.ca_bundle",
             "a ca_bundle that names no file",
             LOAD,
-            cases(st.sampled_from(["missing.pem", "/nonexistent/ca.pem", ".", "sub/ca.pem"])),
+            cases(st.sampled_from(CA_MISSING)),
             settings_check("report.settings.ca_bundle", _ca),
+            edges=_fixed(CA_MISSING),
         ),
         Check(
             "report.settings.every",
@@ -289,20 +353,23 @@ def checks() -> list[Check]:
             LOAD,
             cases(every),
             settings_check("report.settings.every", _every),
+            edges=_fixed(BAD_EVERY),
         ),
         Check(
             "report.settings.toml",
             "paths.toml that is not valid TOML",
             LOAD,
-            cases(st.sampled_from(["[report\n", "url = \n", "= 1\n", "[report]\nx = 'a\n"])),
+            cases(st.sampled_from(BAD_TOML)),
             _toml_body,
+            edges=_fixed(BAD_TOML),
         ),
         Check(
             "report.settings.token",
-            "the token only from CORREAD_REPORT_TOKEN",
+            "the token only from CORREAD_REPORT_TOKEN, printable ASCII without spaces",
             LOAD,
-            cases(st.sampled_from(["unset", "in the file", ""])),
+            cases(st.sampled_from(BAD_TOKENS)),
             settings_check("report.settings.token", _token),
+            edges=_fixed(BAD_TOKENS),
         ),
         Check(
             "report.settings.token",
@@ -310,5 +377,6 @@ def checks() -> list[Check]:
             LOAD,
             _in_url_cases,
             _in_url_body,
+            edges=_in_url_edges,
         ),
     ]
