@@ -294,6 +294,15 @@ TOML_DOCS = [
     '[report]\nurl = "https://h/r?t=%%74ok-123%"\n',
     '[report]\nurl = "https://h/r?t=%74ok-12%33%ZZ%\u00e9"\n',
     '[report]\nurl = "https://h/r?t=%74ok-12"\n',
+    # no host as Python's urlsplit reads it (the WHATWG parser would find host r), white
+    # space around the URL
+    "[report]\nurl = 'https:///r'\n",
+    "[report]\nurl = 'https:/r'\n",
+    "[report]\nurl = 'https:r'\n",
+    "[report]\nurl = 'https:\\\\h/r'\n",
+    "[report]\nurl = ' https://h/r'\n",
+    "[report]\nurl = 'https://h/r '\n",
+    "[report]\nurl = 'https://h/r\u2028'\n",
     'report = "https://h/r"\n',
     '[[report]]\nurl = "https://h/r"\n',
     "[paths]\n",

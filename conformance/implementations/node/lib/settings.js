@@ -60,6 +60,16 @@ function checkUrl(url) {
   if (parsed.username !== "" || parsed.password !== "") {
     throw Refused.one("report.settings.url_credentials", ["report", "url"], `remove the user name and password from the URL; the token comes from ${TOKEN_ENV} only`);
   }
+  // as Python's check: white space or a character Unicode calls "other" or "separator"
+  // anywhere is refused (the WHATWG parser would strip or encode it)
+  if (/[\p{C}\p{Z}]/u.test(url)) {
+    throw Refused.one("report.settings.url_scheme", ["report", "url"], "the URL's host has a character not allowed in a host name (a space?); write it as https://host/path");
+  }
+  // a host as Python's urlsplit finds one: "scheme://" and a non-empty authority, written so
+  // (the WHATWG parser reads https:///r, https:/r and https:r as host r)
+  if (!/^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]/.test(url)) {
+    throw Refused.one("report.settings.url_scheme", ["report", "url"], "the URL must be https://host/... (http:// only for localhost)");
+  }
   if (parsed.protocol === "https:" && parsed.hostname !== "") return parsed;
   if (parsed.protocol === "http:" && isLoopback(parsed.hostname)) return parsed;
   throw Refused.one("report.settings.url_scheme", ["report", "url"], "the URL must be https://host/... (plain http:// only for localhost or a loopback IP)");
