@@ -291,9 +291,13 @@ BAD_URLS = [
     "reports.example.org/api/runs",
     "//reports.example.org/r",
     "ftp://reports.example.org/r",
+    "https:///r",
+    "https:/reports.example.org/r",
+    " https://reports.example.org/r",
 ]
 """Plain http:// to a host that is not loopback (just past 127.0.0.0/8 and ::1), no scheme,
-another scheme."""
+another scheme, no host written after "scheme://" (a WHATWG parser would find one), white
+space around the URL."""
 
 
 def _in_url_edges(t: Target) -> list[tuple[Any, ...]]:
