@@ -315,6 +315,19 @@ def _in_url_edges(t: Target) -> list[tuple[Any, ...]]:
     return out
 
 
+def listed(rule: str, what: str, variants: list[Any], vary: Any) -> Check:
+    """A check of ``rule`` through load_settings: valid settings changed by ``vary`` with
+    each of ``variants`` are refused; every variant is tried first, then random draws."""
+    return Check(
+        rule,
+        what,
+        LOAD,
+        lambda t: st.tuples(valid_settings(t), st.sampled_from(variants)),
+        settings_check(rule, vary),
+        edges=_fixed(variants),
+    )
+
+
 def checks() -> list[Check]:
     """The settings checks."""
 
@@ -327,30 +340,14 @@ def checks() -> list[Check]:
         st.floats(max_value=-1e-9, allow_nan=False, allow_infinity=False),
     )
     return [
-        Check(
-            "report.settings.url_missing",
-            "no url in paths.toml",
-            LOAD,
-            cases(st.sampled_from(URL_MISSING)),
-            settings_check("report.settings.url_missing", _no_url),
-            edges=_fixed(URL_MISSING),
-        ),
-        Check(
+        listed("report.settings.url_missing", "no url in paths.toml", URL_MISSING, _no_url),
+        listed(
             "report.settings.url_scheme",
             "https://, or http:// only to localhost or a loopback IP",
-            LOAD,
-            cases(st.sampled_from(BAD_URLS)),
-            settings_check("report.settings.url_scheme", _url),
-            edges=_fixed(BAD_URLS),
+            BAD_URLS,
+            _url,
         ),
-        Check(
-            "report.settings.ca_bundle",
-            "a ca_bundle that names no file",
-            LOAD,
-            cases(st.sampled_from(CA_MISSING)),
-            settings_check("report.settings.ca_bundle", _ca),
-            edges=_fixed(CA_MISSING),
-        ),
+        listed("report.settings.ca_bundle", "a ca_bundle that names no file", CA_MISSING, _ca),
         Check(
             "report.settings.every",
             "every is a finite number above 0",
@@ -367,13 +364,11 @@ def checks() -> list[Check]:
             _toml_body,
             edges=_fixed(BAD_TOML),
         ),
-        Check(
+        listed(
             "report.settings.token",
             "the token only from CORREAD_REPORT_TOKEN, printable ASCII without spaces",
-            LOAD,
-            cases(st.sampled_from(BAD_TOKENS)),
-            settings_check("report.settings.token", _token),
-            edges=_fixed(BAD_TOKENS),
+            BAD_TOKENS,
+            _token,
         ),
         Check(
             "report.settings.token",
