@@ -634,6 +634,14 @@ def event_group(event: str) -> dict[str, Any]:
         for error, what in (
             ({"type": "RuntimeError", "message": "CUDA out of memory"}, "an exception"),
             ({"type": "KeyboardInterrupt", "message": ""}, "Ctrl+C (an empty message)"),
+            (
+                {
+                    "type": "SIGTERM",
+                    "message": "the process was stopped by SIGTERM (a scheduler's stop or "
+                    "preemption, docker stop, Kubernetes); the next step would have been 1200",
+                },
+                "a SIGTERM (not an exception: its type is the signal's name)",
+            ),
             (None, "nothing (null)"),
         ):
             tests.append(

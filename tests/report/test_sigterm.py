@@ -5,6 +5,7 @@ and the child still dies of SIGTERM; a SIGTERM handler the user installed is lef
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -19,8 +20,9 @@ import pytest
 
 from tests.report.conftest import TOKEN, TLSFiles, settings_for, training_state
 from tests.report.servers import Behaviour, TestServer, wait_until
+from trainrecord import sigterm as sigterm_module
+from trainrecord.diary import verify
 from trainrecord.report import Reporter, ReportServer
-from trainrecord.report import sigterm as sigterm_module
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
@@ -40,12 +42,22 @@ state = run.job_state(
     "training", config("training", mode="pre", batch_size=10, lr=0.1),
     epochs_first=0, epochs_total=5,
 )
+monitor = None
+if sys.argv[3] == "monitor":  # a Monitor and a Reporter in one job: both record the stop
+    import torch
+    from trainrecord import Monitor
+    model = torch.nn.Linear(4, 2)
+    monitor = Monitor(model, None, folder + "-diary", check_every=1, log=False)
 with Reporter(load_settings(paths_toml), state, run=run) as reporter:
     mine = signal.getsignal(signal.SIGTERM) is handler if own_handler else True
     print("ready", run.run_id, mine, flush=True)
     batch = 0
     while not stop:
         reporter.progress(phase="training", batch=batch, batches=10**6)
+        if monitor is not None:
+            model(torch.ones(3, 4)).sum().backward()
+            monitor.step()
+            model.zero_grad()
         batch += 1
         time.sleep(0.01)
 print("left the block", flush=True)
@@ -104,6 +116,27 @@ def test_sigterm_sends_interrupted_and_the_process_still_dies_of_sigterm(
     # A new training run with no epoch finished: Ctrl+C would discard it; SIGTERM never
     # does, since a preempted job is usually requeued and resumed.
     assert (tmp_path / "models" / "pre" / "pre_z_1" / "metadata.json").is_file()
+
+
+def test_a_monitor_and_a_reporter_in_one_job_both_record_the_sigterm(
+    https_receiver: ReportServer, tls: TLSFiles, tmp_path: Path
+) -> None:
+    proc = _start_job(tmp_path, https_receiver.url, tls, "monitor")
+    try:
+        run_id, _ = _ready(proc)
+        wait_until(lambda: https_receiver.store.latest(run_id) is not None)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == -signal.SIGTERM, (proc.returncode, err)
+    latest = https_receiver.store.latest(run_id)
+    assert latest is not None and latest["status"] == "interrupted"
+    diary = tmp_path / "models" / "pre" / "pre_z_1-diary"
+    result = verify(diary)
+    assert result.ok and result.complete, result.summary()
+    end = json.loads((diary / "diary.jsonl").read_text().splitlines()[-1])
+    assert (end["event"], end["error"]["type"]) == ("run_end", "SIGTERM")
 
 
 def test_a_sigterm_handler_the_user_installed_is_left_alone(

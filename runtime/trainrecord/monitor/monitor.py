@@ -18,7 +18,9 @@ monitor needs no other call in the loop. With mixed precision pass the GradScale
 (``Monitor(..., scaler=scaler)``) and call ``monitor.step(loss)`` after
 ``scaler.scale(loss).backward()``: norms are divided by the scale (unless the gradients
 were already unscaled with ``scaler.unscale_``) and a check that finds non-finite
-gradients records the ``skipped_step`` the scaler is about to make.
+gradients records the ``skipped_step`` the scaler is about to make. A SIGTERM (Slurm,
+``docker stop``) ends the run with ``run_end.error.type`` "SIGTERM" (see
+:mod:`trainrecord.sigterm`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import sys
 import threading
 import warnings
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,7 +46,7 @@ from torch.nn.modules.module import (
     register_module_parameter_registration_hook,
 )
 
-from trainrecord import __version__
+from trainrecord import __version__, sigterm
 from trainrecord.diary.architecture import architecture_sha256
 from trainrecord.monitor.certificate import Certifier, Producer, producers_from
 from trainrecord.monitor.channels import (
@@ -82,6 +84,10 @@ from trainrecord.monitor.structure import (
 
 COMPILED_GLOBAL_HOOKS = r"Using `torch\.compile\(module\)` when there are global hooks"
 """torch's warning that global hooks also see the compiled wrapper; the monitor's hooks ignore that wrapper."""
+
+SIGTERM_SINK_WAIT = 2.0
+"""Seconds a SIGTERM gives slow sinks, before and after run_end (a scheduler's grace period
+before SIGKILL can be 10 s: docker stop)."""
 
 NO_GRADIENTS = (
     "monitor.step(loss) found no parameter with a gradient: call it after "
@@ -197,6 +203,7 @@ class Monitor:
         self.steps = start_step
         self.checks = 0
         self.closed = False
+        self._busy = 0  # inside _bookkeeping()
         self._silent_streak: dict[str, dict[int, int]] = {}
         self._relu_cache: np.ndarray | None = None
         self._scale_sources: tuple[list[torch.Tensor], list[nn.Module]] | None = None
@@ -251,6 +258,8 @@ class Monitor:
         self._emit("run_start", self._run_start(config))
         if self.steps % self.check_every == 0:
             self._arm()
+        if self.dist.writer:  # a SIGTERM (Slurm, docker stop) still writes run_end
+            sigterm.activate(self, _sigterm_stop(weakref.ref(self)))
 
     @property
     def _structure_probe(self) -> StructureProbe | None:
@@ -279,11 +288,15 @@ class Monitor:
         if self.closed:
             raise RuntimeError("Monitor.step() after close(): create a new Monitor for a new run")
         step = self.steps
-        if step % self.check_every == 0:
-            self._check(step, loss)
-        self.steps = step + 1
-        if self.steps % self.check_every == 0:
-            self._arm()
+        if step % self.check_every and (step + 1) % self.check_every:
+            self.steps = step + 1  # between checks: a counter, nothing else
+            return
+        with self._bookkeeping():
+            if step % self.check_every == 0:
+                self._check(step, loss)
+            self.steps = step + 1
+            if self.steps % self.check_every == 0:
+                self._arm()
 
     def close(self, error: BaseException | None = None) -> None:
         """Write run_end and close the files; safe to call twice, and after an exception.
@@ -296,10 +309,17 @@ class Monitor:
             return
         if error is None:
             error = sys.exc_info()[1]
+        with self._bookkeeping():
+            self._close(ended_by(error) if error is not None else None)
+
+    def _close(self, ended: dict[str, str] | None, sink_wait: float = 10.0) -> None:
+        if self.closed:
+            return
         self.closed = True
+        sigterm.deactivate(self)
         self._disarm()
         self._held.unwatch_registrations()
-        self._sinks.flush()  # every failure so far counted; the sinks still get run_end
+        self._sinks.flush(sink_wait)  # every failure so far counted; the sinks still get run_end
         self.counts["sink_errors"] = self._sinks.failures
         if self.dist.writer:
             digest = self._metrics.sha256()
@@ -310,11 +330,36 @@ class Monitor:
                 "counts": dict(sorted(self.counts.items())),
                 "metrics_sha256": digest,
             }
-            if error is not None:
-                fields["error"] = ended_by(error)
+            if ended is not None:
+                fields["error"] = ended
             self._emit("run_end", fields)
             self._diary.close()
-        self._sinks.close()
+        self._sinks.close(sink_wait)
+
+    @contextlib.contextmanager
+    def _bookkeeping(self) -> Iterator[None]:
+        """The Monitor's own work in the training thread (a check, arming, closing): a
+        SIGTERM arriving meanwhile waits for it to end (see :mod:`trainrecord.sigterm`)."""
+        self._busy += 1
+        try:
+            yield
+        finally:
+            self._busy -= 1
+            if not self._busy:
+                sigterm.settle()
+
+    def _sigterm(self) -> None:
+        """SIGTERM ends the process: record it in run_end and close the files."""
+        self._close(
+            {
+                "type": "SIGTERM",
+                "message": (
+                    "the process was stopped by SIGTERM (a scheduler's stop or preemption, "
+                    f"docker stop, Kubernetes); the next step would have been {self.steps}"
+                ),
+            },
+            sink_wait=SIGTERM_SINK_WAIT,
+        )
 
     def __enter__(self) -> Monitor:
         return self
@@ -1003,6 +1048,21 @@ class _Held:
         self.stance.exit()
         if self.sinks is not None:
             self.sinks.stop()
+
+
+def _sigterm_stop(monitor: weakref.ref[Monitor]) -> sigterm.Stop:
+    """The Monitor's part in a SIGTERM, holding it weakly (a dropped Monitor is collected)."""
+
+    def begin() -> None:
+        held = monitor()
+        if held is not None:
+            held._sigterm()
+
+    def busy() -> bool:
+        held = monitor()
+        return held is not None and held._busy > 0
+
+    return sigterm.Stop(begin, busy=busy)
 
 
 def ended_by(error: BaseException) -> dict[str, str]:

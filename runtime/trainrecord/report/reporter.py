@@ -35,7 +35,7 @@ active in the main thread (``started()`` to ``close()``, i.e. the ``with`` block
 SIGTERM's handler is the default, it sends ``interrupted`` (never ``discarded``; the folder
 is kept, since a preempted job is usually requeued and resumed) within ``flush_timeout``,
 then the process is killed by SIGTERM exactly as without reporting. A SIGTERM handler the
-user or a framework installed is never replaced. See :mod:`trainrecord.report.sigterm`.
+user or a framework installed is never replaced. See :mod:`trainrecord.sigterm`.
 
 Public API:
 
@@ -65,8 +65,8 @@ import time
 from types import TracebackType
 from typing import Any
 
+from trainrecord import sigterm
 from trainrecord.errors import RecordRefused
-from trainrecord.report import sigterm
 from trainrecord.report.payload import (
     JobState,
     build_report,
@@ -182,7 +182,9 @@ class Reporter:
         """The job starts (or resumes with the same run_id). From now until :meth:`close`,
         SIGTERM sends ``interrupted`` (main thread, default SIGTERM handler only)."""
         self.state.running = True
-        sigterm.activate(self)
+        sigterm.activate(
+            self, sigterm.Stop(self._sigterm_begin, self._sigterm_end, self.sender.flush_timeout)
+        )
         self._queue("started", "in progress")
 
     def progress(
@@ -351,6 +353,17 @@ class Reporter:
         """An exception ended the job; its class and scrubbed message go in error."""
         self.state.error = error_info(exc, self.secrets)
         self._finish("failed", "failed")
+
+    def _sigterm_begin(self) -> None:
+        self.interrupted(discarded=False)  # resumable: never discarded, never deleted
+
+    def _sigterm_end(self, deadline: float) -> None:
+        if not self.close(max(0.0, deadline - time.monotonic())):
+            log.warning(
+                "trainrecord report: SIGTERM: the interrupted report was not delivered "
+                "within %.0f s; the receiver keeps the last report it got",
+                self.sender.flush_timeout,
+            )
 
     def close(self, timeout: float | None = None) -> bool:
         """Give the last report a bounded time to go out; returns whether it did. SIGTERM's
