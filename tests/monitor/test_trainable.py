@@ -10,6 +10,8 @@ no_gradient alarm); when modules are added or replaced, the structure is learnt 
 
 from __future__ import annotations
 
+import gc
+import weakref
 from pathlib import Path
 
 import torch
@@ -150,6 +152,34 @@ def test_a_replaced_head_and_an_added_adapter_are_checked_and_raise_no_alarm(
     assert set(rows[10]["grad"]) == {"body.0", "body.1", "fc", "adapter"}
     assert rows[10]["stuck"] == {}
     assert set(rows[12]["stuck"]) == {"body.0", "fc", "adapter"}
+    assert all(v is not None and v > 0 for r in rows.values() for v in r["grad"].values())
+
+
+def test_a_deleted_module_raises_no_alarm_and_leaves_the_checks(run_dir: Path) -> None:
+    # `del model.adapter` (an auxiliary head dropped after pre-training): torch reports a
+    # deletion to no hook, so before, its parameters stayed in the checks with no gradient
+    # (a no_gradient alarm at every later check) and the Monitor kept the module alive.
+    torch.manual_seed(0)
+    model = Adaptable()
+    model.adapter = nn.Linear(8, 8)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    with Monitor(model, optimizer, run_dir, check_every=2, warmup=2) as monitor:
+        train(model, optimizer, monitor, 10)
+        adapter = weakref.ref(model.adapter)
+        del model.adapter
+        model.adapter = None  # (a plain attribute: no module registered)
+        train(model, optimizer, monitor, 10, seed=1)
+        gc.collect()
+        assert adapter() is None  # the Monitor no longer holds it
+    lines = read_run(run_dir)
+    assert events(lines, "alarm") == []
+    manifests = events(lines, "manifest")
+    assert "adapter" in manifests[0]["layers"]
+    assert "adapter" not in manifests[-1]["layers"]
+    assert [p["layer"] for p in manifests[-1]["producers"]] == ["body.0", "fc"]
+    rows = {r["step"]: r for r in metrics(run_dir)}
+    assert "adapter" in rows[8]["grad"]
+    assert all("adapter" not in r["grad"] for s, r in rows.items() if s >= 10)
     assert all(v is not None and v > 0 for r in rows.values() for v in r["grad"].values())
 
 

@@ -418,6 +418,10 @@ class Monitor:
             probe.remove()
         self._stance.exit()
         self._compiled_in_window()
+        if any(p.grad is None and p.requires_grad for p in self._parameters):
+            # A parameter without a gradient: maybe its module was removed (`del
+            # model.head`), which torch reports to no hook. Read the model again.
+            self._held.registered.set()
         if self._follow_model() and self._structure_probe is not None:
             self._structure_probe.remove()  # it watched the modules of before: learnt later
             self._structure_probe = None
@@ -590,7 +594,8 @@ class Monitor:
         When modules were added, removed or replaced (``model.fc = nn.Linear(...)``: seen
         through torch's global registration hooks, which only raise a flag), the layers are
         taken again and the structure is forgotten: the next check whose hooks are installed
-        after the change learns it again and writes ``structure`` and ``manifest``. When
+        after the change learns it again and writes ``structure`` and ``manifest`` (a
+        deletion raises no flag: a check raises it when a parameter has no gradient). When
         only the parameters changed (frozen or unfrozen, as gradual unfreezing does; added;
         another dtype), the layers are taken again and the next check writes a manifest."""
         changed = False
