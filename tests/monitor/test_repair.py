@@ -164,6 +164,7 @@ def test_a_weight_normed_layer_shows_its_relu_and_is_never_repaired(run_dir: Pat
     assert producer["relu"] == "2" and not producer["certifiable"]
     assert "computed from other parameters" in producer["reason"]
     assert "computed" in manifest["repair"]["not_repaired"]["1"]
+    assert "1" not in manifest["repair"]["function_preserving"]  # (it was, contradicting)
     assert metrics(run_dir)[-1]["stuck"]["1"][2] == 4  # seen silent
     assert not events(lines, "repair")  # a repair would be undone at the next forward
 
@@ -306,6 +307,61 @@ def test_paths_that_mix_channels_give_no_consumer(run_dir: Path, kind: str) -> N
     lines = one_step_run(NotChannels(kind), run_dir)
     producers = {p["layer"]: p for p in events(lines, "manifest")[0]["producers"]}
     assert producers["conv1"]["consumer"] is None
+
+
+class SecondConsumer(nn.Module):
+    """fc1's units reach the output through the ReLU and, unrectified, through ``skip``."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+        self.fc1 = nn.Linear(3 * 8 * 8, 16)
+        self.bn = nn.BatchNorm1d(16)
+        self.fc2 = nn.Linear(16, 4)
+        self.skip = nn.Linear(16, 4)
+        self.act = nn.ReLU()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Class scores."""
+        h = self.fc1(x.flatten(1))
+        if self.kind == "relu_input":  # the ReLU's input also feeds skip
+            return self.fc2(F.relu(h)) + self.skip(h)
+        if self.kind == "relu_module_input":  # the same with a ReLU module
+            return self.fc2(self.act(h)) + self.skip(h)
+        return self.fc2(F.relu(self.bn(h))) + self.skip(h)  # the producer's output too
+
+
+@pytest.mark.parametrize("kind", ["relu_input", "relu_module_input", "producer_output"])
+def test_a_unit_alive_through_a_second_path_gets_no_consumer(run_dir: Path, kind: str) -> None:
+    # Before: fc2 was named the consumer, the repair said "the function is unchanged" and
+    # the outputs changed (by 1.67 at bias -6; 9380 at bias -50, then a non-finite loss).
+    torch.manual_seed(0)
+    model = SecondConsumer(kind)
+    with torch.no_grad():
+        model.fc1.bias[:4] = -60.0  # four units silent after the ReLU, alive through skip
+        model.bn.bias[:4] = -60.0
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x, y = batches(1, seed=1)[0]
+    changed = []
+    with Monitor(model, optimizer, run_dir, check_every=1, repair=True) as monitor:
+        for step in range(3):
+            F.cross_entropy(model(x), y).backward()
+            with torch.no_grad():
+                before = model(x)
+            monitor.step()
+            with torch.no_grad():
+                if not torch.equal(model(x), before):
+                    changed.append(step)
+            optimizer.step()
+            optimizer.zero_grad()
+    lines = read_run(run_dir)
+    manifest = events(lines, "manifest")[0]
+    producers = {p["layer"]: p for p in manifest["producers"]}
+    assert producers["fc1"]["consumer"] is None
+    assert "fc1" not in manifest["repair"]["function_preserving"]
+    repairs = events(lines, "repair")
+    assert repairs and all("function changes" in r["method"] for r in repairs)
+    assert changed == [r["step"] for r in repairs]  # as the record says: the function changed
 
 
 def one_step_run(model: nn.Module, run_dir: Path) -> list[dict[str, object]]:

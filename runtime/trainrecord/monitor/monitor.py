@@ -998,7 +998,9 @@ class Monitor:
                 {
                     "patience": self.repair_patience,
                     "rng": self.repairer.rng,
-                    "function_preserving": sorted(self.structure.consumer),
+                    "function_preserving": sorted(
+                        n for n in self.structure.consumer if n not in self._not_repairable
+                    ),
                     "not_repaired": dict(self._not_repairable),
                 }
                 if self.repair_enabled

@@ -353,6 +353,10 @@ class StructureProbe:
             module = self.modules.get(producer)
             if module is None or not is_producer(module):
                 continue
+            if not structure.relu_sole.get(layer, False) or (
+                layer != producer and not structure.single_consumer.get(producer, False)
+            ):
+                continue  # the units also reach the output another way: none consumes them alone
             found: tuple[str, int] | None = None
             if layer in structure.relu_nodes:
                 found = self._follow(structure.relu_nodes[layer], module, by_input, parents)
