@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainrecord.errors import Problem, RecordRefused
+from trainrecord.errors import Problem, RecordRefused, RecordWriteError
 
 __version__ = "0.1.0"
 _LAZY = {
@@ -29,7 +29,7 @@ _LAZY = {
 """Names re-exported from their modules on first use, so ``import trainrecord`` stays light
 (it never imports torch, jsonschema or requests until one of these is asked for)."""
 
-__all__ = ["Problem", "RecordRefused", "__version__", *sorted(_LAZY)]
+__all__ = ["Problem", "RecordRefused", "RecordWriteError", "__version__", *sorted(_LAZY)]
 
 
 def __getattr__(name: str) -> Any:

@@ -111,3 +111,22 @@ class RecordRefused(ValueError):
 
     def __hash__(self) -> int:  # exceptions must stay hashable for traceback machinery
         return id(self)
+
+
+class RecordWriteError(OSError):
+    """A record file could not be written (a full disk, a file-size limit, an I/O error).
+
+    An ``OSError`` (``errno`` is the cause's, ``filename`` the file), so code that handles
+    ``OSError`` still does; its message names the file, the cause, what the file holds now
+    and what to do, on its own (the low-level error is not chained: its text is in it)."""
+
+    def __init__(self, errno: int | None, message: str, filename: str) -> None:
+        super().__init__(errno, message)
+        self.message = message
+        self.filename = filename
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:  # keep it picklable (multiprocessing, logging)
+        return (type(self), (self.errno, self.message, self.filename))

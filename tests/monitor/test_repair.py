@@ -58,7 +58,13 @@ def test_silent_channels_without_batchnorm_are_repaired_after_patience_with_adam
     probe = batches(1, batch=16, seed=9)[0][0]
     outputs = []
     with Monitor(
-        model, optimizer, run_dir, check_every=2, repair=True, repair_patience=2
+        model,
+        optimizer,
+        run_dir,
+        check_every=2,
+        repair=True,
+        repair_patience=2,
+        repair_min_values=64,  # two checks of 32 samples
     ) as monitor:
         for step, (x, y) in enumerate(batches(12)):
             F.cross_entropy(model(x), y).backward()
@@ -147,6 +153,36 @@ def test_momentum_built_by_weight_decay_refuses_rather_than_guesses(run_dir: Pat
     assert refused["step"] == 4 and "momentum_buffer" in refused["reason"]
     # the channels are still reported, as silent: observed, no longer proved
     assert [r["stuck"]["fc1"] for r in metrics(run_dir)][1:] == [[0, 0, 3, 0]] * 2
+
+
+def test_a_unit_silent_on_small_batches_is_repaired_only_after_enough_values(
+    run_dir: Path,
+) -> None:
+    # A unit that fires on about 2 % of samples is silent on most batches of 8: before,
+    # two silent checks in a row re-initialised it (a user probe: 749 live units wiped in
+    # 600 steps, accuracy 0.752 -> 0.711). Now a silent unit is repaired once its silent
+    # checks in a row (at least repair_patience) have seen repair_min_values values.
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    with torch.no_grad():
+        model[0].weight.copy_(torch.tensor([[1.0, 0, 0, 0], [0.01, 0, 0, 0], [0, 1.0, 0, 0]]))
+        model[0].bias.copy_(torch.tensor([-2.0, -100.0, 0.0]))  # rare, dead, alive
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)  # the units stay as they are
+    g = torch.Generator().manual_seed(0)
+    with Monitor(model, optimizer, run_dir, check_every=1, repair=True, repair_seed=0) as monitor:
+        for _ in range(140):
+            x, y = torch.randn(8, 4, generator=g), torch.randint(0, 2, (8,), generator=g)
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            monitor.step(loss)
+            optimizer.step()
+            optimizer.zero_grad()
+    lines = read_run(run_dir)
+    assert events(lines, "manifest")[0]["repair"]["min_values"] == 1024
+    repairs = [(r["step"], r["layer"], r["channels"]) for r in events(lines, "repair")]
+    assert repairs == [(127, "0", [1])]  # 128 checks x 8 samples; the rare unit never
+    silent_rare = [r["step"] for r in metrics(run_dir) if r["stuck"]["0"][2] >= 1]
+    assert len(silent_rare) > 100  # it was seen silent at most checks all the same
 
 
 def test_a_weight_normed_layer_shows_its_relu_and_is_never_repaired(run_dir: Path) -> None:
@@ -343,7 +379,9 @@ def test_a_unit_alive_through_a_second_path_gets_no_consumer(run_dir: Path, kind
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
     x, y = batches(1, seed=1)[0]
     changed = []
-    with Monitor(model, optimizer, run_dir, check_every=1, repair=True) as monitor:
+    with Monitor(
+        model, optimizer, run_dir, check_every=1, repair=True, repair_min_values=1
+    ) as monitor:
         for step in range(3):
             F.cross_entropy(model(x), y).backward()
             with torch.no_grad():

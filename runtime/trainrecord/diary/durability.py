@@ -29,11 +29,20 @@ the file's next ``write_line``, ``sync`` or ``close`` on the caller's thread (be
 failed write (no further writes; no fsync at close), since after a failed fsync the kernel
 may have dropped the unwritten pages and a later fsync can succeed without them.
 
+A write that fails (a full disk, a file-size limit, an I/O error) never leaves part of a
+line behind: the bytes of the line that reached the file are cut off again (``ftruncate``
+back to the last line boundary), and the file is broken from then on, so no later line can
+follow the missing one. Should the cut fail too, ``torn_tail`` holds the bytes left at the
+end (a torn tail, as after a crash), so the owner knows what the file holds. The error
+raised is a :class:`~trainrecord.errors.RecordWriteError` (an ``OSError``) naming the file,
+the cause, what the file holds now and what to do.
+
 An exclusive ``flock`` keeps a second writer off the same file (where the platform has it).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 import time
@@ -41,7 +50,7 @@ import weakref
 from pathlib import Path
 from typing import Literal
 
-from trainrecord.errors import RecordRefused
+from trainrecord.errors import RecordRefused, RecordWriteError
 
 try:
     import fcntl
@@ -62,6 +71,7 @@ class AppendFile:
         fsync_policy: FsyncPolicy = "interval",
         fsync_interval: float = 1.0,
         lock_rule: str = "diary.writer.locked",
+        unit: str = "line",
     ) -> None:
         if fsync_policy not in FSYNC_POLICIES:
             raise RecordRefused.one(
@@ -71,6 +81,7 @@ class AppendFile:
                 fsync_policy,
             )
         self.path = path
+        self.unit = unit  # what one line is called in error messages ("line", "row")
         self.fsync_policy = fsync_policy
         self.fsync_interval = float(fsync_interval)
         self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
@@ -91,6 +102,10 @@ class AppendFile:
         self._finalizer = weakref.finalize(self, os.close, self.fd)
         self._last_sync = time.monotonic()
         self.broken = False
+        self.torn_tail = b""
+        """Bytes of a failed line left at the end of the file (its cut failed too); b"" else."""
+        self._cause = ""  # why the file broke, for the refusals of later lines
+        self._errno: int | None = None  # and its errno
         # guards fsync and close; made anew in a forked child (the parent's background
         # thread may have held it at the fork, and no thread of the child will release it)
         self._lock = threading.Lock()
@@ -104,14 +119,18 @@ class AppendFile:
         if self._error is not None:
             self._raise_background_error()
         if self.broken:
-            raise OSError(f"{self.path}: an earlier write failed; the file needs verification")
+            self._refuse_after_failure()
         view = memoryview(data)
+        written = 0
         try:
-            while view:
-                written = os.write(self.fd, view)
-                view = view[written:]
-        except OSError:
-            self.broken = True
+            while written < len(view):
+                written += os.write(self.fd, view[written:])
+        except OSError as exc:
+            self._write_failed(exc, view, written)
+        except BaseException:  # (KeyboardInterrupt) part of the line may be in the file
+            if written and self._cut(view, written) is not None:
+                self.broken = True
+                self._cause = "interrupted while writing a line, which could not be cut off"
             raise
         if sync or self.fsync_policy == "always":
             self.sync()
@@ -119,6 +138,60 @@ class AppendFile:
             # not yet scheduled in this process; once it is, the fsync to come starts after
             # this write (the scheduler unmarks the file before it fsyncs), so it covers it
             _scheduler().schedule(self, self._last_sync + self.fsync_interval)
+
+    def _cut(self, data: memoryview, written: int) -> OSError | None:
+        """Cut the ``written`` bytes of ``data`` off the end again; return the cut's error.
+
+        The file is ours (locked, appended only by this writer), so the line's bytes are
+        its last ``written`` ones. When the cut fails, ``torn_tail`` holds what is left."""
+        try:
+            end = os.fstat(self.fd).st_size
+            if end < written:  # pragma: no cover - someone else cut the file meanwhile
+                raise OSError(errno.EIO, f"the file is shorter ({end} bytes) than expected")
+            os.ftruncate(self.fd, end - written)
+        except OSError as exc:
+            self.torn_tail = bytes(data[:written])
+            return exc
+        return None
+
+    def _write_failed(self, exc: OSError, data: memoryview, written: int) -> None:
+        """A write failed after ``written`` bytes: cut them off, break the file, raise."""
+        self.broken = True
+        cut_error = self._cut(data, written) if written else None
+        cause = cause_text(exc)
+        self._cause, self._errno = cause, exc.errno
+        unit = self.unit
+        if not written:
+            state = f"the {unit} was not written (none of it reached the file)"
+        elif cut_error is None:
+            state = (
+                f"the {unit} was not written (the {written} bytes of it that reached the file "
+                f"were cut off again, so the file ends at its last whole {unit})"
+            )
+        else:
+            state = (
+                f"the file ends in {written} bytes of the {unit} that could not be cut off "
+                f"({cause_text(cut_error)}): a torn tail, which `trainrecord verify` reports as such"
+            )
+        raise RecordWriteError(
+            exc.errno,
+            f"trainrecord could not write to {self.path}: {cause}; {state}. Nothing more is "
+            f"written to this file (a {unit} written later would follow the missing one). "
+            f"{write_advice(exc.errno)}, then `trainrecord verify {self.path.parent}` shows what "
+            "the record holds.",
+            str(self.path),
+        ) from None
+
+    def _refuse_after_failure(self) -> None:
+        """Refuse a line for a file broken by an earlier failed write or fsync."""
+        cause = f": {self._cause}" if self._cause else ""
+        raise RecordWriteError(
+            self._errno,
+            f"trainrecord writes nothing more to {self.path}: an earlier write or fsync "
+            f"failed{cause}; a {self.unit} written now would follow one that is missing. "
+            f"The file as it stands needs verification (`trainrecord verify {self.path.parent}`)",
+            str(self.path),
+        )
 
     def sync(self) -> None:
         """fsync the file now, on this thread."""
@@ -140,6 +213,8 @@ class AppendFile:
             error, self._error = self._error, None
             if error is not None:
                 self.broken = True
+                if isinstance(error, OSError):
+                    self._cause, self._errno = f"fsync: {cause_text(error)}", error.errno
             try:
                 if not self.broken:
                     os.fsync(self.fd)
@@ -167,6 +242,8 @@ class AppendFile:
                 error, self._error = self._error, None
         if error is not None:
             self.broken = True
+            if isinstance(error, OSError):
+                self._cause, self._errno = f"fsync: {cause_text(error)}", error.errno
             raise error
 
     def _background_sync(self) -> None:
@@ -180,6 +257,28 @@ class AppendFile:
                 os.fsync(self.fd)
             except Exception as exc:  # kept for the caller's thread; the thread lives on
                 self._error = exc
+
+
+def cause_text(exc: OSError) -> str:
+    """An OSError's cause in words: its text and errno name ("No space left on device (ENOSPC)")."""
+    name = errno.errorcode.get(exc.errno or 0)
+    text = exc.strerror or str(exc) or type(exc).__name__
+    return f"{text} ({name})" if name else text
+
+
+def write_advice(code: int | None, *, elsewhere: bool = True) -> str:
+    """What to do about a failed write, by its errno (``elsewhere``: or use another run_dir)."""
+    if code in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
+        return "Free space on that disk" + (
+            " (or give the run a run_dir on another one)" if elsewhere else ""
+        )
+    if code == errno.EFBIG:
+        return (
+            "The file reached the largest size allowed (the process's file-size limit, "
+            "ulimit -f, or the filesystem's): raise that limit"
+            + (" or start a new run_dir" if elsewhere else "")
+        )
+    return "Check that disk (its space, permissions and health)"
 
 
 class _SyncScheduler:

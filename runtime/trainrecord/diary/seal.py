@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
 import os
 import time
@@ -24,10 +25,10 @@ from cryptography.exceptions import InvalidSignature
 from trainrecord import __version__
 from trainrecord.canonical import loads_strict
 from trainrecord.diary.chain import LineFailure
-from trainrecord.diary.durability import fsync_dir
+from trainrecord.diary.durability import cause_text, fsync_dir, write_advice
 from trainrecord.diary.events import RECORD_VERSION, SEAL_SCHEMA
 from trainrecord.diary.keys import fingerprint, load_private_key, load_public_key
-from trainrecord.errors import RecordRefused
+from trainrecord.errors import RecordRefused, RecordWriteError
 from trainrecord.schemas import problems
 
 if TYPE_CHECKING:
@@ -49,12 +50,25 @@ def _file_facts(path: Path) -> tuple[str, int, int]:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
+    """Write ``path`` whole or not at all (a temporary file renamed over it)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise RecordWriteError(
+            exc.errno,
+            f"trainrecord could not write {path}: {cause_text(exc)}; the record is not "
+            f"sealed (the diary and metrics are as they were: a seal is written whole or not "
+            f"at all). {write_advice(exc.errno, elsewhere=False)}, then `trainrecord seal {path.parent}` "
+            "seals it.",
+            str(path),
+        ) from None
 
 
 def write_seal(
@@ -114,7 +128,12 @@ def write_seal(
         sig_path.unlink(missing_ok=True)
     _atomic_write(run / SEAL, data)
     if key is not None:
-        _atomic_write(sig_path, base64.b64encode(key.sign(data)) + b"\n")
+        try:
+            _atomic_write(sig_path, base64.b64encode(key.sign(data)) + b"\n")
+        except BaseException:  # a seal naming a signature that is not there would fail
+            with contextlib.suppress(OSError):
+                (run / SEAL).unlink()
+            raise
     fsync_dir(run)
     return seal
 

@@ -6,8 +6,10 @@ event, prev and hash, checks the line against its event's schema (an invalid eve
 :class:`~trainrecord.errors.RecordRefused` and writes nothing), writes it as one line and
 returns it. Non-finite floats in ``fields`` become the strings "NaN", "Infinity",
 "-Infinity" first. Every line is written whole in one ``os.write`` and fsynced by policy
-(see :mod:`trainrecord.diary.durability`). On close the writer seals the record
-(record.json, and record.sig when given a signing key).
+(see :mod:`trainrecord.diary.durability`); a write that fails (a full disk) leaves no part
+of its line behind and refuses every later line, with a
+:class:`~trainrecord.errors.RecordWriteError`. On close the writer seals the record
+(record.json, and record.sig when given a signing key), unless a write failed.
 """
 
 from __future__ import annotations
@@ -176,12 +178,15 @@ class DiaryWriter:
         self._file.sync()
 
     def close(self) -> None:
-        """fsync and close, then seal the record (record.json; record.sig with a key)."""
+        """fsync and close, then seal the record (record.json; record.sig with a key).
+
+        A diary whose write (or fsync) failed is not sealed: it ends where the failure left
+        it, as after a crash, and ``trainrecord seal`` can seal it once checked."""
         if self._closed:
             return
         self._closed = True
         self._file.close()
-        if self.seal_on_close and self.seq > 0:
+        if self.seal_on_close and self.seq > 0 and not self._file.broken:
             from trainrecord.diary.seal import write_seal
 
             write_seal(self.run_dir, signing_key=self.signing_key)
@@ -251,6 +256,7 @@ class MetricsWriter:
             fsync_policy=fsync_policy,
             fsync_interval=fsync_interval,
             lock_rule="diary_metrics.writer.locked",
+            unit="row",
         )
         data = self.path.read_bytes()
         keep = data.rfind(b"\n") + 1
@@ -260,6 +266,7 @@ class MetricsWriter:
             data = data[:keep]
         self._digest.update(data)
         self.rows = data.count(b"\n")
+        self._torn_counted = False
         self._closed = False
 
     def append(self, row: dict[str, Any]) -> dict[str, Any]:
@@ -272,13 +279,21 @@ class MetricsWriter:
             if found:
                 raise RecordRefused(found)
         data = row_bytes(row)
-        self._file.write_line(data)
+        try:
+            self._file.write_line(data)
+        except BaseException:
+            # a row that failed part-way is cut off again; should that fail too, the bytes
+            # left belong to the file, and so to its digest (run_end names the whole file)
+            if self._file.torn_tail and not self._torn_counted:
+                self._torn_counted = True
+                self._digest.update(self._file.torn_tail)
+            raise
         self._digest.update(data)
         self.rows += 1
         return row
 
     def sha256(self) -> str:
-        """SHA-256 (hex) of metrics.jsonl as it stands."""
+        """SHA-256 (hex) of metrics.jsonl as it stands (a failed row's uncut bytes too)."""
         return self._digest.hexdigest()
 
     def sync(self) -> None:

@@ -88,6 +88,7 @@ class ActivationProbe:
     def __init__(self, modules: dict[str, nn.Module]) -> None:
         self.maxima: dict[str, torch.Tensor] = {}
         self.minima: dict[str, torch.Tensor] = {}
+        self.values: dict[str, int] = {}  # values per channel seen (samples x positions)
         self.dtypes: set[torch.dtype] = set()  # of the outputs measured (autocast shows here)
         self._modules = list(modules.values())  # held, so that their ids stay theirs
         self._names = {id(m): n for n, m in modules.items()}
@@ -106,6 +107,7 @@ class ActivationProbe:
         if tensor.numel() < 2 * tensor.shape[dim]:  # one value per channel: proves nothing
             return
         high, low = channel_extremes(tensor.detach(), dim)  # no graph
+        self.values[name] = self.values.get(name, 0) + tensor.numel() // tensor.shape[dim]
         self.dtypes.add(tensor.dtype)
         if name in self.maxima:
             self.maxima[name] = torch.maximum(self.maxima[name], high)

@@ -108,8 +108,12 @@ class Monitor:
         config: the run's configuration, recorded in run_start (JSON values).
         check_every: a check every this many steps (step 0 is the first).
         scaler: a torch.amp.GradScaler when training with loss scaling.
-        repair: re-initialise stuck channels (certified at once, silent after
-            ``repair_patience`` checks in a row).
+        repair: re-initialise stuck channels (certified at once; silent ones once silent at
+            ``repair_patience`` checks in a row over ``repair_min_values`` values in all).
+        repair_patience: checks in a row a channel must be silent at before its repair.
+        repair_min_values: values per channel (batch samples x positions) those checks
+            must have seen silent before a repair (a unit silent on two batches of 8 samples
+            is often alive on others).
         repair_seed: seed of a dedicated generator for repairs (None: the global RNG).
         callback: called with every diary line (on the sink thread).
         sinks: more sinks (objects with ``name``, ``event(line)`` and ``metrics(row)``).
@@ -137,6 +141,7 @@ class Monitor:
         repair: bool = False,
         repair_seed: int | None = None,
         repair_patience: int = 2,
+        repair_min_values: int = 1024,
         callback: Callable[[dict[str, Any]], Any] | None = None,
         sinks: list[Any] | None = None,
         log: bool = True,
@@ -165,12 +170,19 @@ class Monitor:
             )
         if isinstance(start_step, bool) or not isinstance(start_step, int) or start_step < 0:
             raise ValueError(f"start_step must be an integer >= 0, got {start_step!r}")
+        for what, value in (
+            ("repair_patience", repair_patience),
+            ("repair_min_values", repair_min_values),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{what} must be an integer >= 1, got {value!r}")
         self.model, wrapper = unwrap(model)
         self.optimizer = optimizer
         self.scaler = scaler
         self.check_every = check_every
         self.repair_enabled = repair
         self.repair_patience = repair_patience
+        self.repair_min_values = repair_min_values
         self.decay_ratio = decay_ratio
         self.dist = Distributed.detect(wrapper)
         self.run_dir = Path(run_dir)
@@ -204,7 +216,7 @@ class Monitor:
         self.checks = 0
         self.closed = False
         self._busy = 0  # inside _bookkeeping()
-        self._silent_streak: dict[str, dict[int, int]] = {}
+        self._silent_streak: dict[str, dict[int, tuple[int, int]]] = {}  # checks, values
         self._relu_cache: np.ndarray | None = None
         self._scale_sources: tuple[list[torch.Tensor], list[nn.Module]] | None = None
         self._pad_index: dict[tuple[int, ...], torch.Tensor] = {}
@@ -461,7 +473,10 @@ class Monitor:
                 and stats is not None
                 and self._quiet(*stats, host[4])
             )
-            rows = self._channels(step, names, stats, host[4], quiet)
+            values = {
+                n: v * self.dist.world_size for n, v in (probe.values if probe else {}).items()
+            }
+            rows = self._channels(step, names, stats, host[4], quiet, values)
         self._gradients(step, value, read, scale, rows)
 
     def _gradients(
@@ -681,10 +696,12 @@ class Monitor:
         flat: tuple[torch.Tensor, torch.Tensor] | None,
         scales: torch.Tensor | None,
         quiet: bool,
+        values: dict[str, int],
     ) -> dict[str, list[int]]:
         """Every producer's stuck counts for the metrics row, from the maxima and minima of
-        the producers ``names`` (concatenated in that order, on the host) and every
-        producer's scales; with the channel events, certificates and repairs they call for
+        the producers ``names`` (concatenated in that order, on the host), every producer's
+        scales and the values per channel the measured modules showed (``values``, for
+        repairs); with the channel events, certificates and repairs they call for
         (none when ``quiet``: see :meth:`_quiet`)."""
         assert self.structure is not None
         if quiet:
@@ -720,7 +737,8 @@ class Monitor:
             if change is not None:
                 self._emit(*change)
             if self.repair_enabled:
-                self._maybe_repair(step, info, counts)
+                measured = self.structure.pairs.get(name, name)
+                self._maybe_repair(step, info, counts, values.get(measured, 0))
         return out
 
     def _quiet_rows(self) -> dict[str, list[int]]:
@@ -856,16 +874,25 @@ class Monitor:
             high, low = both[: high.numel()], -both[high.numel() :]
         return names, (high, low)
 
-    def _maybe_repair(self, step: int, info: Producer, counts: ChannelCounts) -> None:
+    def _maybe_repair(self, step: int, info: Producer, counts: ChannelCounts, values: int) -> None:
+        """Repair certified channels at once, and channels silent at ``repair_patience``
+        checks in a row over ``repair_min_values`` values (``values``: this check's values
+        per channel, on every rank)."""
         streak = self._silent_streak.setdefault(info.name, {})
         silent = set(counts.observed)
         for c in list(streak):
             if c not in silent:
                 del streak[c]
         for c in silent:
-            streak[c] = streak.get(c, 0) + 1
+            checks, seen = streak.get(c, (0, 0))
+            streak[c] = (checks + 1, seen + values)
         chosen = sorted(
-            set(counts.certified) | {c for c, n in streak.items() if n >= self.repair_patience}
+            set(counts.certified)
+            | {
+                c
+                for c, (checks, seen) in streak.items()
+                if checks >= self.repair_patience and seen >= self.repair_min_values
+            }
         )
         if not chosen or info.name in self._not_repairable:
             return
@@ -997,6 +1024,7 @@ class Monitor:
             "repair": (
                 {
                     "patience": self.repair_patience,
+                    "min_values": self.repair_min_values,
                     "rng": self.repairer.rng,
                     "function_preserving": sorted(
                         n for n in self.structure.consumer if n not in self._not_repairable
