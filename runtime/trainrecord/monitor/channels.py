@@ -25,7 +25,7 @@ import torch
 from torch import nn
 from torch.nn.modules.module import register_module_forward_hook
 
-from trainrecord.monitor.structure import first_tensor, out_axis
+from trainrecord.monitor.structure import first_tensor, in_transform, out_axis
 
 BATCH_FIRST_BELOW = 128  # positions per channel (H x W) below which the batch is reduced first
 
@@ -89,6 +89,7 @@ class ActivationProbe:
         self.maxima: dict[str, torch.Tensor] = {}
         self.minima: dict[str, torch.Tensor] = {}
         self.values: dict[str, int] = {}  # values per channel seen (samples x positions)
+        self.transformed = False  # a forward pass ran under a torch.func transform: unseen
         self.dtypes: set[torch.dtype] = set()  # of the outputs measured (autocast shows here)
         self._modules = list(modules.values())  # held, so that their ids stay theirs
         self._names = {id(m): n for n, m in modules.items()}
@@ -99,6 +100,9 @@ class ActivationProbe:
     def _hook(self, module: nn.Module, args: Any, output: Any) -> None:
         name = self._names.get(id(module))
         if name is None or not torch.is_grad_enabled():
+            return
+        if in_transform():  # vmap's wrappers must not escape it (torch asserts on them)
+            self.transformed = True
             return
         tensor = first_tensor(output)
         if tensor is None or tensor.dim() < 2 or tensor.numel() == 0:

@@ -89,6 +89,14 @@ SIGTERM_SINK_WAIT = 2.0
 """Seconds a SIGTERM gives slow sinks, before and after run_end (a scheduler's grace period
 before SIGKILL can be 10 s: docker stop)."""
 
+NO_GRADIENTS_TRANSFORMED = (
+    "monitor.step(loss) found no parameter with a gradient, and the model ran under a "
+    "torch.func transform (vmap, functional_call): the parameters trained are the "
+    "transform's (a stacked ensemble's), not the model's own, which the Monitor watches. "
+    "Monitor a model whose own parameters are trained; checks without gradients are "
+    "counted in run_end.counts.checks_without_gradients"
+)
+
 NO_GRADIENTS = (
     "monitor.step(loss) found no parameter with a gradient: call it after "
     "loss.backward() and before optimizer.zero_grad(); checks without gradients "
@@ -216,6 +224,7 @@ class Monitor:
         self.checks = 0
         self.closed = False
         self._busy = 0  # inside _bookkeeping()
+        self._transformed = False  # the last check's forward pass ran under torch.func
         self._silent_streak: dict[str, dict[int, tuple[int, int]]] = {}  # checks, values
         self._relu_cache: np.ndarray | None = None
         self._scale_sources: tuple[list[torch.Tensor], list[nn.Module]] | None = None
@@ -428,6 +437,7 @@ class Monitor:
         probe, self._activation_probe = self._activation_probe, None
         if probe is not None:
             probe.remove()
+            self._transformed = probe.transformed
         self._stance.exit()
         self._compiled_in_window()
         if any(p.grad is None and p.requires_grad for p in self._parameters):
@@ -495,9 +505,8 @@ class Monitor:
             any_grad = False  # every gradient exactly zero: after zero_grad(), or nothing flows
         if not any_grad:
             self.counts["checks_without_gradients"] += 1
-            self._once(
-                "no_gradients", {"step": step, "severity": "warning", "message": NO_GRADIENTS}
-            )
+            message = NO_GRADIENTS_TRANSFORMED if self._transformed else NO_GRADIENTS
+            self._once("no_gradients", {"step": step, "severity": "warning", "message": message})
         if value is not None:
             for event, fields in self.loss.observe(step, value):
                 self._emit(event, fields)

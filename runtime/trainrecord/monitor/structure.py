@@ -119,6 +119,13 @@ COPY_NODES = frozenset({"CloneBackward0"})
 """A copy (``contiguous()``, the one before a reshape of a channels_last tensor)."""
 
 
+def in_transform() -> bool:
+    """Whether a torch.func transform (``vmap``, ``grad``...) is running: its tensors are
+    wrappers that must not escape it, and they belong to the transform's parameters (a
+    ``functional_call`` ensemble's stacked copies), not the module's own."""
+    return torch._C._functorch.maybe_current_level() is not None
+
+
 def first_tensor(value: Any) -> torch.Tensor | None:
     """The first tensor in a module's input or output (a tensor, tuple, list or dict)."""
     if isinstance(value, torch.Tensor):
@@ -180,6 +187,7 @@ class StructureProbe:
         self._outputs: list[torch.Tensor] = []
         self._ends: list[int] = []  # len(calls) at the end of each forward pass of the model
         self._names: dict[int, str] = {}
+        self.transformed = False  # a forward pass ran under a torch.func transform: unseen
         for name, module in modules.items():
             # leaves, and the layers the structure is about even when they have children
             # (a Conv under torch.nn.utils.parametrizations.weight_norm holds its
@@ -200,6 +208,9 @@ class StructureProbe:
     def _pre(self, module: nn.Module, args: Any) -> None:
         if id(module) not in self._names or not torch.is_grad_enabled():
             return
+        if in_transform():
+            self.transformed = True
+            return
         tensor = first_tensor(args)
         node = tensor.grad_fn if tensor is not None else None
         spatial = 1
@@ -212,7 +223,7 @@ class StructureProbe:
         if module is self._root_module:
             self._root(output)
         name = self._names.get(id(module))
-        if name is None or not torch.is_grad_enabled():
+        if name is None or not torch.is_grad_enabled() or in_transform():
             return
         stack = self._pending.get(id(module))
         if not stack:
@@ -223,6 +234,8 @@ class StructureProbe:
         self.calls.append(_Call(name, module, node, out_node, spatial))
 
     def _root(self, output: Any) -> None:
+        if in_transform():
+            return
         tensor = first_tensor(output)
         if tensor is not None and tensor.grad_fn is not None:
             self._outputs.append(tensor)
