@@ -287,3 +287,22 @@ def test_a_file_url_in_a_failed_job_sends_neither_home_nor_user(
     sent = receiver.store.latest(state.run_id)
     assert sent["status"] == "failed"
     assert sent["error"]["message"] == "cannot map file://~/runs/x.pt"
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "tr-test-token-7f3a9c1e5b2d4f6a8c0e".replace("7f", "%37%66"),
+        "tr-test-to%6Ben-7f3a9c1e5b2d4f6a8c0e",
+        "tr-test-to%6ben-7f3a9c1e5b2d4f6a8c0e",
+        "".join(f"%{ord(c):02X}" for c in "tr-test-token-7f3a9c1e5b2d4f6a8c0e"),
+        "%74r-test-token-7f3a9c1e5b2d4f6a8c0e",
+    ],
+)
+def test_a_percent_encoded_token_is_the_token(written: str) -> None:
+    """In a URL of an error message: scrubbed, and found by the payload check."""
+    assert TOKEN == "tr-test-token-7f3a9c1e5b2d4f6a8c0e"
+    text = f"POST https://reports.example.org/r?t={written} failed"
+    assert scrub_message(text, SECRETS) == "POST https://reports.example.org/r?t=<token> failed"
+    [problem] = privacy_problems({"error": {"message": text}}, SECRETS)
+    assert "token" in problem.message

@@ -225,6 +225,7 @@ MESSAGES = [
     "",
     "DataLoader worker (pid(s) 12345, 12346) exited unexpectedly",
     "worker pid=17 (pids [1, 2] and processes 3 and 4) could not open '/model.pt' or /data",
+    "POST https://h.example/r?t=tok-secret-%30%300000 (and %74%6F%6b-secret-000000) failed",
     "3/4 of loss/acc, N/A, +/- and https://example.org/docs/errors stay; C:/Users/x.pt goes",
 ]
 

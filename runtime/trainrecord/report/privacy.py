@@ -15,7 +15,10 @@ Public API:
 * :class:`Secrets`: what this process must never send (token, home, user, pid).
 
 A ``file:`` URL's path is scrubbed as a plain path, percent-decoded first: ``file://~/x``
-for the home folder, ``file://.../x`` for any other (the host is dropped).
+for the home folder, ``file://.../x`` for any other (the host is dropped). The token is the
+token percent-encoded too, anywhere (``?t=tok%65n``: any of its characters written as the
+``%XX`` of its UTF-8 bytes, in either case of hex digit): it is scrubbed and found as
+written.
 
 Not paths: a slash after a word character or a number (``3/4``, ``loss/acc``, ``a/b``), and
 the path of a URL after its host (``https://host/x`` is sent as it is). A user name of two
@@ -102,6 +105,18 @@ def _user_pattern(user: str) -> re.Pattern[str]:
     return re.compile(r"(?<=[/\\])" + re.escape(user) + _END)
 
 
+def _token_pattern(token: str) -> re.Pattern[str]:
+    """The token as written or with any of its characters percent-encoded."""
+
+    def hexes(char: str) -> str:
+        return "".join(
+            "%" + "".join(f"[{d}{d.lower()}]" if d.isalpha() else d for d in f"{b:02X}")
+            for b in char.encode("utf-8", "surrogatepass")
+        )
+
+    return re.compile("".join(f"(?:{re.escape(c)}|{hexes(c)})" for c in token))
+
+
 def _pid_pattern(pid: int) -> re.Pattern[str]:
     return re.compile(r"(?<![\d.])" + str(pid) + r"(?![\d.])")
 
@@ -130,7 +145,7 @@ def scrub_message(text: str, secrets: Secrets | None = None) -> str:
     s = secrets or Secrets()
     out = str(text)
     if s.token:
-        out = out.replace(s.token, "<token>")
+        out = _token_pattern(s.token).sub("<token>", out)
     out = _FILE_URL.sub(lambda m: _scrub_file_url(m, s), out)  # before the home folder
     if s.token:
         out = out.replace(s.token, "<token>")  # a token percent-encoded in a file URL
@@ -169,8 +184,9 @@ def privacy_problems(payload: Any, secrets: Secrets | None = None) -> list[Probl
     home = _home_pattern(s.home) if s.home_usable() else None  # type: ignore[arg-type]
     user = _user_pattern(s.user) if s.user_usable() else None  # type: ignore[arg-type]
     pid = _pid_pattern(s.pid) if s.pid else None
+    token = _token_pattern(s.token) if s.token else None
     for path, text in _strings(payload):
-        if s.token and s.token in text:
+        if token and token.search(text):
             found.append(Problem(rule, path, "holds the report token; never send it"))
         if home and home.search(text):
             found.append(Problem(rule, path, "holds the home folder; write ~ instead"))

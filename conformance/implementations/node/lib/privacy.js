@@ -5,7 +5,8 @@
  *
  * scrubMessage(text, secrets): the home folder becomes `~`, other absolute paths keep only
  * their last part (`.../model.pt`; a one-part `/data` becomes `.../data`), the user name
- * becomes `<user>` (a one-character name only as a whole path part), the token `<token>`,
+ * becomes `<user>` (a one-character name only as a whole path part), the token `<token>`
+ * (also percent-encoded, as any of its characters written `%XX`),
  * process ids `<pid>` (this process's anywhere, and every number written as a process id:
  * `pid 1`, `pid=1`, `PID: 1`, `pid(s) 1, 2`, `process id 1`, ...); cut to 500 characters.
  * privacyProblems(payload, secrets): every string that holds the token, the home folder or
@@ -81,6 +82,21 @@ const word = (text, flags = "") => py(String.raw`(?<![\w])` + escape(text) + Str
  */
 const userPattern = (user, flags = "") =>
   [...user].length >= 2 ? word(user, flags) : py(String.raw`(?<=[/\\])` + escape(user) + END, flags);
+/**
+ * The token as written or with any of its characters percent-encoded (the `%XX` of its
+ * UTF-8 bytes, in either case of hex digit): `tok%65n` is the token too.
+ * @param {string} token
+ */
+const tokenPattern = (token, flags = "") => {
+  /** @param {number} byte */
+  const hex = (byte) =>
+    "%" +
+    [...byte.toString(16).toUpperCase().padStart(2, "0")]
+      .map((d) => (/[A-F]/.test(d) ? `[${d}${d.toLowerCase()}]` : d))
+      .join("");
+  const chars = [...token].map((c) => `(?:${escape(c)}|${[...Buffer.from(c, "utf8")].map(hex).join("")})`);
+  return new RegExp(chars.join(""), `u${flags}`);
+};
 /** @param {number | bigint} pid */
 const pidPattern = (pid, flags = "") => py(String.raw`(?<![\d.])` + String(pid) + String.raw`(?![\d.])`, flags);
 
@@ -92,7 +108,7 @@ const pidPattern = (pid, flags = "") => py(String.raw`(?<![\d.])` + String(pid) 
 function scrubMessage(text, secrets = new Secrets()) {
   const s = secrets;
   let out = String(text);
-  if (s.token) out = out.split(s.token).join("<token>");
+  if (s.token) out = out.replace(tokenPattern(s.token, "g"), "<token>");
   if (s.homeUsable()) out = out.replace(homePattern(/** @type {string} */ (s.home), "g"), "~");
   out = out.replace(py(ABS_POSIX, "g"), (_m, last, only) => `.../${last || only || ""}`);
   out = out.replace(py(ABS_WINDOWS, "g"), (_m, last) => `...\\${last}`);
@@ -133,10 +149,11 @@ function privacyProblems(payload, secrets = new Secrets()) {
   const user = s.userUsable() ? userPattern(/** @type {string} */ (s.user)) : null;
   const pidWord = py(PID_WORD, "i");
   const pid = s.pid ? pidPattern(s.pid) : null;
+  const token = s.token ? tokenPattern(s.token) : null;
   const posix = py(ABS_POSIX);
   const windows = py(ABS_WINDOWS);
   for (const [where, text] of strings(payload)) {
-    if (s.token && text.includes(s.token)) found.push({ rule: RULE, path: where, message: "holds the report token; never send it" });
+    if (token && token.test(text)) found.push({ rule: RULE, path: where, message: "holds the report token; never send it" });
     if (home && home.test(text)) found.push({ rule: RULE, path: where, message: "holds the home folder; write ~ instead" });
     else if (posix.test(text) || windows.test(text)) found.push({ rule: RULE, path: where, message: "holds an absolute path; send names, not paths" });
     if (where[0] === "error") {
