@@ -14,6 +14,7 @@ import gc
 import weakref
 from pathlib import Path
 
+import pytest
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -198,3 +199,25 @@ def test_a_change_of_dtype_writes_a_manifest_with_the_new_precision(run_dir: Pat
             optimizer.zero_grad()
     manifests = events(read_run(run_dir), "manifest")
     assert [(m["step"], m["precision"]) for m in manifests] == [(0, "float32"), (8, "float64")]
+
+
+def test_a_model_without_parameters_is_refused_and_a_frozen_one_told_so(
+    run_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Before: run_start with layers [] and a no_gradients telling the user to call step()
+    # after backward(), which they did.
+    with pytest.raises(ValueError, match=r"\(ReLU\) has no parameters: nothing to monitor"):
+        Monitor(nn.ReLU(), None, run_dir)
+    assert not run_dir.exists()  # refused before any file
+    model = nn.Sequential(nn.BatchNorm1d(4, affine=False), nn.Linear(4, 2))
+    model.requires_grad_(False)
+    with (
+        caplog.at_level("WARNING", logger="trainrecord.monitor"),
+        Monitor(model, None, run_dir, check_every=1) as monitor,
+    ):
+        for _ in range(2):
+            model(torch.randn(8, 4)).sum()
+            monitor.step()
+    assert "no parameter that requires gradients (all frozen)" in caplog.text
+    (said,) = events(read_run(run_dir), "no_gradients")
+    assert said["message"].startswith("the model has no parameter that requires gradients")

@@ -97,6 +97,13 @@ NO_GRADIENTS_TRANSFORMED = (
     "counted in run_end.counts.checks_without_gradients"
 )
 
+NO_TRAINABLE = (
+    "the model has no parameter that requires gradients (all frozen): nothing is trained "
+    "to check; unfreeze the layers to train (requires_grad_(True)), or give the Monitor the "
+    "model that is trained; checks without gradients are counted in "
+    "run_end.counts.checks_without_gradients"
+)
+
 NO_GRADIENTS = (
     "monitor.step(loss) found no parameter with a gradient: call it after "
     "loss.backward() and before optimizer.zero_grad(); checks without gradients "
@@ -178,6 +185,11 @@ class Monitor:
             )
         if isinstance(start_step, bool) or not isinstance(start_step, int) or start_step < 0:
             raise ValueError(f"start_step must be an integer >= 0, got {start_step!r}")
+        if next(model.parameters(), None) is None:
+            raise ValueError(
+                f"the model ({type(model).__name__}) has no parameters: nothing to monitor; "
+                "give the Monitor the model whose parameters the optimizer trains"
+            )
         for what, value in (
             ("repair_patience", repair_patience),
             ("repair_min_values", repair_min_values),
@@ -277,6 +289,8 @@ class Monitor:
                 self.run_dir,
             )
         self._emit("run_start", self._run_start(config))
+        if not self.layers:
+            LOGGER.warning("trainrecord.Monitor: %s", NO_TRAINABLE.split("; checks")[0])
         if self.steps % self.check_every == 0:
             self._arm()
         if self.dist.writer:  # a SIGTERM (Slurm, docker stop) still writes run_end
@@ -505,7 +519,13 @@ class Monitor:
             any_grad = False  # every gradient exactly zero: after zero_grad(), or nothing flows
         if not any_grad:
             self.counts["checks_without_gradients"] += 1
-            message = NO_GRADIENTS_TRANSFORMED if self._transformed else NO_GRADIENTS
+            message = (
+                NO_TRAINABLE
+                if not self.layers
+                else NO_GRADIENTS_TRANSFORMED
+                if self._transformed
+                else NO_GRADIENTS
+            )
             self._once("no_gradients", {"step": step, "severity": "warning", "message": message})
         if value is not None:
             for event, fields in self.loss.observe(step, value):
