@@ -4,8 +4,7 @@ refused naming the key (as Python writes it), its type and what to pass instead.
 The probe's case (D6): ``config={"lr": np.float32(0.1), "epochs": np.int64(3)}`` was refused
 with "Object of type int64 is not JSON serializable", and ``config=args`` (an
 ``argparse.Namespace``) with "Namespace(lr=0.1) is not of type 'object', 'null'": neither
-named the key nor the fix. The tests at the end go through ``Monitor``; they run once
-monitor.py calls :func:`record_config` (skipped until then).
+named the key nor the fix. The tests at the end go through ``Monitor``.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ import numpy as np
 import pytest
 import torch
 
-import trainrecord.monitor.monitor as monitor_module
 from tests.monitor.conftest import TinyMLP, read_run, train
 from trainrecord.errors import RecordRefused
 from trainrecord.foundry.numbers import plain_number
@@ -189,13 +187,9 @@ def test_a_config_that_is_not_a_dict_is_refused_saying_what_to_pass(config: Any,
     assert fix in str(err) and "config must be a dict of JSON values or None" in str(err)
 
 
-# -- through the Monitor (once monitor.py calls record_config) -----------------------------
-
-WIRED = "record_config" in Path(monitor_module.__file__).read_text(encoding="utf-8")
-wired = pytest.mark.skipif(not WIRED, reason="monitor.py does not call record_config yet")
+# -- through the Monitor -------------------------------------------------------------------
 
 
-@wired
 def test_monitor_records_numpy_numbers_in_run_start(tmp_path: Path):
     torch.manual_seed(0)
     model = TinyMLP()
@@ -207,7 +201,6 @@ def test_monitor_records_numpy_numbers_in_run_start(tmp_path: Path):
     assert start["config"] == {"lr": 0.5, "epochs": 3, "shape": [8, 8], "x": "NaN"}
 
 
-@wired
 @pytest.mark.parametrize(
     ("config", "words"),
     [

@@ -58,6 +58,7 @@ from trainrecord.monitor.channels import (
     incoming_norms,
 )
 from trainrecord.monitor.compiled import EagerStance, is_compiled
+from trainrecord.monitor.config import record_config
 from trainrecord.monitor.distributed import Distributed, unwrap
 from trainrecord.monitor.gradients import (
     GradientAlarms,
@@ -120,7 +121,8 @@ class Monitor:
         run_dir: directory for diary.jsonl and metrics.jsonl (created; an existing diary
             is continued).
         name: the run's name (default: the directory name).
-        config: the run's configuration, recorded in run_start (JSON values).
+        config: the run's configuration, recorded in run_start (JSON values; numpy numbers
+            are taken as the numbers they hold; anything else is refused naming the key).
         check_every: a check every this many steps (step 0 is the first).
         scaler: a torch.amp.GradScaler when training with loss scaling.
         repair: re-initialise stuck channels (certified at once; silent ones once silent at
@@ -185,11 +187,7 @@ class Monitor:
             )
         if isinstance(start_step, bool) or not isinstance(start_step, int) or start_step < 0:
             raise ValueError(f"start_step must be an integer >= 0, got {start_step!r}")
-        if next(model.parameters(), None) is None:
-            raise ValueError(
-                f"the model ({type(model).__name__}) has no parameters: nothing to monitor; "
-                "give the Monitor the model whose parameters the optimizer trains"
-            )
+        config = record_config(config)  # before any file: a refusal leaves none
         for what, value in (
             ("repair_patience", repair_patience),
             ("repair_min_values", repair_min_values),
@@ -197,6 +195,11 @@ class Monitor:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{what} must be an integer >= 1, got {value!r}")
         self.model, wrapper = unwrap(model)
+        if next(self.model.parameters(), None) is None:
+            raise ValueError(
+                f"the model ({type(self.model).__name__}) has no parameters: nothing to "
+                "monitor; give the Monitor the model whose parameters the optimizer trains"
+            )
         self.optimizer = optimizer
         self.scaler = scaler
         self.check_every = check_every
