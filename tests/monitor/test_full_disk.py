@@ -141,3 +141,58 @@ def test_a_monitor_on_a_full_disk_leaves_a_complete_record_the_probes_case(tiny_
         assert closed["type"] == "RecordWriteError", closed
         assert "record.json" in closed["message"] and "trainrecord seal" in closed["message"]
         assert sorted(os.listdir(run)) == ["diary.jsonl", "metrics.jsonl"]
+
+
+GIVES_BACK = """
+import fcntl, json, resource, signal, sys, threading
+import torch
+from torch import nn
+from torch.nn import functional as F
+from trainrecord import Monitor
+
+torch.set_num_threads(1)
+run_dir = sys.argv[1]
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (1500, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+model = nn.Sequential(*[nn.Sequential(nn.Linear(4, 4), nn.ReLU()) for _ in range(6)])
+monitor = Monitor(model, None, run_dir, check_every=1, log=False)
+out = {}
+try:  # the diary's structure and manifest pass the limit at the first check
+    model(torch.randn(8, 4)).sum().backward()
+    monitor.step()
+except Exception as exc:
+    out["step"] = type(exc).__name__
+try:
+    monitor.close()  # run_end cannot be written to the broken diary
+except Exception as exc:
+    out["close"] = type(exc).__name__
+out["sinks"] = [t.name for t in threading.enumerate() if t.name == "trainrecord-sinks"]
+for name in ("diary.jsonl", "metrics.jsonl"):
+    with open(f"{run_dir}/{name}", "rb") as f:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            out[name] = "free"
+        except OSError:
+            out[name] = "still locked"
+print(json.dumps(out))
+"""
+
+
+def test_a_close_whose_run_end_fails_still_gives_back_files_and_the_sinks_thread(
+    tmp_path: Path,
+) -> None:
+    # Before: close() raised at run_end and never closed diary.jsonl (its lock held until the
+    # Monitor was collected) nor stopped the sinks' thread.
+    proc = subprocess.run(
+        [sys.executable, "-c", GIVES_BACK, str(tmp_path / "run")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["step"] == "RecordWriteError" and out["close"] == "RecordWriteError", out
+    assert out["sinks"] == []
+    assert out["diary.jsonl"] == "free" and out["metrics.jsonl"] == "free"

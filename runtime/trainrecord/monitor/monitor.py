@@ -359,9 +359,18 @@ class Monitor:
         self._held.unwatch_registrations()
         self._sinks.flush(sink_wait)  # every failure so far counted; the sinks still get run_end
         self.counts["sink_errors"] = self._sinks.failures
-        if self.dist.writer:
-            digest = self._metrics.sha256()
-            self._metrics.close()
+        try:
+            if self.dist.writer:
+                self._write_run_end(ended)
+        finally:  # files, locks and the sinks' thread are given back, whatever failed
+            self._sinks.close(sink_wait)
+
+    def _write_run_end(self, ended: dict[str, str] | None) -> None:
+        try:
+            try:
+                digest = self._metrics.sha256()
+            finally:
+                self._metrics.close()
             fields: dict[str, Any] = {
                 "steps": self.steps - self.start_step,  # this session's
                 "checks": self.checks,
@@ -371,8 +380,8 @@ class Monitor:
             if ended is not None:
                 fields["error"] = ended
             self._emit("run_end", fields)
+        finally:
             self._diary.close()
-        self._sinks.close(sink_wait)
 
     @contextlib.contextmanager
     def _bookkeeping(self) -> Iterator[None]:
