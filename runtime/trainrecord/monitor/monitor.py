@@ -98,6 +98,9 @@ NO_GRADIENTS_TRANSFORMED = (
     "counted in run_end.counts.checks_without_gradients"
 )
 
+LOSS_TYPES = (torch.Tensor, numbers.Real, np.ndarray, np.generic)
+"""What ``step(loss)`` takes (a check reads it further: a numpy array must be 0-d)."""
+
 NO_TRAINABLE = (
     "the model has no parameter that requires gradients (all frozen): nothing is trained "
     "to check; unfreeze the layers to train (requires_grad_(True)), or give the Monitor the "
@@ -325,6 +328,11 @@ class Monitor:
         """Call once per optimizer step, after ``backward()`` and before ``optimizer.step()``."""
         if self.closed:
             raise RuntimeError("Monitor.step() after close(): create a new Monitor for a new run")
+        if loss is not None and not isinstance(loss, LOSS_TYPES):  # at every step, not late
+            raise TypeError(
+                "monitor.step(loss): loss must be a tensor, a number or None, "
+                f"got {type(loss).__name__}"
+            )
         step = self.steps
         if step % self.check_every and (step + 1) % self.check_every:
             self.steps = step + 1  # between checks: a counter, nothing else
