@@ -97,6 +97,30 @@ def runs(target: Target) -> st.SearchStrategy[tuple[list, list, dict | None]]:
     return st.tuples(S.diary_events(5), rows, end)
 
 
+EDGE_TEXT = "naïve ✓ 😀 \u2028"
+"""Text outside ASCII: the canonical JSON a line hash is computed over writes it escaped
+(``\\u00ef``, a surrogate pair for the astral character), as ``json.dumps`` does."""
+
+
+def edge_events() -> list[dict[str, Any]]:
+    """The simplest run_start, then a line whose text is outside ASCII."""
+    start = S.simplest(_event("run_start"))
+    return [start, {"event": "sink_error", "sink": "diary", "error": EDGE_TEXT}]
+
+
+def edge_run() -> tuple[list, list, dict | None]:
+    """A fixed valid run in the shape of :func:`runs`: :func:`edge_events`, the simplest
+    metrics row and run_end (three lines)."""
+    row = S.simplest(S.valid_instances(METRICS_ROW))
+    return edge_events(), [row], S.simplest(_event("run_end"))
+
+
+def spots(lines: int, variants: int = 1) -> list[int]:
+    """The choices that make a tamper (see :func:`_spot`) break each of its ``variants`` on
+    the first and on the last line of a run of ``lines`` lines."""
+    return sorted({v * lines + k for v in range(variants) for k in (0, lines - 1)})
+
+
 # --------------------------------------------------------------------------- verifying
 
 
@@ -129,54 +153,113 @@ Tamper = Callable[[Path, list[dict[str, Any]], int], int | None]
 """Break one thing in a valid run folder; return the first bad line (or None)."""
 
 
-def _pick(lines: list[Any], choice: int, low: int = 0) -> int:
-    return low + choice % max(1, len(lines) - low)
+def _spot(lines: list[Any], choice: int, variants: int = 1) -> tuple[int, int]:
+    """The line and the variant a tamper's ``choice`` picks (see :func:`spots`)."""
+    return choice % len(lines), choice // len(lines) % variants
+
+
+def _one_off(digest: str) -> str:
+    """The hex digest with its last digit changed."""
+    return digest[:-1] + ("1" if digest[-1] == "0" else "0")
+
+
+def _rehash(lines: list[dict[str, Any]], k: int) -> list[dict[str, Any]]:
+    """Line ``k``'s hash recomputed over its (changed) prev and body, the lines after it
+    chained on: only what was changed on line ``k`` is wrong."""
+    lines = [dict(x) for x in lines]
+    body = {key: v for key, v in lines[k].items() if key not in ("prev", "hash")}
+    lines[k]["hash"] = line_hash(lines[k]["prev"], body)
+    return rechain(lines, k + 1) if k + 1 < len(lines) else lines
 
 
 def t_hash(folder: Path, lines: list[dict[str, Any]], choice: int) -> int | None:
-    k = _pick(lines, choice)
+    """A line's body changed; its hash off in the last hex digit; or a field outside ASCII
+    added and the hash taken over it unescaped (``ensure_ascii=False``)."""
+    k, variant = _spot(lines, choice, 3)
     lines = [dict(x) for x in lines]
-    lines[k]["time"] = lines[k]["time"] + 1
+    if variant == 0:
+        lines[k]["time"] = lines[k]["time"] + 1
+    elif variant == 1:
+        lines[k]["hash"] = _one_off(lines[k]["hash"])
+    else:
+        lines[k]["note"] = EDGE_TEXT
+        body = {key: v for key, v in lines[k].items() if key not in ("prev", "hash")}
+        raw = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        lines[k]["hash"] = hashlib.sha256((lines[k]["prev"] + raw).encode("utf-8")).hexdigest()
+        lines = rechain(lines, k + 1) if k + 1 < len(lines) else lines
     write_lines(folder / "diary.jsonl", lines)
     return k
 
 
 def t_prev(folder: Path, lines: list[dict[str, Any]], choice: int) -> int | None:
-    k = _pick(lines, choice)
+    """A line's prev another hash, or the right one (64 zeros on the first line) off in
+    its last hex digit; its hash recomputed."""
+    k, variant = _spot(lines, choice, 2)
     lines = [dict(x) for x in lines]
-    lines[k]["prev"] = hashlib.sha256(b"elsewhere").hexdigest()
-    body = {key: v for key, v in lines[k].items() if key not in ("prev", "hash")}
-    lines[k]["hash"] = line_hash(lines[k]["prev"], body)
-    write_lines(folder / "diary.jsonl", rechain(lines, k + 1) if k + 1 < len(lines) else lines)
+    right = lines[k]["prev"]
+    lines[k]["prev"] = _one_off(right) if variant else hashlib.sha256(b"elsewhere").hexdigest()
+    write_lines(folder / "diary.jsonl", _rehash(lines, k))
     return k
 
 
+SEQ_CHANGES = (1, 2, 3, -1)
+"""How a tamper moves a seq: a gap of one, two or three, a repeat of the line before."""
+
+
 def t_seq(folder: Path, lines: list[dict[str, Any]], choice: int) -> int | None:
-    k = _pick(lines, choice, 1) if len(lines) > 1 else 0
+    """A line's seq off by one of :data:`SEQ_CHANGES` (the first line's: starting at 1 for
+    a repeat)."""
+    k, variant = _spot(lines, choice, len(SEQ_CHANGES))
     lines = [dict(x) for x in lines]
-    lines[k]["seq"] = lines[k]["seq"] + 1 + choice % 3
+    change = SEQ_CHANGES[variant] if k > 0 else abs(SEQ_CHANGES[variant])
+    lines[k]["seq"] = lines[k]["seq"] + change
     write_lines(folder / "diary.jsonl", rechain(lines, k))
     return k
 
 
+BAD_LINES: tuple[bytes | None, ...] = (
+    b'{"seq": NaN}',
+    b'{"a": -Infinity}',
+    b"{not json",
+    b"[1, 2]",
+    b'"text"',
+    b"",
+    None,  # the line with its seq given twice
+    b"\xe9",  # the line with a Latin-1 byte in its event (not UTF-8)
+)
+
+
 def t_json(folder: Path, lines: list[dict[str, Any]], choice: int) -> int | None:
-    k = _pick(lines, choice)
-    texts = [canonical_line(x) for x in lines]
-    texts[k] = ['{"seq": NaN}', "{not json", "[1, 2]", '"text"'][choice % 4]
-    (folder / "diary.jsonl").write_text("".join(t + "\n" for t in texts), encoding="utf-8")
+    """A line replaced by one of :data:`BAD_LINES`."""
+    k, variant = _spot(lines, choice, len(BAD_LINES))
+    texts = [canonical_line(x).encode("utf-8") for x in lines]
+    bad = BAD_LINES[variant]
+    if bad is None:
+        texts[k] = b'{"seq":%d,' % lines[k]["seq"] + texts[k][1:]
+    elif bad == b"\xe9":
+        texts[k] = texts[k].replace(b'"event":"', b'"event":"\xe9', 1)
+    else:
+        texts[k] = bad
+    (folder / "diary.jsonl").write_bytes(b"".join(t + b"\n" for t in texts))
     return k
 
 
 def t_torn(folder: Path, lines: list[dict[str, Any]], choice: int) -> int | None:
+    """The last line cut after 1 to all of its bytes but the newline (a negative choice
+    counts from the end: -1 keeps the whole line without its newline)."""
     data = (folder / "diary.jsonl").read_bytes()
     last = canonical_line(lines[-1]).encode("utf-8") + b"\n"
-    cut = 1 + choice % (len(last) - 2)
+    cut = 1 + choice % (len(last) - 1)
     (folder / "diary.jsonl").write_bytes(data[: len(data) - len(last) + cut])
     return None
 
 
 def t_empty(folder: Path, lines: list[dict[str, Any]], choice: int) -> int | None:
-    (folder / "diary.jsonl").write_bytes(b"")
+    """diary.jsonl empty, or missing."""
+    if choice % 2:
+        (folder / "diary.jsonl").unlink()
+    else:
+        (folder / "diary.jsonl").write_bytes(b"")
     return None
 
 
@@ -190,22 +273,36 @@ def t_run_start(folder: Path, lines: list[dict[str, Any]], choice: int) -> int |
 
 
 def t_run_end(folder: Path, lines: list[dict[str, Any]], choice: int) -> int | None:
+    """A line after run_end; or, after a resumed run's run_start and its run_end (allowed),
+    a line after that run_end."""
     events = [{k: v for k, v in x.items() if k not in RESERVED} for x in lines]
+    if choice % 2:
+        events += [events[0], events[-1]]
     extra = {"event": "sink_error", "sink": "metrics", "error": "late"}
     write_lines(folder / "diary.jsonl", chain([*events, extra]))
     return len(events)
 
 
 def t_metrics_sha(folder: Path, lines: list[dict[str, Any]], choice: int) -> int | None:
-    with (folder / "metrics.jsonl").open("a", encoding="utf-8") as f:
-        f.write(
-            canonical_line({"step": 10**6 + choice, "loss": 1.0, "grad": {}, "stuck": {}}) + "\n"
-        )
+    """A row appended to metrics.jsonl, or one space added inside its last row (still the
+    same JSON, one byte more)."""
+    path = folder / "metrics.jsonl"
+    data = path.read_bytes()
+    if choice % 2 and data:
+        path.write_bytes(data[:-2] + b" }\n")
+        return None
+    row = {"step": 10**6 + choice, "loss": 1.0, "grad": {}, "stuck": {}}
+    path.write_bytes(data + canonical_line(row).encode("utf-8") + b"\n")
     return None
 
 
 def t_metrics_json(folder: Path, lines: list[dict[str, Any]], choice: int) -> int | None:
-    bad = ['{"step": NaN}', "{oops", '{"step": 1, "loss": Infinity}'][choice % 3]
+    bad = [
+        '{"step": NaN}',
+        "{oops",
+        '{"step": 1, "loss": Infinity}',
+        '{"step":1,"step":1,"loss":1.0,"grad":{},"stuck":{}}',
+    ][choice % 4]
     metrics = (folder / "metrics.jsonl").read_bytes() + bad.encode() + b"\n"
     (folder / "metrics.jsonl").write_bytes(metrics)
     events = [{k: v for k, v in x.items() if k not in RESERVED} for x in lines]
@@ -215,24 +312,72 @@ def t_metrics_json(folder: Path, lines: list[dict[str, Any]], choice: int) -> in
     return None
 
 
-TAMPERS: dict[str, tuple[Tamper, bool, bool]] = {
-    "diary.chain.hash": (t_hash, True, False),
-    "diary.chain.prev": (t_prev, True, False),
-    "diary.chain.seq": (t_seq, True, False),
-    "diary.file.json": (t_json, True, False),
-    "diary.file.torn": (t_torn, False, False),
-    "diary.file.empty": (t_empty, False, False),
-    "diary.order.run_start": (t_run_start, True, False),
-    "diary.order.run_end": (t_run_end, True, True),
-    "diary.metrics.sha256": (t_metrics_sha, False, True),
-    "diary.metrics.json": (t_metrics_json, False, False),
+FORMAT_CHANGES = (str.upper, lambda h: h[:-1], lambda h: h + "0", lambda h: h + "\n")
+"""A hex digest in upper case, one digit short, one digit long, with a line break after it
+(``$`` in a Python regex matches before it)."""
+
+
+def t_hash_format(folder: Path, lines: list[dict[str, Any]], choice: int) -> int | None:
+    """A line's hash written as one of :data:`FORMAT_CHANGES`."""
+    k, variant = _spot(lines, choice, len(FORMAT_CHANGES))
+    lines = [dict(x) for x in lines]
+    lines[k]["hash"] = FORMAT_CHANGES[variant](lines[k]["hash"])
+    write_lines(folder / "diary.jsonl", lines)
+    return k
+
+
+def t_prev_format(folder: Path, lines: list[dict[str, Any]], choice: int) -> int | None:
+    """A line's prev (after the first: 64 zeros have no upper case) written as one of
+    :data:`FORMAT_CHANGES`, its hash recomputed."""
+    k, variant = _spot(lines, choice, len(FORMAT_CHANGES))
+    k = max(k, 1)
+    lines = [dict(x) for x in lines]
+    lines[k]["prev"] = FORMAT_CHANGES[variant](lines[k]["prev"])
+    write_lines(folder / "diary.jsonl", _rehash(lines, k))
+    return k
+
+
+TAMPERS: dict[str, tuple[Tamper, bool, bool, int]] = {
+    "diary.chain.hash": (t_hash, True, False, 3),
+    "diary.chain.prev": (t_prev, True, False, 2),
+    "diary.chain.seq": (t_seq, True, False, len(SEQ_CHANGES)),
+    "diary.file.json": (t_json, True, False, len(BAD_LINES)),
+    "diary.file.torn": (t_torn, False, False, 1),
+    "diary.file.empty": (t_empty, False, False, 2),
+    "diary.order.run_start": (t_run_start, True, False, 2),
+    "diary.order.run_end": (t_run_end, True, True, 2),
+    "diary.metrics.sha256": (t_metrics_sha, False, True, 2),
+    "diary.metrics.json": (t_metrics_json, False, False, 4),
+    "diary.hash.format": (t_hash_format, True, False, len(FORMAT_CHANGES)),
+    "diary.prev.format": (t_prev_format, True, True, len(FORMAT_CHANGES)),
 }
-"""rule -> (tamper, whether it names a line, whether the run must end with run_end)."""
+"""rule -> (tamper, whether it names a line, whether the run must end with run_end, how
+many variants it has)."""
+BY_LINE = (t_hash, t_prev, t_seq, t_json, t_hash_format, t_prev_format)
+"""The tampers that pick a line and a variant from their choice (:func:`_spot`); the others
+take the variant ``choice % variants``."""
+
+
+def tamper_edges(rule: str) -> Callable[[Target], list[Any]]:
+    """The fixed cases of a tamper check: :func:`edge_run` with each variant of the tamper,
+    on the first and the last line where it picks a line (a torn tail: one byte of the last
+    line, all of it but its newline, all but its last character)."""
+    tamper, _, _, variants = TAMPERS[rule]
+
+    def edges(target: Target) -> list[Any]:
+        run = edge_run()
+        if tamper is t_torn:
+            return [(run, c) for c in (0, -1, -2)]
+        if tamper in BY_LINE:
+            return [(run, c) for c in spots(len(run[0]) + 1, variants)]
+        return [(run, c) for c in range(variants)]
+
+    return edges
 
 
 def tamper_check(rule: str) -> Callable[[Context, Any], None]:
     """The valid run verifies; the tampered copy fails on ``rule``, on the right line."""
-    tamper, names_line, needs_end = TAMPERS[rule]
+    tamper, names_line, needs_end, _ = TAMPERS[rule]
 
     def body(ctx: Context, case: tuple[tuple[list, list, dict | None], int]) -> None:
         (events, rows, end), choice = case
@@ -361,20 +506,22 @@ def s_sig_format(ctx: Context, folder: Path, lines: list, choice: int) -> str | 
     return _keys(ctx)[1]
 
 
-SEALS: dict[str, tuple[Callable[[Context, Path, list, int], str | None], bool, bool]] = {
-    "seal.diary.lines": (s_append, False, False),
-    "seal.diary.sha256": (s_spacing, False, True),
-    "seal.diary.head": (s_head, False, True),
-    "seal.metrics.sha256": (s_metrics, False, False),
-    "seal.file.json": (s_json, False, True),
-    "seal.missing": (s_missing, False, True),
-    "seal.signature.invalid": (s_sig_invalid, True, True),
-    "seal.signature.key": (s_sig_key, True, True),
-    "seal.signature.missing": (s_sig_gone, True, True),
-    "seal.signature.unexpected": (s_sig_unexpected, False, True),
-    "seal.signature.format": (s_sig_format, True, True),
+SealTamper = Callable[[Context, Path, list, int], str | None]
+SEALS: dict[str, tuple[SealTamper, bool, bool, tuple[int, ...]]] = {
+    "seal.diary.lines": (s_append, False, False, (0, 1)),
+    "seal.diary.sha256": (s_spacing, False, True, (0,)),
+    "seal.diary.head": (s_head, False, True, (0,)),
+    "seal.metrics.sha256": (s_metrics, False, False, (0,)),
+    "seal.file.json": (s_json, False, True, (0, 1, 2)),
+    "seal.missing": (s_missing, False, True, (0,)),
+    "seal.signature.invalid": (s_sig_invalid, True, True, (0, 511)),  # first and last bit
+    "seal.signature.key": (s_sig_key, True, True, (0,)),
+    "seal.signature.missing": (s_sig_gone, True, True, (0,)),
+    "seal.signature.unexpected": (s_sig_unexpected, False, True, (0,)),
+    "seal.signature.format": (s_sig_format, True, True, (0, 1, 2, 3)),
 }
-"""rule -> (tamper, signed seal, with run_end)."""
+"""rule -> (tamper, signed seal, with run_end, the choices that make each of its variants:
+the fixed cases, in :func:`edge_run`)."""
 
 
 # --------------------------------------------------------------------------- writing
@@ -456,6 +603,10 @@ def writer_refuses(ctx: Context, case: tuple[list[dict[str, Any]], S.Broken, int
         raise Failed(f"{k} valid events then an invalid one left {len(lines)} lines")
 
 
+RESERVED_VALUES = (0, 1.5, "0" * 64)
+"""What an event sets a reserved field to: the first seq, a time, the first prev."""
+
+
 def writer_reserved(ctx: Context, case: tuple[list[dict[str, Any]], str, Any]) -> None:
     """An event that sets seq, time, prev or hash itself is refused."""
     events, field, value = case
@@ -513,6 +664,7 @@ def checks() -> list[Check]:
             with_choice,
             tamper_check(rule),
             scale="io",
+            edges=tamper_edges(rule),
         )
         for rule in TAMPERS
     ]
@@ -524,8 +676,9 @@ def checks() -> list[Check]:
             with_choice,
             seal_check(rule, signed, tamper, end),
             scale="io",
+            edges=lambda t, choices=choices: [(edge_run(), c) for c in choices],
         )
-        for rule, (tamper, signed, end) in SEALS.items()
+        for rule, (tamper, signed, end, choices) in SEALS.items()
     ]
     written = lambda t: S.diary_events(5)  # noqa: E731
     out += [
@@ -536,6 +689,7 @@ def checks() -> list[Check]:
             written,
             writer_check(rule),
             scale="io",
+            edges=lambda t: [edge_events()[:1], edge_events()],  # one line; text beyond ASCII
         )
         for rule in ("diary.chain.seq", "diary.chain.prev", "diary.chain.hash", "diary.writer.time")
     ]
@@ -553,10 +707,11 @@ def checks() -> list[Check]:
             "write_diary refuses events that set seq, time, prev or hash",
             frozenset({"write_diary"}),
             lambda t: st.tuples(
-                S.diary_events(3), st.sampled_from(RESERVED), st.sampled_from([0, 1.5, "0" * 64])
+                S.diary_events(3), st.sampled_from(RESERVED), st.sampled_from(RESERVED_VALUES)
             ),
             writer_reserved,
             scale="io",
+            edges=lambda t: [(edge_events(), f, v) for f in RESERVED for v in RESERVED_VALUES],
         ),
     ]
     return out

@@ -72,12 +72,18 @@ def no_overwrite(ctx: Context, case: tuple[str, bytes]) -> None:
 
 @cache
 def _foreign_keys() -> tuple[bytes, ...]:
-    """PEM keys of other algorithms (RSA, EC P-256), private and public."""
+    """PEM keys of other algorithms, private and public: RSA, EC P-256, and the neighbours
+    of Ed25519 in the OID arc 1.3.101 (X25519 of the same size, Ed448)."""
     from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+    from cryptography.hazmat.primitives.asymmetric import ec, ed448, rsa, x25519
 
     out = []
-    for key in (rsa.generate_private_key(65537, 2048), ec.generate_private_key(ec.SECP256R1())):
+    for key in (
+        rsa.generate_private_key(65537, 2048),
+        ec.generate_private_key(ec.SECP256R1()),
+        x25519.X25519PrivateKey.generate(),
+        ed448.Ed448PrivateKey.generate(),
+    ):
         out.append(
             key.private_bytes(
                 serialization.Encoding.PEM,
@@ -91,6 +97,76 @@ def _foreign_keys() -> tuple[bytes, ...]:
             )
         )
     return tuple(out)
+
+
+def _kind_of(pem: bytes) -> str:
+    return "private" if b"PRIVATE KEY" in pem else "public"
+
+
+@cache
+def _ed25519_not_pem() -> tuple[tuple[str, bytes], ...]:
+    """An Ed25519 key written as no PEM key: (kind, content) in DER, raw, OpenSSH and
+    encrypted PKCS#8, and a public key read as a private one."""
+    from cryptography.hazmat.primitives import serialization as ser
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    key = ed25519.Ed25519PrivateKey.generate()
+    public = key.public_key()
+    spki = ser.PublicFormat.SubjectPublicKeyInfo
+    return (
+        (
+            "private",
+            key.private_bytes(ser.Encoding.DER, ser.PrivateFormat.PKCS8, ser.NoEncryption()),
+        ),
+        ("public", public.public_bytes(ser.Encoding.DER, spki)),
+        ("private", key.private_bytes(ser.Encoding.Raw, ser.PrivateFormat.Raw, ser.NoEncryption())),
+        ("public", public.public_bytes(ser.Encoding.Raw, ser.PublicFormat.Raw)),
+        (
+            "private",
+            key.private_bytes(ser.Encoding.PEM, ser.PrivateFormat.OpenSSH, ser.NoEncryption()),
+        ),
+        ("public", public.public_bytes(ser.Encoding.OpenSSH, ser.PublicFormat.OpenSSH)),
+        (
+            "private",
+            key.private_bytes(
+                ser.Encoding.PEM, ser.PrivateFormat.PKCS8, ser.BestAvailableEncryption(b"pw")
+            ),
+        ),
+        ("private", public.public_bytes(ser.Encoding.PEM, spki)),
+    )
+
+
+def _secret_of(content: bytes) -> str:
+    """What of a key file's content a refusal must never show: its first line of base64
+    (for PEM and OpenSSH), else its bytes in hex."""
+    lines = content.splitlines()
+    if content.isascii() and len(lines) > 1:
+        return lines[1].decode()
+    if content.isascii() and b" " in content:
+        return content.split(b" ")[1].decode()[:40]
+    return content.hex()[:32]
+
+
+def bad_key_edges(target: Target) -> list[tuple[str, bytes, str]]:
+    """Key files that are almost Ed25519 PEM keys: each foreign key (X25519 and Ed448
+    among them) as the kind it is, and cut short; an Ed25519 key in DER, raw, OpenSSH or
+    encrypted, a public key read as private; an empty file; noise and PEM armour around
+    noise."""
+    secret = "SECRETABCDEFGHJKLMN"
+    out = [(_kind_of(k), k, _secret_of(k)) for k in _foreign_keys()]
+    out += [(_kind_of(k), k[:60] + secret.encode(), secret) for k in _foreign_keys()[:2]]
+    out += [(kind, content, _secret_of(content)) for kind, content in _ed25519_not_pem()]
+    armour = base64.b64encode(secret.encode() + bytes(8))
+    out += [
+        ("public", b"", ""),
+        ("private", secret.encode(), secret),
+        (
+            "public",
+            b"-----BEGIN PUBLIC KEY-----\n" + armour + b"\n-----END PUBLIC KEY-----\n",
+            secret,
+        ),
+    ]
+    return out
 
 
 @st.composite
@@ -122,7 +198,7 @@ def bad_format(ctx: Context, case: tuple[str, bytes, str]) -> None:
     path = ctx.folder(create=True) / ("bad.pem" if kind == "private" else "bad.pub")
     path.write_bytes(content)
     result = ctx.refused("load_key", {"path": str(path), "kind": kind}, "seal.key.format")
-    if secret in result.message:
+    if secret and secret in result.message:
         raise Failed("the refusal shows the key file's content")
 
 
@@ -154,17 +230,29 @@ def verify_first(ctx: Context, case: tuple[tuple[list, list, dict | None], int])
 def checks() -> list[Check]:
     """The key and seal checks."""
 
+    which = ["private", "public", "the pair"]
+
     def existing(t: Target) -> st.SearchStrategy[tuple[str, bytes]]:
-        return st.tuples(st.sampled_from(["private", "public", "the pair"]), st.binary(max_size=32))
+        return st.tuples(st.sampled_from(which), st.binary(max_size=32))
 
     return [
-        Check("seal.key.exists", "keygen never overwrites", KEYS, existing, no_overwrite),
+        Check(
+            "seal.key.exists",
+            "keygen never overwrites",
+            KEYS,
+            existing,
+            no_overwrite,
+            edges=lambda t: (
+                [(w, c) for w in which[:2] for c in (b"", b"\n", bytes(32))] + [("the pair", b"")]
+            ),  # an empty file, a line break, a raw key's 32 bytes
+        ),
         Check(
             "seal.key.format",
             "only Ed25519 PEM keys, never shown",
             KEYS,
             lambda t: bad_keys(),
             bad_format,
+            edges=bad_key_edges,
         ),
         Check(
             "seal.verify",

@@ -20,6 +20,7 @@ import itertools
 import re
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote
 
 from hypothesis import strategies as st
 
@@ -27,6 +28,7 @@ from trainrecord_conformance import strategies as S
 from trainrecord_conformance.checks.base import Check, Context, Failed
 from trainrecord_conformance.checks.receiver import answer_body
 from trainrecord_conformance.checks.reporting import REPORT, _vector_reports, receiver, token
+from trainrecord_conformance.checks.settings import _encode
 from trainrecord_conformance.targets import Target
 
 BUILD = frozenset({"build_report"})
@@ -119,31 +121,146 @@ def secret_message(secrets: dict[str, Any]) -> str:
     )
 
 
+def job_input(
+    report: dict[str, Any],
+    event: str,
+    status: str,
+    secrets: dict[str, Any],
+    *,
+    finished: bool,
+    failed: bool,
+    history: bool = True,
+    seq: int = 0,
+    message: str | None = None,
+    config: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A build_report input: the job of a vector ``report`` under ``event`` and ``status``,
+    with a finished_at when ``finished``, an error (``message``, by default
+    :func:`secret_message`) when ``failed``, its history kept or emptied, its config
+    changed by ``config``."""
+    state = base_state(report)
+    state["running"] = status == "in progress"
+    if finished:
+        state["finished_at"] = state["started_at"] or report["sent_at"]
+    if failed:
+        text = secret_message(secrets) if message is None else message
+        state["error"] = {"type": "OSError", "message": text}
+    if not history:
+        state["history"] = []
+    if config:
+        state["config"] = {**state["config"], **config}
+    return {
+        "state": state,
+        "event": event,
+        "status": status,
+        "seq": seq,
+        "sent_at": report["sent_at"],
+        "secrets": secrets,
+    }
+
+
 @st.composite
 def cases(draw: Callable[..., Any], pairs: tuple[tuple[str, str], ...] = ALLOWED) -> dict[str, Any]:
     """A build_report input: a state, an event and status, and the process's secrets (a
     word set has no epoch_end event)."""
     report = draw(st.sampled_from(_vector_reports()))
-    state = base_state(report)
-    kind_pairs = [p for p in pairs if p[0] != "epoch_end" or state["kind"] != "wordset"]
+    kind_pairs = [p for p in pairs if p[0] != "epoch_end" or report["kind"] != "wordset"]
     event, status = draw(st.sampled_from(kind_pairs))
     secrets = secrets_of(draw)
-    if status != "in progress":
-        state["running"] = False
-    if status == "complete" or (draw(st.booleans()) and status != "in progress"):
-        state["finished_at"] = state["started_at"] or report["sent_at"]
-    if status == "failed" or (status != "in progress" and draw(st.booleans())):
-        state["error"] = {"type": "OSError", "message": secret_message(secrets)}
-    if draw(st.booleans()) and state["history"]:
-        state["history"] = []
+    finished = status == "complete" or (draw(st.booleans()) and status != "in progress")
+    failed = status == "failed" or (status != "in progress" and draw(st.booleans()))
+    history = not draw(st.booleans())
+    seq = draw(st.integers(0, 2**53 - 1))
+    return job_input(
+        report, event, status, secrets, finished=finished, failed=failed, history=history, seq=seq
+    )
+
+
+EDGE_SECRETS = {"token": "tok0123456789abcdef", "home": "/home/ua", "user": "ua", "pid": 1000}
+"""The fixed cases' secrets: the shortest token, user name and pid :func:`secrets_of`
+draws."""
+
+
+def edge_input(
+    event: str,
+    status: str,
+    kind: str = "lesion",
+    *,
+    finished: bool | None = None,
+    failed: bool | None = None,
+    **changes: Any,
+) -> dict[str, Any]:
+    """A fixed build_report input: the first vector job of ``kind`` under ``event`` and
+    ``status``, finished exactly when complete and failed exactly when failed unless told
+    otherwise; ``changes`` as :func:`job_input` takes them."""
+    report = next(r for r in _vector_reports() if r["kind"] == kind)
+    return job_input(
+        report,
+        event,
+        status,
+        EDGE_SECRETS,
+        finished=status == "complete" if finished is None else finished,
+        failed=status == "failed" if failed is None else failed,
+        **changes,
+    )
+
+
+def _consistency_edges() -> dict[str, list[dict[str, Any]]]:
+    """The fixed inputs of each consistency rule (see :func:`consistency_edges`)."""
+    epochs = [
+        edge_input(event, status, history=history)
+        for event, status in (
+            ("epoch_end", "in progress"),
+            ("progress", "in progress"),
+            ("interrupted", "interrupted"),
+            ("complete", "complete"),
+        )
+        for history in (False, True)
+    ] + [edge_input("progress", "in progress", "wordset")]
+    lesion = ("epoch_end", "in progress")
     return {
-        "state": state,
-        "event": event,
-        "status": status,
-        "seq": draw(st.integers(0, 2**53 - 1)),
-        "sent_at": report["sent_at"],
-        "secrets": secrets,
+        "report.consistency.event_status": [
+            *(edge_input(e, s) for e, s in PAIRS if (e, s) not in ALLOWED),
+            edge_input("progress", "in progress", "wordset"),
+        ],
+        "report.consistency.error": [
+            edge_input("failed", "failed"),
+            edge_input("snapshot", "failed"),
+            edge_input("failed", "failed", failed=False),
+            edge_input("interrupted", "interrupted", failed=True),
+            edge_input("interrupted", "discarded", failed=True),
+            edge_input("snapshot", "stopped", failed=True),
+            edge_input("complete", "complete", failed=True),
+        ],
+        "report.consistency.finished_at": [
+            edge_input("complete", "complete"),
+            edge_input("complete", "complete", finished=False),
+            edge_input("interrupted", "interrupted", finished=True),
+            edge_input("failed", "failed", finished=True),
+            edge_input("snapshot", "stopped", finished=True),
+        ],
+        "report.consistency.epochs_completed": epochs,
+        "report.consistency.eta": epochs,
+        "report.consistency.lesioned_units": [
+            *(
+                edge_input(*lesion, config={"lesioned_units": units})
+                for units in ([3, 17, 17, 470], [3, 17, 470, 463], [470, 463, 17, 3], [3], [])
+            ),
+            *(
+                edge_input(*lesion, config={"word_channel": {"first": first, "last": 463}})
+                for first in (463, 464)
+            ),
+        ],
     }
+
+
+def consistency_edges(rule: str) -> Callable[[Target], list[dict[str, Any]]]:
+    """The inputs that define ``rule``: each pair of event and status §3 forbids (the body
+    then builds every allowed pair of the job, of each kind); an error and a finished_at in
+    the state of a job that did not fail or complete, and a failed or complete job without
+    them; no history and one epoch of it, of each kind; units with a repeat or one pair
+    swapped, one unit, none, and a word channel of one unit or one past it."""
+    return lambda target: _consistency_edges()[rule]
 
 
 def consistent_input(case: dict[str, Any]) -> bool:
@@ -294,13 +411,22 @@ def _strings(node: Any) -> list[str]:
     return []
 
 
+def home_forms(message: str, home: str) -> list[str]:
+    """What each place of the home folder in ``message`` must become: ``~`` and the path
+    after it (``<home>/runs/model.pt``: ``~/runs/model.pt``; a message ending in the home
+    folder: ``~``). The home folder followed by a word character or a dot is left out
+    (``<home>.bak`` is another folder)."""
+    found = re.findall(rf"{re.escape(home)}((?:/[\w.-]+)*)(?![\w.-])", message)
+    return ["~" + tail for tail in found]
+
+
 def no_secrets(ctx: Context, case: dict[str, Any]) -> None:
-    """A failed job whose error names every secret: the report holds none of them, and the
-    home folder in the message became ~."""
+    """A failed job whose error names every secret: the report holds none of them (nor the
+    token percent-encoded), and the home folder in the message became ~."""
     secrets = case["secrets"]
     report = ctx.ok("build_report", case)["report"]
     for text in _strings(report):
-        if secrets["token"] in text:
+        if secrets["token"] in text or secrets["token"] in unquote(text):
             raise Failed(f"the report holds the token: {text!r}")
         if secrets["home"] in text:
             raise Failed(f"the report holds the home folder: {text!r}")
@@ -312,13 +438,50 @@ def no_secrets(ctx: Context, case: dict[str, Any]) -> None:
     for pid in (secrets["pid"], *worker_pids(secrets)):
         if re.search(rf"(?<![\d.]){pid}(?![\d.])", message):
             raise Failed(f"the error message holds the process id {pid}: {message!r}")
-    if "~/runs/model.pt" not in message:
-        raise Failed(f"the home folder did not become ~ in the error message: {message!r}")
+    for form in home_forms(case["state"]["error"]["message"], secrets["home"]):
+        if form not in message:
+            raise Failed(f"the home folder did not become {form} in the error message: {message!r}")
 
 
 def failed_cases(target: Target) -> st.SearchStrategy[dict[str, Any]]:
     """Failed jobs (event failed, or a snapshot with status failed)."""
     return cases((("failed", "failed"), ("snapshot", "failed")))
+
+
+def edge_messages(secrets: dict[str, Any]) -> list[str]:
+    """Error messages with each secret at the rule's boundaries, around
+    :func:`secret_message`: at the very start and the very end, and as the whole message;
+    the token glued to word characters and percent-encoded (some characters in lower-case
+    hex, every one in upper case); the home folder with nothing after it; a one-part path
+    at the start and at the end."""
+    tok, home, user, pid = (secrets[k] for k in ("token", "home", "user", "pid"))
+    base = secret_message(secrets)
+    url = "https://reports.example.org/api/runs?t="
+    return [
+        f"{tok}: {base}",
+        f"{base} {tok}",
+        tok,
+        f"{base} key_{tok}_v2",
+        f"{base} ({url}{_encode(tok, 0b101, False)})",
+        f"{base} ({url}{_encode(tok, 2**32 - 1, True)})",
+        f"{home}/a.txt: {base}",
+        f"{base} in {home}",
+        home,
+        f"{user}: {base}",
+        f"{base} as {user}",
+        user,
+        f"{pid}: {base}",
+        f"{base} {pid}",
+        str(pid),
+        f"/data: {base}",
+        f"{base} /data",
+    ]
+
+
+def privacy_edges(target: Target) -> list[dict[str, Any]]:
+    """A failed job for each of :func:`edge_messages`; a failed snapshot."""
+    failed = [edge_input("failed", "failed", message=m) for m in edge_messages(EDGE_SECRETS)]
+    return [*failed, edge_input("snapshot", "failed")]
 
 
 def with_extras(case: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
@@ -330,6 +493,28 @@ def with_extras(case: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
             "state": {**case["state"], "config": {**case["state"]["config"], **extra}},
         }
     )
+
+
+def extras_edges(target: Target) -> list[dict[str, Any]]:
+    """A job of each kind whose config holds one field §5 never sends, each in turn, or all
+    of them (null, or a value of the field's usual type)."""
+    values: dict[str, Any] = {
+        "seed": 0,
+        "git_commit": "0" * 40,
+        "git_branch": "main",
+        "git_dirty": False,
+        "words": ["a"],
+        "word_list": "words.txt",
+        "per_class_accuracy": [0.5],
+        "unit_values": [0.0],
+        "checkpoint_sha256": "0" * 64,
+    }
+    configs = [{k: v} for k, v in values.items()] + [values, dict.fromkeys(values)]
+    return [
+        edge_input("progress", "in progress", kind, config=config)
+        for kind in ("lesion", "wordset")
+        for config in configs
+    ]
 
 
 def only_section5(ctx: Context, case: dict[str, Any]) -> None:
@@ -406,6 +591,7 @@ def checks() -> list[Check]:
             BUILD,
             _mixed(rule),
             every_allowed_pair if rule.endswith("event_status") else consistency(rule),
+            edges=consistency_edges(rule),
         )
         for rule in rules
     ]
@@ -417,6 +603,7 @@ def checks() -> list[Check]:
             BUILD,
             failed_cases,
             no_secrets,
+            edges=privacy_edges,
         ),
         Check(
             "report.privacy.fields",
@@ -424,6 +611,7 @@ def checks() -> list[Check]:
             BUILD,
             lambda t: cases().flatmap(with_extras),
             only_section5,
+            edges=extras_edges,
         ),
         Check(
             "report.transport.snapshot_raises",

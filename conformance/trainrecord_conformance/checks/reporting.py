@@ -212,17 +212,59 @@ def edge_report(target: Target | None = None) -> dict[str, Any]:
     return {**_vector_reports()[0], "seq": 0, "run_id": "00000000-0000-4000-8000-000000000000"}
 
 
+MAX_SEQ = 2**53 - 1
+"""The greatest seq (the schema's bound: every JSON implementation reads it exactly)."""
+EDGE_TEXT = 'naïve ✓ 😀 \u2028 "q" \x7f'
+"""A display name outside ASCII (Latin-1, the BMP, an astral character, U+2028) and with
+characters JSON escapes or may (a quote, DEL)."""
+
+
+def edge_reports(target: Target | None = None) -> list[dict[str, Any]]:
+    """Valid reports at the body's boundaries: the first report of each kind, seq 0 and the
+    greatest seq, a name outside ASCII (and a host with a backslash), the longest name in
+    astral characters (255 code points, 510 UTF-16 units)."""
+    base = edge_report(target)
+    kinds = {r["kind"]: r for r in reversed(_vector_reports())}
+    return [
+        *({**r, "seq": 0, "run_id": base["run_id"]} for r in kinds.values()),
+        {**base, "seq": MAX_SEQ},
+        {**base, "name": EDGE_TEXT, "host": 'lab\\gpu "01"'},
+        {**base, "name": "😀" * 255},
+    ]
+
+
+def report_rules() -> list[str]:
+    """The rules of reporting.schema.json."""
+    return sorted(r for r in S.schema_rules() if r.startswith("report."))
+
+
+def broken_reports(target: Target | None = None) -> st.SearchStrategy[S.Broken]:
+    """Reports that break exactly one rule of reporting.schema.json (strict JSON)."""
+    return st.sampled_from(report_rules()).flatmap(
+        lambda r: S.breaking_instances(r, schema_id=REPORT)
+    )
+
+
+def broken_report_edges(target: Target | None = None) -> list[S.Broken]:
+    """The cases that define each rule of reporting.schema.json (the schema checks' edge
+    cases, :func:`~trainrecord_conformance.strategies.edge_cases`: true, false and 3.0 for
+    an integer, the exact bound and one past it, near misses of an enum member, each
+    missing field ...), strict JSON: the reports a client must refuse and a receiver must
+    answer 400 or 422."""
+    return [
+        broken
+        for rule in report_rules()
+        for _, broken in S.edge_cases(rule, nonfinite=False)
+        if broken.schema_id == REPORT
+    ]
+
+
 def checks() -> list[Check]:
     """Every client check."""
     codes = st.sampled_from(CODES)
     fails = st.sampled_from(FAILS)
     with_code = lambda c: lambda t: st.tuples(reports(t), c)  # noqa: E731
     variant = lambda t: st.tuples(reports(t), st.sampled_from(["", "?x=1", "#f"]))  # noqa: E731
-
-    def invalid(t):
-        return st.sampled_from(
-            sorted(r for r in S.schema_rules() if r.startswith("report."))
-        ).flatmap(lambda r: S.breaking_instances(r, schema_id=REPORT))
 
     return [
         Check(
@@ -248,14 +290,16 @@ def checks() -> list[Check]:
             reports,
             body,
             scale="io",
+            edges=edge_reports,
         ),
         Check(
             "report.transport.body",
             "an invalid report is refused and never sent",
             SEND,
-            invalid,
+            broken_reports,
             invalid_refused,
             scale="io",
+            edges=broken_report_edges,
         ),
         Check(
             "report.transport.no_redirect",

@@ -20,7 +20,13 @@ from hypothesis import strategies as st
 
 from trainrecord_conformance import strategies as S
 from trainrecord_conformance.checks.base import Check, Context, Failed
-from trainrecord_conformance.checks.reporting import REPORT, edge_report, reports
+from trainrecord_conformance.checks.reporting import (
+    REPORT,
+    broken_report_edges,
+    broken_reports,
+    edge_report,
+    reports,
+)
 from trainrecord_conformance.targets import Target, TargetError
 
 SERVE = frozenset({"serve"})
@@ -138,11 +144,6 @@ def checks() -> list[Check]:
     """Every server check."""
     with_ = lambda s: lambda t: st.tuples(reports(t), s)  # noqa: E731
 
-    def broken(t):
-        return st.sampled_from(
-            sorted(r for r in S.schema_rules() if r.startswith("report."))
-        ).flatmap(lambda r: S.breaking_instances(r, schema_id=REPORT))
-
     junk_bodies = [b"{not json", b"NaN", b'{"seq": NaN}', b"\xff\xfe{}", b"[1,", b'{"a": Infinity}']
     junk = st.sampled_from(junk_bodies)
     tokens: list[str | None] = [None, "wrong", "Bearer"]
@@ -191,9 +192,10 @@ def checks() -> list[Check]:
             "report.server.invalid",
             "400/422 for a report the schema rejects",
             SERVE,
-            broken,
+            broken_reports,
             invalid,
             scale="io",
+            edges=broken_report_edges,
         ),
         Check(
             "report.server.newest_wins",
