@@ -92,3 +92,44 @@ def test_serial_ranges_with_progress_equal_one_pass(
     lines[500] = lines[500].replace(b'"seq":', b'"seq":1', 1)
     (run / "diary.jsonl").write_bytes(b"".join(lines))
     _same(verify(run, workers=1, progress=lambda d, t: None), verify(run, workers=1))
+
+
+def _with_prev(line: bytes, prev: str) -> bytes:
+    """The line with ``prev`` replaced and its hash taken again (only prev is wrong)."""
+    import hashlib
+    import json
+
+    value = json.loads(line)
+    body = {k: v for k, v in value.items() if k not in ("prev", "hash")}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    digest = hashlib.sha256((prev + canonical).encode()).hexdigest()
+    out = {**body, "prev": prev, "hash": digest}
+    return json.dumps(out, sort_keys=True, separators=(",", ":")).encode() + b"\n"
+
+
+@pytest.mark.parametrize("where", ["the first line", "the first line of a range"])
+@pytest.mark.parametrize(
+    ("prev", "rule"),
+    [
+        ("0" * 63, "diary.prev.format"),
+        ("0" * 65, "diary.prev.format"),
+        ("0" * 63 + "\n", "diary.prev.format"),
+        ("A" * 64, "diary.prev.format"),
+        ("1" * 64, "diary.chain.prev"),  # well formed, not the hash before it
+    ],
+)
+def test_a_malformed_prev_is_a_format_failure_wherever_the_line_is(
+    big: Path, small_ranges: None, tmp_path: Path, where: str, prev: str, rule: str
+) -> None:
+    # Before: on a file's or a range's first line, the chain check ran first and said
+    # diary.chain.prev; on other lines (and in the Node implementation) diary.prev.format.
+    run = tmp_path / "run"
+    shutil.copytree(big, run)
+    lines = (run / "diary.jsonl").read_bytes().splitlines(keepends=True)
+    index = 0 if where == "the first line" else _ranges(big)[3][2] - 1
+    lines[index] = _with_prev(lines[index], prev)
+    (run / "diary.jsonl").write_bytes(b"".join(lines))
+    parallel, serial = verify(run, workers=2), verify(run, workers=1)
+    _same(parallel, serial)
+    assert parallel.failure is not None and parallel.failure.rule == rule, parallel.summary()
+    assert parallel.failure.line == index + 1

@@ -135,6 +135,13 @@ def _join(results: list[ChunkResult]) -> tuple[int, LineFailure | None, ChunkRes
     """Join range results in order; return verified lines, the first failure, the merged head."""
     total = ChunkResult(first_line=1)
     for res in results:
+        if (
+            res.failure is not None
+            and res.lines == 0
+            and not res.failure.rule.startswith(("diary.chain.", "diary.order."))
+        ):  # the range's first line is not a valid line (its schema: prev's format...)
+            total.events.update(res.events)
+            return total.lines, res.failure, total
         if res.lines or res.failure:
             # the first line of the range against what came before it
             expected_seq = total.lines
