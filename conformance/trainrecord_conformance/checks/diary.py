@@ -327,10 +327,12 @@ def t_hash_format(folder: Path, lines: list[dict[str, Any]], choice: int) -> int
 
 
 def t_prev_format(folder: Path, lines: list[dict[str, Any]], choice: int) -> int | None:
-    """A line's prev (after the first: 64 zeros have no upper case) written as one of
-    :data:`FORMAT_CHANGES`, its hash recomputed."""
+    """A line's prev written as one of :data:`FORMAT_CHANGES`, its hash recomputed (the
+    first line's too: a reader checks its format before comparing it with 64 zeros; in
+    upper case on the second line, since 64 zeros have no upper case)."""
     k, variant = _spot(lines, choice, len(FORMAT_CHANGES))
-    k = max(k, 1)
+    if k == 0 and variant == 0:
+        k = 1
     lines = [dict(x) for x in lines]
     lines[k]["prev"] = FORMAT_CHANGES[variant](lines[k]["prev"])
     write_lines(folder / "diary.jsonl", _rehash(lines, k))
