@@ -252,3 +252,31 @@ def test_report_status_raises_on_a_timeout(hostile: Start) -> None:
     with pytest.raises(ReportNotDelivered) as info:
         report_status(settings_for(server.url, timeout=0.3), training_state(), "interrupted")
     assert info.value.status is None and "timeout" in str(info.value)
+
+
+def test_a_hanging_name_resolution_is_a_timeout_on_time_and_nothing_is_sent_late(
+    hostile: Start, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The resolver (getaddrinfo) cannot be interrupted: before, a resolver that hung made
+    the exchange wait for it, past the 10 s deadline. It stands in here for a resolver that
+    answers after 3 s; the server behind the name is real."""
+    import socket
+
+    server = hostile()
+    real = socket.getaddrinfo
+
+    def slow_resolver(host: object, *args: object, **kwargs: object) -> object:
+        if host == "localhost":
+            time.sleep(3.0)
+        return real(host, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow_resolver)
+    url = server.url.replace("127.0.0.1", "localhost")
+    assert "localhost" in url
+    start = time.monotonic()
+    outcome = post_report(settings_for(url, timeout=1.0), body())
+    elapsed = time.monotonic() - start
+    assert (outcome.ok, outcome.category) == (False, "timeout")
+    assert elapsed < 2.0, elapsed  # the deadline and the grace for the cut, not 3 s
+    time.sleep(3.0)  # the name resolves meanwhile: the late connection is cut, not used
+    assert server.requests == []

@@ -27,8 +27,11 @@ byte every few seconds would never time out. Each exchange therefore arms a time
 fires, every connection the exchange took from the session's pools is shut down, which ends
 a pending connect, send or read at once, and the outcome is ``timeout``. Only sessions from
 :func:`new_session` (the default) carry the adapter that lets the timer find the
-connections. Name resolution (``getaddrinfo``) cannot be interrupted; a loopback IP or a
-working resolver never waits on it.
+connections. Name resolution (``getaddrinfo``) cannot be interrupted, so the exchange runs
+on a thread of its own and the caller waits for it until the deadline (and a moment for the
+cut to land): a resolver that hangs makes the outcome ``timeout`` on time, and the
+connection it finally yields is shut down as soon as it has a socket, before anything is
+sent on it.
 """
 
 from __future__ import annotations
@@ -42,7 +45,9 @@ from urllib.parse import urlsplit
 
 import requests
 from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import ConnectTimeoutError
 from urllib3.util import SKIP_HEADER
 
 from trainrecord.report.settings import ReportSettings, is_loopback_host
@@ -52,6 +57,8 @@ BODY_PREVIEW = 300
 _READ_LIMIT = 4096
 _RECHECK_S = 0.05
 """After the deadline, how often a connection still without a socket is looked at again."""
+_CUT_GRACE_S = 0.5
+"""How long past the deadline the caller waits for the cut connection's exchange to end."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +133,12 @@ class _Deadline:
                 socket.socket.shutdown(raw, socket.SHUT_RDWR)
         return cut_all
 
+    @property
+    def fired(self) -> bool:
+        """Whether the deadline has passed."""
+        with self._lock:
+            return self._fired
+
     def finish(self) -> bool:
         """The exchange is over; returns whether the deadline passed first."""
         with self._lock:
@@ -145,7 +158,31 @@ def _attach(connection: Any) -> None:
         deadline.attach(connection)
 
 
+def _connected(connection: Any) -> None:
+    """A connection just connected (its name resolved, TLS done; nothing sent yet): when the
+    exchange's deadline already passed (a resolver that answered late), it is closed before
+    the report goes out. A deadline passing after this finds the socket and cuts it."""
+    deadline = getattr(_current, "deadline", None)
+    if deadline is not None and deadline.fired:
+        connection.close()
+        raise ConnectTimeoutError(connection, "the exchange's deadline passed while connecting")
+
+
+class _WatchedHTTPConnection(HTTPConnection):
+    def connect(self) -> None:
+        super().connect()
+        _connected(self)
+
+
+class _WatchedHTTPSConnection(HTTPSConnection):
+    def connect(self) -> None:
+        super().connect()
+        _connected(self)
+
+
 class _WatchedHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _WatchedHTTPConnection
+
     def _get_conn(self, timeout: float | None = None) -> Any:
         connection = super()._get_conn(timeout)
         _attach(connection)
@@ -153,6 +190,8 @@ class _WatchedHTTPPool(HTTPConnectionPool):
 
 
 class _WatchedHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
+
     def _get_conn(self, timeout: float | None = None) -> Any:
         connection = super()._get_conn(timeout)
         _attach(connection)
@@ -290,16 +329,31 @@ def post_report(
     own = session is None
     sess = session or new_session()
     deadline = _Deadline(settings.timeout)
-    _current.deadline = deadline
+    done: list[Outcome | BaseException] = []
+
+    def exchange() -> None:
+        _current.deadline = deadline
+        try:
+            done.append(_exchange(settings, body, sess))
+        except BaseException as exc:  # handed to the caller
+            done.append(exc)
+        finally:
+            _current.deadline = None
+            if deadline.finish():  # the deadline fired first: the outcome is a timeout
+                done[:] = [_timed_out(settings)]
+            if own:
+                sess.close()
+
+    worker = threading.Thread(target=exchange, name="trainrecord-report-exchange", daemon=True)
     deadline.start()
-    try:
-        outcome = _exchange(settings, body, sess)
-    finally:
-        _current.deadline = None
-        fired = deadline.finish()
-        if own:
-            sess.close()
-    return _timed_out(settings) if fired else outcome
+    worker.start()
+    worker.join(settings.timeout + _CUT_GRACE_S)
+    if worker.is_alive() or not done:  # still resolving the name: the deadline stays armed
+        return _timed_out(settings)
+    result = done[0]
+    if isinstance(result, BaseException):
+        raise result
+    return result
 
 
 def _exchange(settings: ReportSettings, body: bytes, sess: requests.Session) -> Outcome:
