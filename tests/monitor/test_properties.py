@@ -96,3 +96,27 @@ def test_steady_norms_never_alarm_and_zero_is_no_gradient(norm: float, checks: i
     [(event, fields)] = alarms.observe(checks + 1, {"layer": norm})
     assert event == "alarm_cleared"
     assert alarms.observe(checks + 2, {"layer": float("inf")}) == []  # never an alarm
+
+
+@given(
+    st.floats(min_value=1e-6, max_value=1e3),
+    st.integers(min_value=6, max_value=30),
+    st.floats(min_value=1.1, max_value=6.0),
+)
+def test_one_check_below_the_band_is_no_alarm_two_are(
+    norm: float, checks: int, decades: float
+) -> None:
+    # A user probe: 3 one-check vanishing alarms (each cleared at the next check) in 400
+    # checks of a healthy run at check_every=1: one easy batch dips a decade.
+    alarms = GradientAlarms({"layer": "Linear"}, warmup=5)
+    for step in range(checks):
+        assert alarms.observe(step, {"layer": norm * (1.0 + 0.01 * (step % 3))}) == []
+    low = norm * 10.0**-decades
+    assert alarms.observe(checks, {"layer": low}) == []  # once: nothing
+    assert alarms.observe(checks + 1, {"layer": norm}) == []  # back in the band
+    assert alarms.observe(checks + 2, {"layer": low}) == []
+    [(event, fields)] = alarms.observe(checks + 3, {"layer": low})  # twice in a row
+    assert (event, fields["diagnosis"], fields["step"]) == ("alarm", "vanishing", checks + 3)
+    assert fields["grad_norm"] == low and fields["sigma"] is not None and fields["sigma"] < 0
+    [(event, fields)] = alarms.observe(checks + 4, {"layer": norm})
+    assert (event, fields["diagnosis"]) == ("alarm_cleared", "vanishing")

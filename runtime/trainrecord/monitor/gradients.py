@@ -242,8 +242,12 @@ class GradientAlarms:
     sigma_band: float = 4.0
     min_decades: float = 1.0
     alpha: float = 0.1
+    vanishing_checks: int = 2
+    """Checks in a row below the band before a ``vanishing`` alarm (one easy batch near
+    convergence can dip a decade; a vanishing gradient persists)."""
     baselines: dict[str, LayerBaseline] = field(default_factory=dict)
     active: dict[str, str] = field(default_factory=dict)
+    low: dict[str, int] = field(default_factory=dict)  # checks in a row below the band
     checks: int = 0
 
     def observe(
@@ -261,9 +265,19 @@ class GradientAlarms:
             diagnosis, sigma = self._diagnose(norm, base)
             if diagnosis is None and norm is not None and math.isfinite(norm) and norm > 0:
                 base.update(math.log10(norm), self.alpha)
+            if diagnosis == "vanishing":
+                self.low[layer] = self.low.get(layer, 0) + 1
+            else:
+                self.low.pop(layer, None)
             if self.checks <= self.warmup:
                 continue
             current = self.active.get(layer)
+            if (
+                diagnosis == "vanishing"
+                and current != diagnosis
+                and self.low[layer] < self.vanishing_checks
+            ):
+                continue  # below the band once: an alarm if it stays there at the next check
             if diagnosis is not None and current != diagnosis:
                 self.active[layer] = diagnosis
                 events.append(
