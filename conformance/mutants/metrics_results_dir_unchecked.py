@@ -1,6 +1,7 @@
 """Mutant: a metrics writer without the results_dir check: a results_dir that is (or sits
 under) a file is not refused with metrics.path.results_dir; creating the folder then fails
-with a bare OS error."""
+with a bare OS error, which the harness answers as ``error``: the implementation crashed,
+so the suite reports the rule as ERROR (KILLED_AS), not as a rule failure."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from trainrecord.foundry import files
 from trainrecord_conformance.operations import write_metrics
 
 BREAKS = "metrics.path.results_dir"
+KILLED_AS = "error"
 
 
 def unchecked(data: dict[str, Any]) -> dict[str, Any]:

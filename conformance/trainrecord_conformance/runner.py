@@ -6,9 +6,11 @@ Outcomes per check:
 * ``pass``: every drawn example held;
 * ``fail``: the rule broke; the counterexample is the one Hypothesis shrank to (the last
   example run, which Hypothesis replays after shrinking);
-* ``skipped``: the target does not support an operation the check needs;
-* ``error``: the implementation crashed, hung or broke the protocol (or the suite's own
-  strategy failed): reported as such, never as a rule failure.
+* ``skipped``: the target does not support an operation the check needs (it did not list
+  it, or ``validate`` answered ``unsupported`` for the schema of every example);
+* ``error``: the implementation crashed, hung, answered ``error`` or broke the protocol
+  (or the suite's own strategy or check crashed, which the message says): reported as
+  such, never as a rule failure.
 
 A rule's outcome joins its checks': fail beats error beats pass beats skipped.
 """
@@ -29,6 +31,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import FailedHealthCheck, Unsatisfiable
 
 from trainrecord_conformance.checks import Check, Context, Failed, all_checks
+from trainrecord_conformance.checks.base import Unsupported
 from trainrecord_conformance.coverage import NOT_COVERED
 from trainrecord_conformance.registry import rules
 from trainrecord_conformance.strategies import StrategyDrift
@@ -132,7 +135,7 @@ def run_check(
     if not supports(ctx.target, check):
         missing = sorted(check.ops - set(ctx.target.operations))
         return CheckOutcome(check.name, "skipped", f"not supported: {', '.join(missing)}")
-    state: dict[str, Any] = {"last": None, "error": None, "count": 0}
+    state: dict[str, Any] = {"last": None, "error": None, "count": 0, "unsupported": []}
     try:
         strategy = check.strategy(ctx.target)
         edges = list(check.edges(ctx.target)) if check.edges is not None else []
@@ -150,6 +153,10 @@ def run_check(
             check.body(ctx, value)
         except TargetError as exc:
             state["error"] = exc
+        except Unsupported as exc:
+            state["count"] -= 1
+            if str(exc) not in state["unsupported"]:
+                state["unsupported"].append(str(exc))
 
     for value in reversed(edges):  # the last one applied runs first
         prop = example(value)(prop)
@@ -169,10 +176,20 @@ def run_check(
                 check.name, "fail", str(failed) + note, state["last"], state["count"]
             )
         tail = "".join(traceback.format_exception(exc))[-800:]
-        return CheckOutcome(check.name, "error", f"the check crashed: {tail}", state["last"])
+        return CheckOutcome(
+            check.name,
+            "error",
+            "the suite's own check crashed (a bug of the suite, not a verdict on the "
+            f"implementation; please report it): {tail}",
+            state["last"],
+        )
     if state["error"] is not None:
         return CheckOutcome(check.name, "error", str(state["error"]), state["last"], state["count"])
-    return CheckOutcome(check.name, "pass", examples=state["count"])
+    skipped = "; ".join(state["unsupported"])
+    if skipped and not state["count"]:
+        return CheckOutcome(check.name, "skipped", f"not supported: {skipped}")
+    note = f"examples not run: {skipped}" if skipped else ""
+    return CheckOutcome(check.name, "pass", note, examples=state["count"])
 
 
 def _failed_inside(exc: BaseException) -> Failed | None:

@@ -10,7 +10,10 @@
 
 A target's ``run(op, input)`` returns a :class:`~.protocol.Result`. A crash, a timeout or
 a protocol error raises :class:`TargetError`: the suite reports it as an *error* of the
-check, never as a rule failure. Whatever a harness writes to stderr is kept for the error
+check, never as a rule failure; so does an ``error`` answer (the checks' context raises it).
+``unsupported`` is an answer only from ``validate``, for a schema the implementation does
+not implement (the checks skip that example); from a listed operation otherwise it is an
+error. Whatever a harness writes to stderr is kept for the error
 report and otherwise ignored.
 """
 
@@ -265,7 +268,7 @@ class ExecTarget(Target):
         except ProtocolError as exc:
             self.kill()
             raise TargetError(f"{op}: {exc}", exc.rules) from exc
-        if result.outcome == "unsupported":
+        if result.outcome == "unsupported" and op != "validate":
             raise TargetError(f"{op}: the harness listed {op} at start but answered unsupported")
         return result
 

@@ -21,7 +21,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from trainrecord_conformance.protocol import Result
-from trainrecord_conformance.targets import Target
+from trainrecord_conformance.targets import Target, TargetError
 
 Strategy = Callable[[Target], st.SearchStrategy[Any]]
 Body = Callable[["Context", Any], None]
@@ -30,6 +30,13 @@ Edges = Callable[[Target], Sequence[Any]]
 
 class Failed(AssertionError):
     """The target broke the rule; the message says how."""
+
+
+class Unsupported(Exception):
+    """The implementation answered ``unsupported`` to ``validate`` for a schema it does not
+    implement (a partial implementation: a Foundry-only harness and the diary schemas, say).
+    The example is not counted: a check none of whose examples ran is *skipped*, never
+    passed."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,8 @@ class Context:
     root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="trc-")))
     _counter: itertools.count = field(default_factory=itertools.count)
     _services: dict[str, Any] = field(default_factory=dict)
+    _validated: set[str] = field(default_factory=set)
+    _unsupported: set[str] = field(default_factory=set)
 
     def folder(self, create: bool = False) -> Path:
         """A fresh path under the run's temporary root (not created unless asked)."""
@@ -72,19 +81,48 @@ class Context:
         return self._services[name]
 
     def run(self, op: str, data: dict[str, Any]) -> Result:
-        """Run an operation on the target."""
-        return self.target.run(op, data)
+        """Run an operation on the target: its ``ok`` or ``refused`` result.
+
+        An ``error`` answer is the implementation's failure, not a verdict on the rule:
+        it raises :class:`TargetError` (the check is reported as an *error*). ``unsupported``
+        from ``validate`` for a schema raises :class:`Unsupported` (the example is skipped);
+        a harness must answer one schema the same way all run long.
+        """
+        result = self.target.run(op, data)
+        if result.outcome == "error":
+            raise TargetError(
+                f"{op} answered error (the implementation failed): {result.message[-1500:]}"
+            )
+        if op == "validate":
+            schema = str(data.get("schema", "")).split("#", 1)[0]
+            if result.outcome == "unsupported":
+                if schema in self._validated:
+                    raise TargetError(
+                        f"validate answered unsupported for {schema}, which it validated "
+                        "earlier in this run: answer a schema the same way every time"
+                    )
+                self._unsupported.add(schema)
+                raise Unsupported(f"validate: the implementation does not validate {schema}")
+            if schema in self._unsupported:
+                raise TargetError(
+                    f"validate validated {schema}, for which it answered unsupported earlier "
+                    "in this run: answer a schema the same way every time"
+                )
+            self._validated.add(schema)
+        if result.outcome == "unsupported":
+            raise TargetError(f"{op}: the harness listed {op} at start but answered unsupported")
+        return result
 
     def ok(self, op: str, data: dict[str, Any]) -> dict[str, Any]:
         """Run an operation that must succeed; its output."""
-        result = self.target.run(op, data)
+        result = self.run(op, data)
         if result.outcome != "ok":
             raise Failed(f"{op} on a valid input gave {result.describe()}")
         return result.output
 
     def refused(self, op: str, data: dict[str, Any], rule: str) -> Result:
         """Run an operation that must be refused naming ``rule``."""
-        result = self.target.run(op, data)
+        result = self.run(op, data)
         if result.outcome == "ok":
             raise Failed(f"{op} accepted an input that breaks {rule}: {result.describe()}")
         if result.outcome != "refused":

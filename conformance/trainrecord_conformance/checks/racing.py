@@ -37,7 +37,8 @@ def racers(ctx: Context) -> Any:
 
 def race_all(group: Any, operation: str, data: dict[str, Any]) -> list[Any]:
     """Send ``operation`` with ``data`` to every racer at once (released by one barrier);
-    their results in racer order. A racer that does not answer is the target's error."""
+    their results in racer order. A racer that does not answer, or answers ``error``, is
+    the target's error (reported as an error, not a rule failure)."""
     results: list[Any] = [None] * len(group)
     barrier = threading.Barrier(len(group))
 
@@ -52,4 +53,10 @@ def race_all(group: Any, operation: str, data: dict[str, Any]) -> list[Any]:
         thread.join()
     if any(r is None for r in results):
         raise TargetError("a racing harness did not answer")
+    for i, result in enumerate(results):
+        if result.outcome == "error":
+            raise TargetError(
+                f"racer {i}: {operation} answered error (the implementation failed): "
+                f"{result.message[-1200:]}"
+            )
     return results
