@@ -599,6 +599,27 @@ def _mutated_strings(valid: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
     return st.tuples(valid, st.integers(0, 80), st.characters(), st.integers(0, 4)).map(mutate)
 
 
+NOT_DOUBLES = (10**400, -(10**400), 2**1024, 2**1024 - 2**970, -(2**1024 - 2**970))
+"""Integer tokens too large for a 64-bit float (the nearest double is infinite; ``2**1024 -
+2**970`` rounds up to it): not a number (spec/README.md, "The oracle"). Strict JSON carries
+them, so every target gets them, through the exec protocol too."""
+LARGEST_DOUBLES = (2**1024 - 2**971, -(2**1024 - 2**971), 2**53 + 1, -(2**53 + 1))
+"""Integer tokens that are numbers although far from a small integer: the largest double and
+its negative, and the first integers a double cannot hold exactly. The valid halves of the
+edge cases :data:`NOT_DOUBLES` break, in that order."""
+
+
+def not_a_double(value: Json) -> bool:
+    """An integer token whose nearest double is infinite (:data:`NOT_DOUBLES`)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return False
+    try:
+        float(value)
+    except OverflowError:
+        return True
+    return False
+
+
 def _other_types(allowed: set[str], nonfinite: bool) -> st.SearchStrategy[Json]:
     banned = set(JSON_TYPES) - allowed
     options = [_of_type(t) for t in sorted(banned)]
@@ -609,6 +630,8 @@ def _other_types(allowed: set[str], nonfinite: bool) -> st.SearchStrategy[Json]:
         near += [v for v in (True, False, "1", "0") if _json_type(v) in banned]
     if nonfinite and "number" in allowed:
         near += [math.nan, math.inf, -math.inf]
+    if "number" in allowed:
+        near += list(NOT_DOUBLES)
     if near:
         # The near misses (3.0 for an integer, true for a number, NaN) are what
         # implementations get wrong: drawn as often as every other type together.
@@ -784,7 +807,8 @@ def site_text(site: Site) -> st.SearchStrategy[str] | None:
 
 def edge_values(site: Site, text: str | None, *, nonfinite: bool = False) -> list[Json]:
     """The values that define a value keyword's rule, most telling first: ``true``,
-    ``false`` and ``3.0`` for an integer, NaN for a number (in-process only), the exact
+    ``false`` and ``3.0`` for an integer, NaN for a number (in-process only) and the
+    integers no double holds (:data:`NOT_DOUBLES`, every target), the exact
     bound and one past it, the empty string, one character too many or too few, near
     misses of a constant, an enum member or valid text. The oracle later keeps those that
     break exactly the rule."""
@@ -807,7 +831,8 @@ def edge_values(site: Site, text: str | None, *, nonfinite: bool = False) -> lis
         if allowed & {"integer", "number"}:
             near += ["1", "0"]
         near += [None, False, 0, 1.5, "", "0", [], {}]
-        return [v for v in near if _json_type(v) not in allowed]
+        near = [v for v in near if _json_type(v) not in allowed]
+        return near + (list(NOT_DOUBLES) if "number" in allowed else [])
     if keyword == "const":
         const = values[0]
         if isinstance(const, str):

@@ -192,7 +192,9 @@ def edge_cases(
     exact bound, the empty string, ...); only those the oracle confirms break exactly the
     rule are kept. A keyword broken by the shape itself (a missing required field, an
     extra property, too few items) gives the simplest breaking instance. The valid half is
-    the simplest valid instance of the same schema.
+    the simplest valid instance of the same schema, except for a number's type rule: an
+    integer no double holds (``10**400``, ``2**1024``) is paired with the same instance
+    holding the largest double or ``2**53 + 1`` (:func:`_largest_numbers`).
     """
     found = [s for s in rule_sites(rule) if schema_id is None or s.schema_id == _full_id(schema_id)]
     chosen: dict[tuple[str, str], Site] = {}
@@ -203,7 +205,7 @@ def edge_cases(
     for site in chosen.values():
         try:
             valid = simplest(valid_instances(site.schema_id))
-            broken: list[Any] = []
+            broken: list[tuple[Any, Any]] = []
             if site.keyword not in schemagen.STRUCTURAL:
                 text = schemagen.site_text(site)
                 holed, spelled = simplest(
@@ -211,19 +213,33 @@ def edge_cases(
                         schemagen.hole_instances(site), text if text is not None else st.none()
                     )
                 )
-                values = schemagen.edge_values(site, spelled, nonfinite=nonfinite)
-                broken = [schemagen.fill(holed, v) for v in values]
-                broken = [b for b in broken if _breaks_exactly(b, site)]
+                partners = iter(_largest_numbers(site, holed))
+                for v in schemagen.edge_values(site, spelled, nonfinite=nonfinite):
+                    instance = schemagen.fill(holed, v)
+                    if _breaks_exactly(instance, site):
+                        partner = next(partners, valid) if schemagen.not_a_double(v) else valid
+                        broken.append((partner, instance))
             if not broken:
-                broken = [simplest(_site_strategy(site, nonfinite)).instance]
+                broken = [(valid, simplest(_site_strategy(site, nonfinite)).instance)]
         except (HypothesisException, schemagen.UnsupportedSchema):
             continue
-        for instance in broken:
+        for partner, instance in broken:
             key = (site.schema_id, json.dumps(instance, sort_keys=True, default=repr))
             if key not in seen:
                 seen.add(key)
-                out.append((valid, Broken(site.schema_id, instance, f"{site.describe()} edge")))
+                out.append((partner, Broken(site.schema_id, instance, f"{site.describe()} edge")))
     return tuple(out)
+
+
+def _largest_numbers(site: Site, holed: Any) -> list[Any]:
+    """For a number's type rule: the instance valid everywhere else holding each of
+    :data:`schemagen.LARGEST_DOUBLES` (the largest double, 2**53 + 1), those the oracle
+    confirms valid. They are the valid halves of the integers no double holds, so the
+    line between the two is run both ways."""
+    if site.keyword != "type" or not any("number" in f.types for f in schemagen.site_flats(site)):
+        return []
+    filled = [schemagen.fill(holed, v) for v in schemagen.LARGEST_DOUBLES]
+    return [f for f in filled if not oracle_rules(f, site.schema_id)]
 
 
 def _full_id(schema_id: str) -> str:

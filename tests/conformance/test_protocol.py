@@ -91,3 +91,35 @@ def test_a_harness_that_cannot_start_is_refused(tmp_path: Path) -> None:
     script.write_text("import sys\nsys.stdin.readline()\nprint('{\"version\": 2}')\n")
     with pytest.raises(TargetError):
         ExecTarget(f"{shlex.quote(sys.executable)} {script}", timeout=5)
+
+
+BIG = [10**400, -(10**400), 2**1024, 2**1024 - 2**971, 2**53 + 1, -(2**63) - 1]
+
+
+def test_integers_of_any_size_cross_the_protocol_exactly() -> None:
+    """Strict JSON carries 10**400 as an integer token: the suite's encoder writes it in
+    full and its decoder reads it back as the same int (never a float, never rounded)."""
+    from trainrecord_conformance import protocol
+
+    message = protocol.run_request(0, "validate", {"schema": "s", "instance": BIG})
+    line = protocol.encode(message)
+    assert str(10**400).encode() in line
+    back = protocol.decode(line.rstrip(b"\n"))
+    assert back == message
+    assert all(type(n) is int for n in back["input"]["instance"])
+
+
+def test_big_integers_reach_an_exec_harness_and_come_back_exactly() -> None:
+    """Through the reference harness: 10**400 in a diary line body is written in full by the
+    canonical form, and a metrics value of 10**400 is refused while the largest double (an
+    integer token) is a number."""
+    from trainrecord_conformance.targets import harness_command
+
+    metrics = "https://trainrecord.dev/schemas/foundry/metrics.schema.json"
+    row = {"benchmark": "b", "metric": "m", "horizon": 0, "seed": 0}
+    with ExecTarget(harness_command()) as target:
+        out = target.run("line_hash", {"prev": "0" * 64, "body": {"n": BIG}}).output
+        assert out["canonical"] == '{"n":[' + ",".join(str(n) for n in BIG) + "]}"
+        for value, valid in ((10**400, False), (2**1024 - 2**970, False), (BIG[3], True)):
+            out = target.run("validate", {"schema": metrics, "instance": [{**row, "value": value}]})
+            assert out.output["valid"] is valid, (value, out)

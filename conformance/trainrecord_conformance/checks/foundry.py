@@ -29,6 +29,10 @@ INPROCESS = "@nonfinite"
 """A pseudo-operation: the target takes Python values JSON cannot carry (NaN, non-text)."""
 
 NOT_INTEGERS = ["abc", "1.5", "1e3", "0x10", "1_000", "١٢", "--1", "1 2", "4.0", "8,4", "nan"]
+OUT_OF_RANGE = [str(2**63), str(-(2**63) - 1), "1" + "0" * 400, "-" + "9" * 40]
+"""Integers outside the signed 64-bit range: not integers for the environment variables
+(spec/README.md, "An integer" in an environment variable)."""
+ASCII_SPACE = " \t\n\r\f\v"
 BLANKS = ["", " ", "\t", "  \n", "\u00a0", "\u3000", " \u2003\t"]
 """Blank: empty or only white space as Unicode defines it (spec/README.md, Blank)."""
 
@@ -51,7 +55,7 @@ def _witness_input(
 def _env_case(rule: str) -> st.SearchStrategy[dict[str, str]]:
     """A valid environment changed to break exactly the environment rule ``rule``."""
     base = S.foundry_env().map(lambda e: {k: v for k, v in e.items() if k != "RANK"})
-    bad = st.sampled_from(NOT_INTEGERS)
+    bad = st.sampled_from(NOT_INTEGERS + OUT_OF_RANGE)
     negative = st.integers(-(10**6), -1).map(str)
     variants: dict[str, Callable[[dict[str, str]], st.SearchStrategy[dict[str, str]]]] = {
         "witness.env.foundry_run_id.unset": lambda e: st.just(
@@ -92,9 +96,11 @@ def _env_edges(rule: str) -> list[dict[str, str]]:
     last = rule.rsplit(".", 1)[1]
     if last == "unset":
         return [{}]
-    values = {"blank": BLANKS, "integer": NOT_INTEGERS, "negative": ["-1", "-1000000"]}.get(
-        last, ["0", "-1"]
-    )
+    values = {
+        "blank": BLANKS,
+        "integer": NOT_INTEGERS + OUT_OF_RANGE,
+        "negative": ["-1", "-1000000", str(-(2**63))],
+    }.get(last, ["0", "-1", str(-(2**63))])
     return [{"FOUNDRY_RUN_ID": "1", variable: v} for v in values]
 
 
@@ -129,6 +135,66 @@ def nothing_on_refusal(ctx: Context, case: tuple[str, dict[str, str]]) -> None:
     """Any refused witness leaves no folder, no witness, no temporary file."""
     rule, env = case
     env_refused(rule)(ctx, env)
+
+
+ENV_RANGES = {
+    "FOUNDRY_RUN_ID": -(2**63),
+    "RANK": 0,
+    "SLURM_PROCID": 0,
+    "SLURM_RESTART_COUNT": 0,
+    "OMP_NUM_THREADS": 1,
+}
+"""The smallest value of each integer variable; the largest is 2**63 - 1 for all."""
+
+
+def _spelled(value: int, zeros: int, plus: bool, before: str, after: str) -> str:
+    sign = "-" if value < 0 else ("+" if plus else "")
+    return f"{before}{sign}{'0' * zeros}{abs(value)}{after}"
+
+
+def _env_integers(variable: str) -> st.SearchStrategy[str]:
+    """Spellings of an integer in the variable's range: leading zeros, a + sign,
+    surrounding ASCII white space (spec/README.md: all are the integer)."""
+    space = st.text(alphabet=ASCII_SPACE, max_size=2)
+    values = st.one_of(
+        st.integers(ENV_RANGES[variable], 2**63 - 1),
+        st.sampled_from([ENV_RANGES[variable], 2**63 - 1]),
+    )
+    return st.builds(_spelled, values, st.integers(0, 3), st.booleans(), space, space)
+
+
+def _env_integer_edges(variable: str) -> list[str]:
+    low = ENV_RANGES[variable]
+    return [
+        str(2**63 - 1),
+        str(low),
+        "0" * 30 + str(2**63 - 1),
+        _spelled(max(low, 0), 2, True, " \t", "\n"),
+        f"+{2**63 - 1}",
+    ]
+
+
+def env_integer_read(variable: str) -> Callable[[Context, str], None]:
+    """The variable spelled as an integer the spec allows, at the bounds of the signed
+    64-bit range too, is read as that integer: written exactly into the witness (the run id,
+    the attempt and its file name, cpu_threads), or for a rank, 0 writes and any other
+    value writes nothing."""
+
+    def body(ctx: Context, spelled: str) -> None:
+        value = int(spelled.strip(ASCII_SPACE))
+        env = {"FOUNDRY_RUN_ID": "1", variable: spelled}
+        if variable in ("RANK", "SLURM_PROCID") and value != 0:
+            folder = ctx.folder()
+            result = ctx.run("write_witness", _witness_input(ctx, env, folder=folder))
+            if result.outcome != "ok" or result.output.get("path") or snapshot(folder):
+                raise Failed(
+                    f"{variable}={spelled!r} (rank {value}) gave {result.describe()} and left "
+                    f"{sorted(snapshot(folder))}: a nonzero rank writes nothing"
+                )
+            return
+        written_witness(ctx, env, {"lr": 0.1})
+
+    return body
 
 
 # --------------------------------------------------------------------------- writing
@@ -479,6 +545,39 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+def metrics_reader_refuses(rule: str) -> Callable[[Context, Any], None]:
+    """read_metrics reads a valid file and refuses a broken one naming ``rule``: the rows
+    as strict JSON of any size (``10**400`` is an integer token, not a number)."""
+
+    def body(ctx: Context, case: tuple[Any, S.Broken]) -> None:
+        valid, broken = case
+        folder = ctx.folder(create=True)
+        path = folder / "metrics.json"
+        path.write_text(json.dumps(valid), encoding="utf-8")
+        out = ctx.ok("read_metrics", {"path": str(path)})
+        if not _same_numbers(out["rows"], valid):
+            raise Failed(f"read_metrics read {out['rows']!r} from a file holding {valid!r}")
+        path.write_text(json.dumps(broken.instance), encoding="utf-8")
+        ctx.refused("read_metrics", {"path": str(path)}, rule)
+
+    return body
+
+
+def _same_numbers(a: Any, b: Any) -> bool:
+    """Equal as a reader may give them: a number as the double it reads as (2**53 + 1 may
+    come back as 2**53, 0 as 0.0), everything else exactly."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_numbers(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same_numbers(x, y) for x, y in zip(a, b, strict=True))
+    numbers = (int, float)
+    if isinstance(a, numbers) and isinstance(b, numbers):
+        if isinstance(a, bool) or isinstance(b, bool):
+            return a is b
+        return float(a) == float(b)
+    return bool(type(a) is type(b) and a == b)
+
+
 def metrics_nothing_on_refusal(ctx: Context, broken: S.Broken) -> None:
     """Refused rows create neither the folder nor any file, even when the folder exists."""
     folder = ctx.folder(create=True)
@@ -695,6 +794,17 @@ def checks() -> list[Check]:
             metrics_replace,
         ),
     ]
+    out += [
+        Check(
+            f"witness.env.{variable.lower()}.integer",
+            "an integer spelled as allowed, at the 64-bit bounds too, is read as it",
+            frozenset({"write_witness"}),
+            lambda t, v=variable: _env_integers(v),
+            env_integer_read(variable),
+            edges=lambda t, v=variable: _env_integer_edges(v),
+        )
+        for variable in ENV_RANGES
+    ]
     for rule in sorted(S.schema_rules()):
         sites = {s.schema_id for s in S.rule_sites(rule)}
         if METRICS in sites:
@@ -705,6 +815,17 @@ def checks() -> list[Check]:
                     frozenset({"write_metrics"}),
                     _pairs(rule, METRICS),
                     metrics_writer_refuses(rule),
+                    scale="schema",
+                    edges=_edge_pairs(rule, METRICS),
+                )
+            )
+            out.append(
+                Check(
+                    rule,
+                    "read_metrics refuses the file",
+                    frozenset({"read_metrics"}),
+                    _pairs(rule, METRICS),
+                    metrics_reader_refuses(rule),
                     scale="schema",
                     edges=_edge_pairs(rule, METRICS),
                 )
