@@ -242,6 +242,8 @@ class Monitor:
         self.checks = 0
         self.closed = False
         self._busy = 0  # inside _bookkeeping()
+        self._record_error: OSError | None = None  # a record file could not be written
+        self._diary_failed = False  # ... and it was diary.jsonl
         self._transformed = False  # the last check's forward pass ran under torch.func
         self._silent_streak: dict[str, dict[int, tuple[int, int]]] = {}  # checks, values
         self._relu_cache: np.ndarray | None = None
@@ -295,6 +297,14 @@ class Monitor:
                 self.run_dir,
             )
         self._emit("run_start", self._run_start(config))
+        if self._record_error is not None:  # before training: a clear error, not a warning
+            self.closed = True
+            self._held.release()
+            with contextlib.suppress(OSError):
+                self._metrics.close()
+            with contextlib.suppress(OSError):
+                self._diary.close()
+            raise self._record_error
         if not self.layers:
             LOGGER.warning("trainrecord.Monitor: %s", NO_TRAINABLE.split("; checks")[0])
         if self.steps % self.check_every == 0:
@@ -338,10 +348,13 @@ class Monitor:
             self.steps = step + 1  # between checks: a counter, nothing else
             return
         with self._bookkeeping():
+            if self._record_error is not None:  # the record stopped: training goes on
+                self.steps = step + 1
+                return
             if step % self.check_every == 0:
                 self._check(step, loss)
             self.steps = step + 1
-            if self.steps % self.check_every == 0:
+            if self.steps % self.check_every == 0 and self._record_error is None:
                 self._arm()
 
     def close(self, error: BaseException | None = None) -> None:
@@ -374,11 +387,20 @@ class Monitor:
             self._sinks.close(sink_wait)
 
     def _write_run_end(self, ended: dict[str, str] | None) -> None:
+        if self._diary_failed:  # nothing more can follow the line that is missing
+            with contextlib.suppress(OSError):
+                self._metrics.close()
+            with contextlib.suppress(OSError):
+                self._diary.close()
+            return
+        if self._record_error is not None and ended is None:
+            ended = ended_by(self._record_error)  # what ended the record: metrics.jsonl
         try:
             try:
                 digest = self._metrics.sha256()
             finally:
-                self._metrics.close()
+                with contextlib.suppress(OSError):  # (the error was said when it happened)
+                    self._metrics.close()
             fields: dict[str, Any] = {
                 "steps": self.steps - self.start_step,  # this session's
                 "checks": self.checks,
@@ -389,7 +411,10 @@ class Monitor:
                 fields["error"] = ended
             self._emit("run_end", fields)
         finally:
-            self._diary.close()
+            try:
+                self._diary.close()  # (and its seal)
+            except OSError as exc:  # the run is over; the record says what it holds
+                LOGGER.error("trainrecord.Monitor: %s", exc)
 
     @contextlib.contextmanager
     def _bookkeeping(self) -> Iterator[None]:
@@ -565,9 +590,13 @@ class Monitor:
             for event, fields in self.alarms.observe(step, norms):
                 self._emit(event, fields)
         row = {"step": step, "loss": value, "grad": norms, "stuck": rows}
-        if self.dist.writer:
-            self._metrics.append(row)
-            self._sinks.put("metrics", row)
+        if self.dist.writer and self._record_error is None:
+            try:
+                self._metrics.append(row)
+            except OSError as exc:
+                self._recording_failed(exc, diary=False)
+            else:
+                self._sinks.put("metrics", row)
 
     def _repair_limits(self, structure: Structure) -> dict[str, str]:
         """Producers a repair must not touch, with why; and, in ``structure.consumer``, only
@@ -960,9 +989,13 @@ class Monitor:
         with self._lock:  # from the training thread and the sink thread
             if event not in ("run_start", "run_end"):
                 self.counts[event] = self.counts.get(event, 0) + 1
-            if not self.dist.writer:
+            if not self.dist.writer or (self._record_error is not None and event != "run_end"):
                 return
-            line = self._diary.append(event, fields)
+            try:
+                line = self._diary.append(event, fields)
+            except OSError as exc:
+                self._recording_failed(exc, diary=True)
+                return
         if event != "sink_error":
             self._sinks.put("event", line)
 
@@ -970,6 +1003,22 @@ class Monitor:
         if event not in self._said:
             self._said.add(event)
             self._emit(event, fields)
+
+    def _recording_failed(self, exc: OSError, *, diary: bool) -> None:
+        """A record file could not be written (a full disk): say so once, stop recording,
+        and let training go on (see spec/README "A record that cannot be written")."""
+        if self._record_error is None:
+            self._record_error = exc
+            self._disarm()
+            LOGGER.error(
+                "trainrecord.Monitor: recording stopped at step %d, training goes on: %s%s",
+                self.steps,
+                exc,
+                ""
+                if diary
+                else " (run_end at close says so: diary.jsonl is intact and ends complete)",
+            )
+        self._diary_failed = self._diary_failed or diary
 
     def _sink_failed(self, sink: str, error: str) -> None:
         LOGGER.warning("trainrecord: sink %s failed: %s", sink, error)
