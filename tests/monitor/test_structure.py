@@ -485,3 +485,42 @@ def test_a_relu6_is_a_relu_for_the_channel_checks(tmp_path: Path) -> None:
     assert (conv2["relu"], conv2["certifiable"], conv2["consumer"]) == ("relu2", True, "head")
 
     assert story(lines) == story(plain)  # certificate, channels, repair: as with ReLU
+
+
+@pytest.mark.parametrize(
+    ("norm", "kind"),
+    [
+        (nn.GroupNorm(2, 8), "GroupNorm"),
+        (nn.InstanceNorm2d(8, affine=True), "InstanceNorm2d"),
+        (nn.GroupNorm(8, 8), "GroupNorm"),
+    ],
+)
+def test_a_norm_that_is_not_batchnorm_is_named_in_the_reason_and_never_certified(
+    run_dir: Path, norm: nn.Module, kind: str
+) -> None:
+    # Before: "no ReLU receives the output of 0 unmodified", with the ReLU right there
+    # behind a GroupNorm. Such a norm is not paired (the record's field is batchnorm); a
+    # channel it silences (gamma 0, beta < 0) is never certified.
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1),
+        norm,
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(8, 4),
+    )
+    with torch.no_grad():
+        model[1].weight[:2] = 0.0
+        model[1].bias[:2] = -1.0
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with Monitor(model, optimizer, run_dir, check_every=1, repair=True) as monitor:
+        train(model, optimizer, monitor, 3)
+    lines = read_run(run_dir)
+    producer = {p["layer"]: p for p in events(lines, "manifest")[0]["producers"]}["0"]
+    assert producer["batchnorm"] is None and producer["relu"] is None
+    assert producer["reason"] == (
+        f"the output of 0 goes through the {kind} 1, which is not paired (only a BatchNorm "
+        "is: the record's batchnorm field), so no ReLU receives it unmodified"
+    )
+    assert events(lines, "certificate") == [] and events(lines, "repair") == []

@@ -50,9 +50,18 @@ class Producer:
     relu_sole: bool
     single_consumer: bool
     calls: int
+    other_norm: str | None = None  # a GroupNorm (or other unpaired norm) taking its output
+    other_norm_module: nn.Module | None = None
 
     def static_reason(self) -> str | None:
         """Why this producer can never be certified, or None when it can be."""
+        if self.relu is None and self.other_norm is not None:
+            kind = type(self.other_norm_module).__name__ if self.other_norm_module else "norm"
+            return (
+                f"the output of {self.name} goes through the {kind} {self.other_norm}, which "
+                "is not paired (only a BatchNorm is: the record's batchnorm field), so no "
+                "ReLU receives it unmodified"
+            )
         if self.relu is None:
             return (
                 f"no ReLU (module or F.relu) receives the output of "
@@ -91,6 +100,8 @@ def producers_from(
                 relu_sole=structure.relu_sole.get(measured, False),
                 single_consumer=structure.single_consumer.get(name, False),
                 calls=structure.calls.get(name, 0),
+                other_norm=structure.other_norm.get(name),
+                other_norm_module=modules.get(structure.other_norm.get(name, "")),
             )
         )
     return out

@@ -71,6 +71,18 @@ BATCHNORMS: tuple[type[nn.Module], ...] = (
     nn.BatchNorm3d,
     nn.SyncBatchNorm,  # (convert_sync_batchnorm for DDP: statistics over every rank's batch)
 )
+OTHER_NORMS: tuple[type[nn.Module], ...] = (
+    nn.GroupNorm,
+    nn.InstanceNorm1d,
+    nn.InstanceNorm2d,
+    nn.InstanceNorm3d,
+    nn.LayerNorm,
+    nn.LocalResponseNorm,
+)
+"""Normalisations that are not paired (the record's field is ``batchnorm``): a producer whose
+output they take is named in its reason. A GroupNorm normalises a zero channel against its
+group (the zero-weights route of a certificate fails) and re-initialising one channel changes
+its group's statistics (a repair is never function-preserving under it)."""
 RELUS: tuple[type[nn.Module], ...] = (nn.ReLU, nn.ReLU6)
 """ReLU modules: ReLU6 (MobileNet's) is a ReLU clipped at 6, the same below 0 (output and
 derivative 0), so silence, certificates and repair hold for it as for a ReLU."""
@@ -157,6 +169,7 @@ class Structure:
     calls: dict[str, int] = field(default_factory=dict)
     graph: str | None = None
     relu_nodes: dict[str, Any] = field(default_factory=dict)  # functional ReLUs' graph nodes
+    other_norm: dict[str, str] = field(default_factory=dict)  # producer -> GroupNorm etc.
 
     def event(self, step: int) -> dict[str, Any]:
         """The fields of the structure event."""
@@ -299,6 +312,8 @@ class StructureProbe:
             source_kind = self.modules[source]
             if isinstance(call.kind, BATCHNORMS) and isinstance(source_kind, PRODUCERS):
                 structure.pairs[source] = call.module
+            elif isinstance(call.kind, OTHER_NORMS) and isinstance(source_kind, PRODUCERS):
+                structure.other_norm[source] = call.module
             if isinstance(call.kind, RELUS):
                 if source not in structure.relu_after:
                     structure.relu_after.append(source)
