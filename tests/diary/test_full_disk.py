@@ -13,10 +13,8 @@ import errno
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -132,27 +130,6 @@ def test_a_diary_line_that_cannot_be_cut_off_leaves_a_torn_record(tmp_path: Path
     assert result.status == "torn", result.summary()
     assert result.lines == out["written"] + 1
     assert cli("verify", run).returncode == 3
-
-
-@pytest.fixture
-def tiny_fs(tmp_path: Path) -> Iterator[Path]:
-    """A real 16 KiB tmpfs (needs root and mount; skipped where either is missing)."""
-    mount = shutil.which("mount")
-    if os.geteuid() != 0 or mount is None:
-        pytest.skip("mounting a tmpfs needs root")
-    where = tmp_path / "tiny"
-    where.mkdir()
-    done = subprocess.run(
-        [mount, "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(where)],
-        capture_output=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace')}")
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", str(where)], check=False)
 
 
 def test_a_full_disk_leaves_a_complete_record_and_says_so(tiny_fs: Path):

@@ -14,10 +14,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,9 +58,10 @@ print(json.dumps(out))
 """
 
 
-def _train(run: Path, limit: int) -> tuple[dict[str, Any], str]:
+def _child(script: str, *args: object) -> tuple[dict[str, Any], str]:
+    """Run ``script`` in a child process: what it printed as JSON, and its stderr (logs)."""
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(run), str(limit)],
+        [sys.executable, "-c", script, *map(str, args)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -71,6 +70,10 @@ def _train(run: Path, limit: int) -> tuple[dict[str, Any], str]:
     )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout), proc.stderr
+
+
+def _train(run: Path, limit: int) -> tuple[dict[str, Any], str]:
+    return _child(CHILD, run, limit)
 
 
 def _check_record(run: Path, out: dict[str, Any], log: str, cause: str) -> None:
@@ -99,27 +102,6 @@ def test_a_monitor_past_the_file_size_limit_leaves_a_complete_record(tmp_path: P
     out, log = _train(run, 8192)
     _check_record(run, out, log, "File too large (EFBIG)")
     assert (run / "record.json").exists()  # run_end and the seal fit (the limit is per file)
-
-
-@pytest.fixture
-def tiny_fs(tmp_path: Path) -> Iterator[Path]:
-    """A real 16 KiB tmpfs (needs root and mount; skipped where either is missing)."""
-    mount = shutil.which("mount")
-    if os.geteuid() != 0 or mount is None:
-        pytest.skip("mounting a tmpfs needs root")
-    where = tmp_path / "tiny"
-    where.mkdir()
-    done = subprocess.run(
-        [mount, "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(where)],
-        capture_output=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace')}")
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", str(where)], check=False)
 
 
 @pytest.mark.torch
@@ -169,18 +151,9 @@ def test_a_close_whose_run_end_fails_still_gives_back_files_and_the_sinks_thread
     # Before: close() raised at run_end and never closed diary.jsonl (its lock held until the
     # Monitor was collected) nor stopped the sinks' thread. The diary itself failed here: the
     # record ends at its last whole line, without run_end (incomplete, not failed).
-    proc = subprocess.run(
-        [sys.executable, "-c", GIVES_BACK, str(tmp_path / "run")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout)
-    assert "recording stopped at step 0, training goes on" in proc.stderr
-    assert f"{tmp_path / 'run' / 'diary.jsonl'}" in proc.stderr
+    out, log = _child(GIVES_BACK, tmp_path / "run")
+    assert "recording stopped at step 0, training goes on" in log
+    assert f"{tmp_path / 'run' / 'diary.jsonl'}" in log
     assert out["sinks"] == []
     assert out["diary.jsonl"] == "free" and out["metrics.jsonl"] == "free"
     result = verify(tmp_path / "run")
@@ -189,16 +162,7 @@ def test_a_close_whose_run_end_fails_still_gives_back_files_and_the_sinks_thread
 
 def test_a_run_start_that_cannot_be_written_is_refused_at_creation(tmp_path: Path) -> None:
     # Before training starts nothing is lost: the Monitor raises, leaves no hook behind.
-    proc = subprocess.run(
-        [sys.executable, "-c", BEFORE_TRAINING, str(tmp_path / "run")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout)
+    out, _ = _child(BEFORE_TRAINING, tmp_path / "run")
     assert out["raised"] == "RecordWriteError" and "diary.jsonl" in out["message"]
     assert out["hooks"] == 0 and out["sinks"] == []
 
