@@ -93,18 +93,27 @@ def _ready(proc: subprocess.Popen[str]) -> tuple[str, str]:
     return line[1], line[2]
 
 
-def test_sigterm_sends_interrupted_and_the_process_still_dies_of_sigterm(
-    https_receiver: ReportServer, tls: TLSFiles, tmp_path: Path
-) -> None:
-    proc = _start_job(tmp_path, https_receiver.url, tls, "default")
+def _terminated(
+    receiver: ReportServer, tls: TLSFiles, tmp_path: Path, mode: str
+) -> tuple[str, str]:
+    """Start the job, wait for its first report, send SIGTERM; the job must die of it.
+    Returns the run_id and what the job printed."""
+    proc = _start_job(tmp_path, receiver.url, tls, mode)
     try:
         run_id, _ = _ready(proc)
-        wait_until(lambda: https_receiver.store.latest(run_id) is not None)
+        wait_until(lambda: receiver.store.latest(run_id) is not None)
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
     assert proc.returncode == -signal.SIGTERM, (proc.returncode, err)
+    return run_id, out
+
+
+def test_sigterm_sends_interrupted_and_the_process_still_dies_of_sigterm(
+    https_receiver: ReportServer, tls: TLSFiles, tmp_path: Path
+) -> None:
+    run_id, out = _terminated(https_receiver, tls, tmp_path, "default")
     assert "left the block" not in out  # no code after the signal ran, as with SIG_DFL
     latest = https_receiver.store.latest(run_id)
     assert latest is not None
@@ -121,15 +130,7 @@ def test_sigterm_sends_interrupted_and_the_process_still_dies_of_sigterm(
 def test_a_monitor_and_a_reporter_in_one_job_both_record_the_sigterm(
     https_receiver: ReportServer, tls: TLSFiles, tmp_path: Path
 ) -> None:
-    proc = _start_job(tmp_path, https_receiver.url, tls, "monitor")
-    try:
-        run_id, _ = _ready(proc)
-        wait_until(lambda: https_receiver.store.latest(run_id) is not None)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
-    assert proc.returncode == -signal.SIGTERM, (proc.returncode, err)
+    run_id, _ = _terminated(https_receiver, tls, tmp_path, "monitor")
     latest = https_receiver.store.latest(run_id)
     assert latest is not None and latest["status"] == "interrupted"
     diary = tmp_path / "models" / "pre" / "pre_z_1-diary"
