@@ -11,6 +11,7 @@ supports passes.
 from __future__ import annotations
 
 import itertools
+import json
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -20,6 +21,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from trainrecord.canonical import loads_strict
 from trainrecord_conformance.protocol import Result
 from trainrecord_conformance.targets import Target, TargetError
 
@@ -148,3 +150,40 @@ def snapshot(path: Path) -> dict[str, bytes | None]:
     for item in sorted(path.rglob("*")):
         out[str(item.relative_to(path))] = item.read_bytes() if item.is_file() else None
     return out
+
+
+def written_json(path: Path, rule: str, what: str | None = None) -> Any:
+    """The strict JSON document an implementation left at ``path``.
+
+    Whatever else is there (no file, a folder, bytes that are not UTF-8, not one strict
+    JSON document: cut, trailing data, NaN, a name twice) is a :class:`Failed` naming
+    ``rule`` and what was found, never a crash of the check. ``what`` names the file in the
+    message (default: its name).
+    """
+    name = what or path.name
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise Failed(f"[{rule}] {name}: there is no such file") from None
+    except IsADirectoryError:
+        raise Failed(f"[{rule}] {name} is a folder, not a file") from None
+    except OSError as exc:
+        raise Failed(f"[{rule}] {name} cannot be read: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Failed(
+            f"[{rule}] {name} is not UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start} "
+            f"of {len(raw)}"
+        ) from None
+    try:
+        return loads_strict(text)
+    except json.JSONDecodeError as exc:
+        near = json.dumps(text[max(0, exc.pos - 30) : exc.pos + 30], ensure_ascii=False)
+        raise Failed(
+            f"[{rule}] {name} is not one strict JSON document: {exc.msg[0].lower()}"
+            f"{exc.msg[1:]} at char {exc.pos} (line {exc.lineno} column {exc.colno}) of "
+            f"{len(text)}, near {near}"
+        ) from None
+    except (ValueError, RecursionError) as exc:
+        raise Failed(f"[{rule}] {name} is not strict JSON: {exc}") from None

@@ -530,17 +530,37 @@ the fixed cases, in :func:`edge_run`)."""
 
 
 def read_written(folder: Path) -> list[dict[str, Any]]:
-    """The lines of a written diary, each strict JSON."""
+    """The lines of a written diary, each strict JSON (anything else is a failure naming
+    what was found, never a crash of the check)."""
     path = folder / "diary.jsonl"
     if not path.is_file():
         raise Failed("write_diary wrote no diary.jsonl")
-    text = path.read_text(encoding="utf-8")
-    if text and not text.endswith("\n"):
-        raise Failed("diary.jsonl does not end with a newline")
+    return written_lines(path.read_bytes(), "diary.jsonl")
+
+
+def written_lines(data: bytes, what: str, rule: str = "diary.file.json") -> list[Any]:
+    """Lines an implementation wrote, each one strict JSON object ending in a newline;
+    anything else is a failure naming ``rule`` and the line."""
     try:
-        return [loads_strict(x) for x in text.splitlines()]
-    except ValueError as exc:
-        raise Failed(f"a written line is not strict JSON: {exc}") from exc
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Failed(
+            f"[{rule}] {what} is not UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start}"
+        ) from None
+    if text and not text.endswith("\n"):
+        raise Failed(f"[{rule}] {what} does not end with a newline")
+    out = []
+    for i, line in enumerate(text.splitlines()):
+        try:
+            value = loads_strict(line)
+        except (ValueError, RecursionError) as exc:
+            raise Failed(
+                f"[{rule}] {what} line {i} is not strict JSON ({exc}): {json.dumps(line[:200])}"
+            ) from None
+        if not isinstance(value, dict):
+            raise Failed(f"[{rule}] {what} line {i} is not a JSON object: {json.dumps(line[:200])}")
+        out.append(value)
+    return out
 
 
 def chain_problem(

@@ -17,9 +17,13 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from trainrecord.canonical import loads_strict
 from trainrecord_conformance import strategies as S
-from trainrecord_conformance.checks.base import Check, Context, Failed, snapshot
+from trainrecord_conformance.checks.base import Check, Context, Failed, snapshot, written_json
+from trainrecord_conformance.checks.foundry_written import (
+    metrics_rows_findings,
+    witness_findings,
+    write_judged_witness,
+)
 from trainrecord_conformance.checks.racing import RACERS, race_all, racers
 from trainrecord_conformance.targets import Target
 
@@ -120,21 +124,48 @@ ENV_RULES = (
 
 
 def env_refused(rule: str) -> Callable[[Context, dict[str, str]], None]:
-    """The writer refuses the environment naming ``rule`` and creates nothing."""
+    """The writer refuses the environment naming ``rule`` (what a refusal leaves behind is
+    witness.write.nothing_on_refusal's check)."""
 
     def body(ctx: Context, env: dict[str, str]) -> None:
-        folder = ctx.folder()
-        ctx.refused("write_witness", _witness_input(ctx, env, folder=folder), rule)
-        if folder.exists():
-            raise Failed(f"a refused witness left {sorted(snapshot(folder))} behind")
+        ctx.refused("write_witness", _witness_input(ctx, env), rule)
 
     return body
 
 
-def nothing_on_refusal(ctx: Context, case: tuple[str, dict[str, str]]) -> None:
-    """Any refused witness leaves no folder, no witness, no temporary file."""
-    rule, env = case
-    env_refused(rule)(ctx, env)
+def nothing_on_refusal(ctx: Context, case: tuple[str, dict[str, str], Any, bool]) -> None:
+    """Any refused witness leaves no folder, no witness, no temporary file: a results
+    folder that did not exist is not created, one that did is left as it was."""
+    rule, env, config, existing = case
+    folder = ctx.folder(create=existing)
+    if existing:
+        (folder / "keep.txt").write_text("x")
+    before = snapshot(folder)
+    ctx.refused("write_witness", _witness_input(ctx, env, config, folder), rule)
+    after = snapshot(folder)
+    if after != before:
+        raise Failed(_left_behind("witness.write.nothing_on_refusal", rule, folder, before, after))
+
+
+def _left_behind(
+    rule: str, refused: str, folder: Any, before: dict[str, Any], after: dict[str, Any]
+) -> str:
+    """What a refused call changed on disk, named by the refusal rule ``rule``."""
+    if not before:
+        made = sorted(k for k in after if k != ".")
+        return (
+            f"[{rule}] a call refused with {refused} created the results folder {folder.name}"
+            + (f" and {made} in it" if made else " (empty)")
+        )
+    added = sorted(set(after) - set(before))
+    changed = sorted(k for k in before if k in after and after[k] != before[k])
+    gone = sorted(set(before) - set(after))
+    parts = [f"added {added}" if added else "", f"changed {changed}" if changed else ""]
+    parts.append(f"removed {gone}" if gone else "")
+    return (
+        f"[{rule}] a call refused with {refused} changed the existing results folder: "
+        + ", ".join(p for p in parts if p)
+    )
 
 
 ENV_RANGES = {
@@ -206,37 +237,32 @@ def expected_sha(config: Any) -> str:
 
 
 def written_witness(ctx: Context, env: dict[str, str], config: dict[str, Any]) -> Any:
-    """Write a valid witness; check every field against what the writer was given."""
-    folder = ctx.folder()
-    out = ctx.ok("write_witness", _witness_input(ctx, env, config, folder))
-    attempt = int(env.get("SLURM_RESTART_COUNT", "0"))
-    expected = folder / f"observed.attempt{attempt}.json"
-    if out["path"] is None or not expected.is_file():
-        raise Failed(f"no witness at {expected.name} (answer {out['path']!r})")
-    data = loads_strict(expected.read_text(encoding="utf-8"))
-    found = S.oracle_rules(data, WITNESS)
+    """Write a valid witness; check every field against what the writer was given (each
+    finding names its rule: :func:`.foundry_written.witness_findings`)."""
+    folder, expected, data, found = write_judged_witness(ctx, env, config)
     if found:
-        raise Failed(f"the written witness breaks {sorted(found)}: {data}")
-    wanted = {
-        "attempt": attempt,
-        "experiment_id": int(env["FOUNDRY_RUN_ID"]),
-        "config_sha": expected_sha(config),
-        "wall_seconds": 7,
-        "device": "cpu",
-        "run_record_format": 1,
-    }
-    if "OMP_NUM_THREADS" in env:
-        wanted["cpu_threads"] = int(env["OMP_NUM_THREADS"])
-    wrong = {k: (data.get(k), v) for k, v in wanted.items() if data.get(k) != v}
-    if wrong:
-        raise Failed(f"witness fields (written, expected): {wrong}")
+        raise Failed("; ".join(message for _, message in found))
     return folder, expected, data
+
+
+def placed_witness(ctx: Context, env: dict[str, str], config: Any) -> Any:
+    """Write a valid witness and find its file, nothing more: the checks of the rules that
+    only need a witness on disk (its fields are the writer checks' business)."""
+    folder = ctx.folder()
+    data = _witness_input(ctx, env, config, folder)
+    out = ctx.ok("write_witness", data)
+    attempt = int(env.get("SLURM_RESTART_COUNT", "0"))
+    path = folder / f"observed.attempt{attempt}.json"
+    if out["path"] is None or not path.is_file():
+        _, _, found = witness_findings(out, data)
+        raise Failed("; ".join(m for _, m in found))
+    return folder, path
 
 
 def no_overwrite(ctx: Context, case: tuple[dict[str, str], dict[str, Any]]) -> None:
     """A second witness for the same attempt is refused; the first stays byte for byte."""
     env, config = case
-    folder, _path, _ = written_witness(ctx, env, config)
+    folder, _path = placed_witness(ctx, env, config)
     before = snapshot(folder)
     ctx.refused(
         "write_witness", _witness_input(ctx, env, {"other": 1}, folder), "witness.path.exists"
@@ -248,7 +274,7 @@ def no_overwrite(ctx: Context, case: tuple[dict[str, str], dict[str, Any]]) -> N
 def atomic_no_overwrite(ctx: Context, case: tuple[dict[str, str], dict[str, Any]]) -> None:
     """The folder holds the witness alone (no temporary file) and a rewrite is refused."""
     env, config = case
-    folder, path, _ = written_witness(ctx, env, config)
+    folder, path = placed_witness(ctx, env, config)
     others = sorted(p.name for p in folder.iterdir() if p != path)
     if others:
         raise Failed(f"the writer left other files beside the witness: {others}")
@@ -272,9 +298,9 @@ def race(ctx: Context, case: tuple[dict[str, str], dict[str, Any]]) -> None:
     attempt = int(env.get("SLURM_RESTART_COUNT", "0"))
     if files != [f"observed.attempt{attempt}.json"]:
         raise Failed(f"after the race the folder holds {files}")
-    written = loads_strict((folder / files[0]).read_text(encoding="utf-8"))
-    if S.oracle_rules(written, WITNESS):
-        raise Failed("the winning witness is not complete and valid")
+    written_json(  # complete: one strict JSON document (its fields: the writer checks)
+        folder / files[0], "witness.write.atomic_no_overwrite", f"after the race {files[0]}"
+    )
 
 
 def rank_nonzero(ctx: Context, case: tuple[dict[str, str], int, str]) -> None:
@@ -323,7 +349,13 @@ def _rank_and_procid(target: Target) -> st.SearchStrategy[tuple[dict[str, str], 
 def cpu_nulls(ctx: Context, case: tuple[dict[str, str], dict[str, Any]]) -> None:
     """On cpu, device_name and peak_vram_mb are null."""
     env, config = case
-    _, _, data = written_witness(ctx, env, config)
+    _, path = placed_witness(ctx, env, config)
+    try:
+        data = written_json(path, "witness.file.json")
+    except Failed:
+        return  # not JSON: witness.file.json's writer check says so
+    if not isinstance(data, dict):
+        return
     if data.get("device_name") is not None or data.get("peak_vram_mb") is not None:
         raise Failed(
             f"cpu witness has device_name={data.get('device_name')!r}, "
@@ -333,14 +365,11 @@ def cpu_nulls(ctx: Context, case: tuple[dict[str, str], dict[str, Any]]) -> None
 
 def config_serializable(ctx: Context, config: dict[str, Any]) -> None:
     """A configuration json.dumps(config, sort_keys=True) cannot serialize is refused."""
-    folder = ctx.folder()
     ctx.refused(
         "write_witness",
-        _witness_input(ctx, {"FOUNDRY_RUN_ID": "1"}, config, folder),
+        _witness_input(ctx, {"FOUNDRY_RUN_ID": "1"}, config),
         "witness.config.serializable",
     )
-    if folder.exists():
-        raise Failed(f"a refused witness left {sorted(snapshot(folder))} behind")
 
 
 def _unserializable(target: Target) -> st.SearchStrategy[dict[str, Any]]:
@@ -506,29 +535,30 @@ def version_first(ctx: Context, case: tuple[Any, int]) -> None:
 
 
 def metrics_writer_refuses(rule: str) -> Callable[[Context, Any], None]:
-    """write_metrics writes valid rows as given and refuses broken ones, creating nothing."""
+    """write_metrics takes valid rows and refuses broken ones naming ``rule`` (what it
+    writes is metrics.write.rows' check, what a refusal leaves behind
+    metrics.write.nothing_on_refusal's)."""
 
     def body(ctx: Context, case: tuple[Any, S.Broken]) -> None:
         valid, broken = case
-        metrics_written(ctx, valid)
-        folder = ctx.folder()
-        ctx.refused("write_metrics", {"dir": str(folder), "rows": broken.instance}, rule)
-        if folder.exists():
-            raise Failed(f"refused rows left {sorted(snapshot(folder))} behind")
+        ctx.ok("write_metrics", {"dir": str(ctx.folder()), "rows": valid})
+        ctx.refused("write_metrics", {"dir": str(ctx.folder()), "rows": broken.instance}, rule)
 
     return body
 
 
-def metrics_written(ctx: Context, rows: list[Any], folder: Any = None) -> Any:
-    """Write rows; the file holds exactly them and validates."""
+def metrics_written(
+    ctx: Context, rows: list[Any], folder: Any = None, rule: str = "metrics.write.rows"
+) -> Any:
+    """Write rows; the file holds exactly them (else a failure naming ``rule``)."""
     folder = folder or ctx.folder()
-    out = ctx.ok("write_metrics", {"dir": str(folder), "rows": rows})
-    path = folder / "metrics.json"
-    if not path.is_file():
-        raise Failed(f"no metrics.json in the results folder (answer {out['path']!r})")
-    data = loads_strict(path.read_text(encoding="utf-8"))
-    if not _same(data, rows):
-        raise Failed(f"metrics.json holds {data!r}, the rows were {rows!r}")
+    ctx.ok("write_metrics", {"dir": str(folder), "rows": rows})
+    what = "metrics.json after the rewrite" if rule != "metrics.write.rows" else None
+    found = metrics_rows_findings(
+        folder / "metrics.json", rows, rule, what or "metrics.json after the write"
+    )
+    if found:
+        raise Failed("; ".join(m for _, m in found))
     return folder
 
 
@@ -578,23 +608,40 @@ def _same_numbers(a: Any, b: Any) -> bool:
     return bool(type(a) is type(b) and a == b)
 
 
-def metrics_nothing_on_refusal(ctx: Context, broken: S.Broken) -> None:
-    """Refused rows create neither the folder nor any file, even when the folder exists."""
-    folder = ctx.folder(create=True)
-    (folder / "keep.txt").write_text("x")
+def metrics_nothing_on_refusal(ctx: Context, case: tuple[S.Broken, bool]) -> None:
+    """Refused rows create neither the folder nor any file: a results folder that did not
+    exist is not created, one that did is left as it was."""
+    broken, existing = case
+    folder = ctx.folder(create=existing)
+    if existing:
+        (folder / "keep.txt").write_text("x")
     before = snapshot(folder)
     result = ctx.run("write_metrics", {"dir": str(folder), "rows": broken.instance})
     if result.outcome != "refused":
         raise Failed(f"broken rows ({broken.site}) gave {result.describe()}")
-    if snapshot(folder) != before:
-        raise Failed("refused rows changed the results folder")
+    after = snapshot(folder)
+    if after != before:
+        refused = ", ".join(result.rules) or "no rule"
+        raise Failed(
+            _left_behind("metrics.write.nothing_on_refusal", refused, folder, before, after)
+        )
+
+
+LONG_ROWS = [
+    {"benchmark": "imagenet", "metric": "top1", "horizon": h, "seed": 0, "value": 0.5 + h / 100}
+    for h in range(4)
+]
+"""Rows of a long file, then of a short one: a rewrite in place keeps the long one's tail."""
 
 
 def metrics_replace(ctx: Context, case: tuple[list[Any], list[Any]]) -> None:
     """A second write replaces metrics.json whole and leaves no other file."""
     first, second = case
-    folder = metrics_written(ctx, first)
-    metrics_written(ctx, second, folder)
+    folder = ctx.folder()
+    ctx.ok("write_metrics", {"dir": str(folder), "rows": first})
+    if metrics_rows_findings(folder / "metrics.json", first, "metrics.write.rows", ""):
+        return  # the first write is already wrong: metrics.write.rows' check says how
+    metrics_written(ctx, second, folder, "metrics.write.atomic_replace")
     others = sorted(p.name for p in folder.iterdir() if p.name != "metrics.json")
     if others:
         raise Failed(f"the writer left other files beside metrics.json: {others}")
@@ -624,6 +671,20 @@ def _metrics_rules() -> list[str]:
     )
 
 
+def _refused_witnesses(target: Target) -> st.SearchStrategy[tuple[str, Any, Any, bool]]:
+    """(rule, environment, configuration, results folder exists) of a refused witness:
+    every environment rule, and in-process a configuration json.dumps cannot serialize."""
+    env = st.sampled_from(ENV_RULES).flatmap(
+        lambda r: st.tuples(st.just(r), _env_case(r), st.just({"lr": 0.1}))
+    )
+    if INPROCESS in target.capabilities:
+        config = _unserializable(target).map(
+            lambda c: ("witness.config.serializable", {"FOUNDRY_RUN_ID": "1"}, c)
+        )
+        env = st.one_of(env, config)
+    return st.tuples(env, st.booleans()).map(lambda t: (*t[0], t[1]))
+
+
 def _env_and_config(target: Target) -> st.SearchStrategy[tuple[dict[str, str], dict[str, Any]]]:
     return st.tuples(S.foundry_env(), S.configs())
 
@@ -637,7 +698,7 @@ def checks() -> list[Check]:
     out = [
         Check(
             rule,
-            "write_witness refuses the environment and creates nothing",
+            "write_witness refuses the environment",
             frozenset({"write_witness"}),
             lambda t, r=rule: _env_case(r),
             env_refused(rule),
@@ -650,10 +711,13 @@ def checks() -> list[Check]:
             "witness.write.nothing_on_refusal",
             "a refused witness leaves nothing behind",
             frozenset({"write_witness"}),
-            lambda t: st.sampled_from(ENV_RULES).flatmap(
-                lambda r: st.tuples(st.just(r), _env_case(r))
-            ),
+            _refused_witnesses,
             nothing_on_refusal,
+            edges=lambda t: [
+                (r, _env_edges(r)[0], {"lr": 0.1}, existing)
+                for r in ENV_RULES
+                for existing in (False, True)
+            ],
         ),
         Check(
             "witness.path.exists",
@@ -769,14 +833,18 @@ def checks() -> list[Check]:
             "metrics.write.nothing_on_refusal",
             "refused rows leave the folder as it was",
             frozenset({"write_metrics"}),
-            lambda t: st.sampled_from(_metrics_rules()).flatmap(
-                lambda r: S.breaking_instances(r, schema_id=METRICS, nonfinite=t.nonfinite)
+            lambda t: st.tuples(
+                st.sampled_from(_metrics_rules()).flatmap(
+                    lambda r: S.breaking_instances(r, schema_id=METRICS, nonfinite=t.nonfinite)
+                ),
+                st.booleans(),
             ),
             metrics_nothing_on_refusal,
             edges=lambda t: [
-                b
+                (b, existing)
                 for r in _metrics_rules()
                 for _, b in S.edge_cases(r, schema_id=METRICS, nonfinite=t.nonfinite)[:1]
+                for existing in (False, True)
             ],
         ),
         Check(
@@ -792,6 +860,7 @@ def checks() -> list[Check]:
             frozenset({"write_metrics"}),
             lambda t: st.tuples(S.valid_instances(METRICS), S.valid_instances(METRICS)),
             metrics_replace,
+            edges=lambda t: [(LONG_ROWS, LONG_ROWS[:1]), (LONG_ROWS[:1], LONG_ROWS)],
         ),
     ]
     out += [

@@ -211,7 +211,8 @@ def verify_first(ctx: Context, case: tuple[tuple[list, list, dict | None], int])
     sha = hashlib.sha256((folder / "diary.jsonl").read_bytes()).hexdigest()
     if not (folder / "record.json").is_file():
         raise Failed("seal answered ok but wrote no record.json")
-    if out["seal"].get("diary", {}).get("sha256") != sha:
+    diary = out["seal"].get("diary")
+    if not isinstance(diary, dict) or diary.get("sha256") != sha:
         raise Failed(f"the seal names diary sha256 {out['seal'].get('diary')}, the file is {sha}")
     broken = ctx.folder()
     lines = build_run(broken, events, rows, end)

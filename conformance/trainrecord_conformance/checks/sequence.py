@@ -49,6 +49,24 @@ def resumes(draw: Callable[..., Any]) -> tuple[dict[str, Any], list[tuple[int, s
     return state, calls
 
 
+def _seq_of(body: bytes, call: int) -> Any:
+    """The seq of a report that arrived (anything else there is a failure naming what
+    arrived, never a crash of the check)."""
+    try:
+        report = json.loads(body)
+    except ValueError as exc:
+        raise Failed(
+            f"[report.transport.body] call {call}: a report arrived that is not JSON ({exc}): "
+            f"{body[:200]!r}"
+        ) from None
+    if not isinstance(report, dict) or not isinstance(report.get("seq"), int):
+        raise Failed(
+            f"[report.transport.body] call {call}: a report arrived without an integer seq: "
+            f"{body[:200]!r}"
+        )
+    return report["seq"]
+
+
 def increasing(ctx: Context, case: tuple[dict[str, Any], list[tuple[int, str]]]) -> None:
     """Across the job and its resumes every arriving seq exceeds every earlier one."""
     state, calls = case
@@ -73,7 +91,7 @@ def increasing(ctx: Context, case: tuple[dict[str, Any], list[tuple[int, str]]])
         if not out["closed"] or not arrived:
             raise Failed(f"call {i}: the final report did not go out ({len(arrived)} arrived)")
         for request in arrived:
-            seq = json.loads(request.body)["seq"]
+            seq = _seq_of(request.body, i)
             if seq <= last:
                 raise Failed(
                     f"call {i}: seq {seq} after {last} "

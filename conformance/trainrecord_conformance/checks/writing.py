@@ -17,10 +17,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from trainrecord.canonical import loads_strict
 from trainrecord_conformance import strategies as S
 from trainrecord_conformance.checks.base import Check, Context, Failed, snapshot
-from trainrecord_conformance.checks.diary import build_run, runs, verify, write_lines
+from trainrecord_conformance.checks.diary import build_run, runs, verify, write_lines, written_lines
 from trainrecord_conformance.targets import Target
 
 APPEND = frozenset({"append_diary", "verify_diary"})
@@ -37,15 +36,16 @@ def resume(ctx: Context, case: Case) -> None:
     before = (folder / "diary.jsonl").read_bytes()
     data = {"dir": str(folder), "events": more, "fsync_policy": POLICIES[choice % 3]}
     ctx.ok("append_diary", data)
-    after = (folder / "diary.jsonl").read_bytes()
+    path = folder / "diary.jsonl"
+    after = path.read_bytes() if path.is_file() else b""
     if not after.startswith(before):
         raise Failed("reopening the diary changed its existing lines")
-    new = [loads_strict(x) for x in after[len(before) :].decode("utf-8").splitlines()]
+    new = written_lines(after[len(before) :], "the lines appended to diary.jsonl")
     if len(new) != len(more):
         raise Failed(f"{len(more)} events appended, {len(new)} lines added")
     if [x.get("seq") for x in new] != list(range(len(lines), len(lines) + len(more))):
         raise Failed(f"seq after {len(lines)} lines: {[x.get('seq') for x in new]}")
-    if new[0].get("prev") != lines[-1]["hash"]:
+    if new and new[0].get("prev") != lines[-1]["hash"]:
         raise Failed(
             f"the first appended prev is {new[0].get('prev')}, the head was {lines[-1]['hash']}"
         )
