@@ -10,7 +10,8 @@ import sys
 from collections import Counter
 from typing import Any, TextIO
 
-from trainrecord_conformance.runner import RuleOutcome
+from trainrecord_conformance.runner import RuleOutcome, plain
+from trainrecord_conformance.strategies import Broken
 
 MARK = {
     "pass": "PASS",
@@ -41,9 +42,45 @@ class Progress:
         self.stream.flush()
 
 
-def _short(value: Any, limit: int = 600) -> str:
-    text = json.dumps(value, default=repr, ensure_ascii=False)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+LIMIT = 4000
+"""Characters of one counterexample value shown in the summary (``--json`` has it whole)."""
+
+
+def as_json(value: Any, limit: int = LIMIT) -> str:
+    """One value of a counterexample as JSON text to paste into a harness request: strict
+    JSON (RFC 8259), or, for NaN and infinities (only the in-process target gets them),
+    Python's tokens with a note; cut at ``limit`` characters, saying so."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        note = ""
+    except ValueError:
+        text = json.dumps(value, ensure_ascii=False)
+        note = " (holds NaN or Infinity: not strict JSON, only the in-process target gets it)"
+    if len(text) > limit:
+        note = f" ... (cut at {limit} of {len(text)} characters; --json has it whole){note}"
+        text = text[:limit]
+    return text + note
+
+
+def counterexample_lines(value: Any) -> list[str]:
+    """The counterexample, one part a line: a breaking instance with its schema and site,
+    the valid instance of the same check, other inputs as JSON."""
+    parts = plain(value)
+    brokens = isinstance(value, (tuple, list)) and any(isinstance(v, Broken) for v in value)
+    if isinstance(value, Broken):
+        value, parts, brokens = (value,), [parts], True
+    if not brokens:
+        return [f"counterexample (shrunk): {as_json(parts)}"]
+    lines = ["counterexample (shrunk):"]
+    pair = len(value) == 2 and isinstance(value[1], Broken) and not isinstance(value[0], Broken)
+    for item, shown in zip(value, parts, strict=True):
+        if isinstance(item, Broken):
+            lines.append(f"  schema: {item.schema_id}")
+            lines.append(f"  site: {item.site}")
+            lines.append(f"  instance: {as_json(shown['instance'])}")
+        else:
+            lines.append(f"  {'valid instance' if pair else 'with'}: {as_json(shown)}")
+    return lines
 
 
 def summary(outcomes: list[RuleOutcome], target: str, implementation: dict[str, Any]) -> str:
@@ -62,7 +99,7 @@ def summary(outcomes: list[RuleOutcome], target: str, implementation: dict[str, 
                 lines.append(f"    check: {c.name}")
                 lines.append(f"    {c.message}")
                 if c.counterexample is not None:
-                    lines.append(f"    counterexample (shrunk): {_short(c.counterexample)}")
+                    lines += [f"    {line}" for line in counterexample_lines(c.counterexample)]
         lines.append("")
     per_format: dict[str, Counter[str]] = {}
     for o in outcomes:

@@ -18,7 +18,6 @@ A rule's outcome joins its checks': fail beats error beats pass beats skipped.
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
 import time
 import traceback
@@ -34,7 +33,7 @@ from trainrecord_conformance.checks import Check, Context, Failed, all_checks
 from trainrecord_conformance.checks.base import Unsupported
 from trainrecord_conformance.coverage import NOT_COVERED
 from trainrecord_conformance.registry import rules
-from trainrecord_conformance.strategies import StrategyDrift
+from trainrecord_conformance.strategies import Broken, StrategyDrift
 from trainrecord_conformance.targets import Target, TargetError
 
 PROFILES: dict[str, dict[str, int]] = {
@@ -89,11 +88,23 @@ class RuleOutcome:
         }
 
 
+def plain(value: Any) -> Any:
+    """A counterexample as JSON values: a breaking instance (:class:`Broken`) as
+    ``{"schema", "site", "instance"}``, tuples as arrays, anything JSON cannot hold (bytes,
+    a set, an object: only the in-process target gets such inputs) as its repr."""
+    if isinstance(value, Broken):
+        return {"schema": value.schema_id, "site": value.site, "instance": plain(value.instance)}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {k: plain(v) for k, v in value.items()}
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    return repr(value)
+
+
 def _jsonable(value: Any) -> Any:
-    try:
-        return json.loads(json.dumps(value, default=repr))
-    except ValueError:
-        return repr(value)
+    return plain(value)
 
 
 def profile_examples(profile: str | None = None) -> dict[str, int]:

@@ -104,3 +104,37 @@ def test_a_suite_crash_says_it_is_the_suites() -> None:
             ctx.close()
     assert outcome.status == "error"
     assert outcome.message.startswith("the suite's own check crashed"), outcome.message
+
+
+def test_a_schema_counterexample_is_json_to_paste_with_its_schema_and_site() -> None:
+    """Before: 'counterexample (shrunk): [..., "Broken(schema_id=..., instance={'attempt':
+    3.0, ... None ...}, site=...' (a Python repr, cut at 600 characters)."""
+    import json
+
+    from trainrecord_conformance.report import summary, to_json
+
+    path = ROOT / "conformance" / "mutants" / "validate_float_integers.py"
+    with ExecTarget(f"{sys.executable} {path}", name="float", timeout=60) as target:
+        found = run_rules(target, ["witness.attempt.type"], profile="ci")
+    text = summary(found, "float", {})
+    lines = {k.strip(): v for k, _, v in (x.partition(": ") for x in text.splitlines())}
+    assert lines["schema"] == "https://trainrecord.dev/schemas/foundry/witness.schema.json"
+    assert lines["site"].startswith("foundry/witness.schema.json#/attempt")
+    instance = json.loads(lines["instance"])  # strict JSON, whole
+    assert instance["attempt"] == 3.0 and isinstance(instance["attempt"], float)
+    assert instance["device_name"] is None and "None" not in lines["instance"]
+    valid = json.loads(lines["valid instance"])
+    assert valid["attempt"] == 0
+    [check] = json.loads(to_json(found, "float", {}))["rules"][0]["checks"][:1]
+    assert check["counterexample"][1]["instance"] == instance
+    assert check["counterexample"][1]["schema"] == lines["schema"]
+
+
+def test_a_long_or_nonfinite_counterexample_says_so() -> None:
+    from trainrecord_conformance.report import as_json
+
+    text = as_json({"a": "x" * 5000}, limit=100)
+    assert text.startswith('{"a": "xxx') and "(cut at 100 of 5009 characters" in text
+    assert "--json has it whole" in text
+    assert as_json([float("nan")]).startswith("[NaN] (holds NaN or Infinity: not strict JSON")
+    assert as_json({"v": 1.0, "s": "\u00e9"}) == '{"v": 1.0, "s": "\u00e9"}'
