@@ -1,8 +1,8 @@
 """Every check of the suite, by rule id.
 
 Checks come from one module per format (:mod:`.schema` for every rule a schema expresses,
-:mod:`.canonical`, :mod:`.foundry`, :mod:`.foundry_written`, :mod:`.reading`, :mod:`.diary`,
-:mod:`.writing`,
+:mod:`.canonical`, :mod:`.foundry`, :mod:`.foundry_written`, :mod:`.foundry_decisions`,
+:mod:`.reading`, :mod:`.diary`, :mod:`.writing`,
 :mod:`.keys`, :mod:`.reporting`, :mod:`.payload`, :mod:`.sequence`, :mod:`.run_identity`,
 :mod:`.settings`, :mod:`.server`, :mod:`.harness`). :func:`all_checks` collects them; rules without any check are listed by
 :func:`trainrecord_conformance.registry.uncovered` with the reason (``coverage.py``).
@@ -22,6 +22,7 @@ def all_checks() -> dict[str, tuple[Check, ...]]:
         canonical,
         diary,
         foundry,
+        foundry_decisions,
         foundry_written,
         harness,
         keys,
@@ -42,6 +43,7 @@ def all_checks() -> dict[str, tuple[Check, ...]]:
         canonical,
         foundry,
         foundry_written,
+        foundry_decisions,
         reading,
         diary,
         writing,
