@@ -26,7 +26,10 @@ part (:func:`settle`), then runs as above; a check takes milliseconds. In a fork
 DataLoader worker) the inherited handler records nothing: it restores ``SIG_DFL`` and
 re-delivers the signal at once. The handler is removed when the last active object closes
 in the main thread, and only when it is still the installed one (a handler installed after
-it is left in place).
+it is left in place). A handler installed after it that calls it in turn (PyTorch
+Lightning chains the handler it finds, then raises at the next batch so that its exception
+hooks run) decides alone: called so, this one does nothing, and the Monitor's ``run_end``
+comes from the code that closes it (with Lightning's ``SIGTERMException`` as its error).
 
 Objects are held weakly: one dropped without ``close()`` is simply not recorded.
 
@@ -129,6 +132,11 @@ def _live() -> list[tuple[object, Stop]]:
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     global _pending
+    if signal.getsignal(signal.SIGTERM) is not _on_sigterm:
+        # A handler installed after this one calls it (Lightning chains the handler it found
+        # to its own, then stops training at the next batch and runs its exception hooks):
+        # that handler decides how the process ends; the objects see it as their code does.
+        return
     if os.getpid() == _installed_in and any(stop.busy() for _, stop in _live()):
         _pending = True  # the busy object calls settle() when it leaves that part
         return

@@ -39,6 +39,14 @@ if mode == "own":
 model = TinyCNN()
 optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
 monitor = Monitor(model, optimizer, run_dir, check_every=5, log=False)
+if mode == "chained":  # a framework (Lightning) installs its handler later, chaining ours
+    previous = signal.getsignal(signal.SIGTERM)
+    def handler(signum, frame):
+        print("framework handler ran", flush=True)
+        stop.append(signum)
+        if callable(previous):
+            previous(signum, frame)
+    signal.signal(signal.SIGTERM, handler)
 if mode == "inside":
     # SIGTERM sent from inside the check, while the Monitor holds its lock and appends the
     # first check's manifest: the handler must wait for the check to end.
@@ -145,6 +153,25 @@ def test_a_sigterm_handler_the_user_installed_is_left_alone(tmp_path: Path) -> N
     # The user's handler ran; the loop ended and closed the Monitor as a finished run.
     assert proc.returncode == 0, err
     assert "own handler ran" in out and "closed" in out
+    end = read_run(run_dir)[-1]
+    assert end["event"] == "run_end" and "error" not in end
+
+
+def test_a_framework_handler_that_chains_ours_decides_how_the_run_ends(tmp_path: Path) -> None:
+    # A user probe: a Monitor created in Lightning's on_fit_start installed the handler
+    # before Lightning did; Lightning chained it, and on SIGTERM ours wrote run_end and
+    # killed the process inside Lightning's handler: its exception hooks (where users save
+    # a checkpoint) and its SLURM requeue never ran.
+    run_dir = tmp_path / "run"
+    proc = _start(run_dir, "chained")
+    try:
+        _wait_for(proc, "twelve steps")
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, (proc.returncode, err)
+    assert "framework handler ran" in out and "closed" in out
     end = read_run(run_dir)[-1]
     assert end["event"] == "run_end" and "error" not in end
 
