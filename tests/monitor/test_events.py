@@ -450,9 +450,26 @@ def test_step_after_zero_grad_is_no_gradients(run_dir: Path) -> None:
             optimizer.zero_grad(set_to_none=False)
             monitor.step(loss)  # misuse: the gradients are all zero by now
     lines = read_run(run_dir)
-    assert len(events(lines, "no_gradients")) == 1
+    [said] = events(lines, "no_gradients")
+    assert "every gradient exactly zero" in said["message"]
+    assert "zero_grad(set_to_none=False) ran before step()" in said["message"]
     assert lines[-1]["counts"]["checks_without_gradients"] == 4
     assert not events(lines, "alarm")
+
+
+def test_a_dead_network_is_told_apart_from_a_misplaced_call(run_dir: Path) -> None:
+    # A user probe (torchvision SqueezeNet, SGD): the classifier's ReLU died, every .grad
+    # was there and exactly 0, and no_gradients said only "call it after loss.backward()".
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(192, 4), nn.ReLU())  # SqueezeNet's end
+    with torch.no_grad():
+        model[1].bias.fill_(-100.0)  # every output unit silent: nothing flows back
+    optimizer = sgd(model)
+    with Monitor(model, optimizer, run_dir, check_every=1) as monitor:
+        train(model, optimizer, monitor, 2)
+    [said] = events(read_run(run_dir), "no_gradients")
+    assert said["message"].startswith("monitor.step(loss) found every gradient exactly zero")
+    assert "a dead network" in said["message"]
 
 
 def test_loss_with_several_elements_is_reduced_and_said_once(run_dir: Path) -> None:

@@ -3,6 +3,7 @@ certificates that hold: certified channels stay dead however long training goes 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -486,3 +487,57 @@ def test_transposed_convolutions_are_producers_certified_and_repaired_in_place(
     assert model.up2.weight.shape == (16, 3, 4, 4)
     rows = metrics(run_dir)
     assert rows[0]["stuck"]["up1"] == [0, 0, 0, 0] and len(rows[0]["stuck"]) == 2
+
+
+class WrappedOptimizer(torch.optim.Optimizer):
+    """A framework's optimizer wrapper, as accelerate's AcceleratedOptimizer (the Hugging
+    Face Trainer's) and Lightning's LightningOptimizer are: an Optimizer holding the real one."""
+
+    def __init__(self, optimizer: torch.optim.Optimizer) -> None:
+        self.optimizer = optimizer
+
+    @property
+    def state(self):  # type: ignore[override]
+        return self.optimizer.state
+
+    @property
+    def param_groups(self):  # type: ignore[override]
+        return self.optimizer.param_groups
+
+    def step(self, closure=None):  # type: ignore[override]
+        return self.optimizer.step(closure)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        self.optimizer.zero_grad(set_to_none)
+
+
+def dead_channels_run(optimizer_of: Callable[[nn.Module], torch.optim.Optimizer], run_dir: Path):
+    torch.manual_seed(0)
+    model = TinyCNN()
+    with torch.no_grad():
+        model.bn2.weight[:4] = 0.0
+        model.bn2.bias[:4] = -0.1
+    optimizer = optimizer_of(model)
+    with Monitor(model, optimizer, run_dir, check_every=1) as monitor:
+        train(model, optimizer, monitor, 3)
+    return read_run(run_dir)
+
+
+def test_an_optimizer_in_a_framework_wrapper_is_known_by_the_one_inside(run_dir: Path) -> None:
+    # Before: "optimizer AcceleratedOptimizer (LightningSGD) is not one whose update ... is
+    # known": under the HF Trainer and Lightning no channel was ever certified.
+    lines = dead_channels_run(
+        lambda m: WrappedOptimizer(torch.optim.SGD(m.parameters(), lr=0.01)), run_dir
+    )
+    assert lines[0]["optimizer"] == "SGD"
+    assert events(lines, "certificate_refused") == []
+    assert [c["channels"] for c in events(lines, "certificate")] == [[0, 1, 2, 3]]
+
+
+def test_lightnings_optimizer_is_known_by_the_one_inside(run_dir: Path) -> None:
+    lightning = pytest.importorskip("lightning.pytorch.core.optimizer")
+    lines = dead_channels_run(
+        lambda m: lightning.LightningOptimizer(torch.optim.SGD(m.parameters(), lr=0.01)),
+        run_dir,
+    )
+    assert [c["channels"] for c in events(lines, "certificate")] == [[0, 1, 2, 3]]

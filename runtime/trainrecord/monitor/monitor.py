@@ -108,6 +108,14 @@ NO_TRAINABLE = (
     "run_end.counts.checks_without_gradients"
 )
 
+NO_GRADIENTS_ZERO = (
+    "monitor.step(loss) found every gradient exactly zero: nothing flows back (a dead "
+    "network: every unit of a layer silent, or a loss that does not depend on the "
+    "parameters), or zero_grad(set_to_none=False) ran before step(): call it after "
+    "loss.backward() and before optimizer.zero_grad(); checks without gradients are "
+    "counted in run_end.counts.checks_without_gradients"
+)
+
 NO_GRADIENTS = (
     "monitor.step(loss) found no parameter with a gradient: call it after "
     "loss.backward() and before optimizer.zero_grad(); checks without gradients "
@@ -203,7 +211,8 @@ class Monitor:
                 f"the model ({type(self.model).__name__}) has no parameters: nothing to "
                 "monitor; give the Monitor the model whose parameters the optimizer trains"
             )
-        self.optimizer = optimizer
+        self.optimizer = inner_optimizer(optimizer)
+        self._optimizers = {id(optimizer), id(self.optimizer)}  # (a GradScaler may key either)
         self.scaler = scaler
         self.check_every = check_every
         self.repair_enabled = repair
@@ -230,9 +239,9 @@ class Monitor:
         self._take_layers()
         self.loss = LossTracker(warmup=warmup)
         self.channels = ChannelTracker(list_limit=channel_list_limit)
-        self.certifier = Certifier(optimizer, list_limit=channel_list_limit)
+        self.certifier = Certifier(self.optimizer, list_limit=channel_list_limit)
         self.repairer = Repairer(
-            optimizer, repair_seed, channel_list_limit, self.dist if self.dist.active else None
+            self.optimizer, repair_seed, channel_list_limit, self.dist if self.dist.active else None
         )
         self.structure: Structure | None = None
         self.producer_info: dict[str, Producer] = {}
@@ -560,7 +569,8 @@ class Monitor:
         (``read``: each gradient's owner and sum of squares; ``rows``: the producers' stuck
         counts)."""
         norms, any_grad = self.norms.group(read, 1.0 if scale is None else scale[1])
-        if any_grad and all(v == 0.0 for v in norms.values() if v is not None):
+        all_zero = any_grad and all(v == 0.0 for v in norms.values() if v is not None)
+        if all_zero:
             any_grad = False  # every gradient exactly zero: after zero_grad(), or nothing flows
         if not any_grad:
             self.counts["checks_without_gradients"] += 1
@@ -569,6 +579,8 @@ class Monitor:
                 if not self.layers
                 else NO_GRADIENTS_TRANSFORMED
                 if self._transformed
+                else NO_GRADIENTS_ZERO
+                if all_zero
                 else NO_GRADIENTS
             )
             self._once("no_gradients", {"step": step, "severity": "warning", "message": message})
@@ -762,7 +774,7 @@ class Monitor:
         if scaler is None or not getattr(scaler, "is_enabled", lambda: True)():
             return None
         states = getattr(scaler, "_per_optimizer_states", {})
-        state = states.get(id(self.optimizer)) if self.optimizer is not None else None
+        state = next((states[key] for key in self._optimizers if key in states), None)
         stage = getattr(state.get("stage"), "name", None) if isinstance(state, dict) else None
         scale = float(scaler.get_scale())
         return scale, 1.0 if stage == "UNSCALED" else scale
@@ -1196,6 +1208,19 @@ def _sigterm_stop(monitor: weakref.ref[Monitor]) -> sigterm.Stop:
         return held is not None and held._busy > 0
 
     return sigterm.Stop(begin, busy=busy)
+
+
+def inner_optimizer(optimizer: torch.optim.Optimizer | None) -> torch.optim.Optimizer | None:
+    """The optimizer a framework's wrapper holds (Lightning's ``LightningOptimizer``, whose
+    class is made on the fly as ``LightningSGD``; accelerate's ``AcceleratedOptimizer`` from
+    the Hugging Face Trainer): its state and update are the inner one's, and its class is
+    what a certificate's proof rests on."""
+    for _ in range(8):  # (a wrapper of a wrapper)
+        inner = getattr(optimizer, "_optimizer", None) or getattr(optimizer, "optimizer", None)
+        if not isinstance(inner, torch.optim.Optimizer) or inner is optimizer:
+            break
+        optimizer = inner
+    return optimizer
 
 
 def ended_by(error: BaseException) -> dict[str, str]:
