@@ -524,3 +524,35 @@ def test_a_norm_that_is_not_batchnorm_is_named_in_the_reason_and_never_certified
         "is: the record's batchnorm field), so no ReLU receives it unmodified"
     )
     assert events(lines, "certificate") == [] and events(lines, "repair") == []
+
+
+@pytest.mark.parametrize(
+    ("activation", "kind"), [(nn.GELU(), "GELU"), (nn.Hardswish(), "Hardswish")]
+)
+def test_a_producer_before_another_activation_has_a_reason_naming_it(
+    run_dir: Path, activation: nn.Module, kind: str
+) -> None:
+    # Before: "no ReLU (module or F.relu) receives the output of 1", with a GELU right there.
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1),
+        nn.BatchNorm2d(8),
+        activation,
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(8, 4),
+    )
+    lines = one_check(model, run_dir)
+    producer = {p["layer"]: p for p in events(lines, "manifest")[0]["producers"]}["0"]
+    assert producer["batchnorm"] == "1" and not producer["certifiable"]
+    assert producer["reason"] == (
+        f"the output of 1 goes to the {kind} 2, not a ReLU (only a ReLU's zero output means "
+        "no gradient flows back)"
+    )
+
+
+def one_check(model: nn.Module, run_dir: Path) -> list[dict[str, object]]:
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with Monitor(model, optimizer, run_dir, check_every=1) as monitor:
+        train(model, optimizer, monitor, 1)
+    return read_run(run_dir)

@@ -52,6 +52,7 @@ class Producer:
     calls: int
     other_norm: str | None = None  # a GroupNorm (or other unpaired norm) taking its output
     other_norm_module: nn.Module | None = None
+    other_activation: tuple[str, str] | None = None  # (name, class) of a non-ReLU activation
 
     def static_reason(self) -> str | None:
         """Why this producer can never be certified, or None when it can be."""
@@ -61,6 +62,12 @@ class Producer:
                 f"the output of {self.name} goes through the {kind} {self.other_norm}, which "
                 "is not paired (only a BatchNorm is: the record's batchnorm field), so no "
                 "ReLU receives it unmodified"
+            )
+        if self.relu is None and self.other_activation is not None:
+            name, kind = self.other_activation
+            return (
+                f"the output of {self.batchnorm or self.name} goes to the {kind} {name}, not a "
+                "ReLU (only a ReLU's zero output means no gradient flows back)"
             )
         if self.relu is None:
             return (
@@ -101,10 +108,19 @@ def producers_from(
                 single_consumer=structure.single_consumer.get(name, False),
                 calls=structure.calls.get(name, 0),
                 other_norm=structure.other_norm.get(name),
+                other_activation=_activation(structure, modules, measured),
                 other_norm_module=modules.get(structure.other_norm.get(name, "")),
             )
         )
     return out
+
+
+def _activation(
+    structure: Structure, modules: dict[str, nn.Module], layer: str
+) -> tuple[str, str] | None:
+    """The name and class of the non-ReLU activation module ``layer``'s output goes to."""
+    name = structure.other_activation.get(layer)
+    return (name, type(modules[name]).__name__) if name in modules else None
 
 
 def _state_slices_zero(

@@ -131,6 +131,14 @@ COPY_NODES = frozenset({"CloneBackward0"})
 """A copy (``contiguous()``, the one before a reshape of a channels_last tensor)."""
 
 
+def is_other_activation(module: nn.Module) -> bool:
+    """An activation module that is not a ReLU (GELU, SiLU, Hardswish, LeakyReLU...): its
+    zero output does not mean no gradient, so it proves no channel silent."""
+    return type(module).__module__ == "torch.nn.modules.activation" and not isinstance(
+        module, (*RELUS, nn.MultiheadAttention)
+    )
+
+
 def in_transform() -> bool:
     """Whether a torch.func transform (``vmap``, ``grad``...) is running: its tensors are
     wrappers that must not escape it, and they belong to the transform's parameters (a
@@ -170,6 +178,7 @@ class Structure:
     graph: str | None = None
     relu_nodes: dict[str, Any] = field(default_factory=dict)  # functional ReLUs' graph nodes
     other_norm: dict[str, str] = field(default_factory=dict)  # producer -> GroupNorm etc.
+    other_activation: dict[str, str] = field(default_factory=dict)  # layer -> GELU etc.
 
     def event(self, step: int) -> dict[str, Any]:
         """The fields of the structure event."""
@@ -314,6 +323,8 @@ class StructureProbe:
                 structure.pairs[source] = call.module
             elif isinstance(call.kind, OTHER_NORMS) and isinstance(source_kind, PRODUCERS):
                 structure.other_norm[source] = call.module
+            elif is_other_activation(call.kind):
+                structure.other_activation.setdefault(source, call.module)
             if isinstance(call.kind, RELUS):
                 if source not in structure.relu_after:
                     structure.relu_after.append(source)
