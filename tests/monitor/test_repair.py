@@ -237,6 +237,9 @@ def test_a_repair_never_zeroes_a_tied_consumer(run_dir: Path) -> None:
     assert [r["layer"] for r in events(lines, "repair")] == ["fc"]
     assert "consumer of the channels is unknown" in events(lines, "repair")[0]["method"]
     assert "fc" not in events(lines, "manifest")[0]["repair"]["function_preserving"]
+    # the manifest says which layers share a weight (their alarms would come in pairs)
+    [note] = [n for n in events(lines, "manifest")[0]["notes"] if n.startswith("layers sharing")]
+    assert "emb and out:" in note
     assert torch.equal(model.emb.weight.detach(), embedding)  # the tied matrix is untouched
 
 

@@ -995,6 +995,15 @@ class Monitor:
         self.certifier.certified.pop(info.name, None)
         self._emit("repair", fields)
 
+    def _tied_layers(self) -> list[list[str]]:
+        """Groups of layers that own one parameter together (GPT-2's wte and lm_head)."""
+        owners: dict[int, list[str]] = {}
+        for layer, params in parameter_layers(self.model).items():
+            for _, param in params:
+                owners.setdefault(id(param), []).append(layer)
+        groups = {tuple(names) for names in owners.values() if len(names) > 1}
+        return [list(g) for g in sorted(groups)]
+
     # -- writing --------------------------------------------------------------------------
 
     def _emit(self, event: str, fields: dict[str, Any]) -> None:
@@ -1111,6 +1120,14 @@ class Monitor:
                 "constant and silent counts stay 0 and none is certified while that lasts "
                 "(their producers entries say measured: false); decayed channels are still "
                 "counted"
+            )
+        tied = self._tied_layers()
+        if tied:
+            notes.append(
+                "layers sharing a parameter (tied weights): "
+                + "; ".join(" and ".join(group) for group in tied)
+                + ": each one's gradient norm covers the shared parameter's one gradient, so "
+                "an alarm on one of them comes with one on the others"
             )
         if self.compiled:
             notes.append(
