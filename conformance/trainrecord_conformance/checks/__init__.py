@@ -34,6 +34,7 @@ def all_checks() -> dict[str, tuple[Check, ...]]:
         sequence,
         server,
         settings,
+        visibility,
         writing,
     )
 
@@ -55,6 +56,7 @@ def all_checks() -> dict[str, tuple[Check, ...]]:
         settings,
         server,
         harness,
+        visibility,
     ):
         for check in module.checks():
             out.setdefault(check.rule, []).append(check)
