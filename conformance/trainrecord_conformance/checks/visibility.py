@@ -111,6 +111,8 @@ class Watcher:
         self.path = path
         self.judge = judge
         self.seen: str | None = None
+        self.seen_data: bytes | None = None
+        self.before: bytes | None = None
         self.reads = 0
         self._good = b""
         self._stop = threading.Event()
@@ -120,6 +122,7 @@ class Watcher:
         """Whether the name itself received a write (Linux only)."""
 
     def __enter__(self) -> Watcher:
+        self.before = self._bytes()
         if self.path.parent.is_dir():
             self._writes = Writes(self.path.parent)
         self._thread.start()
@@ -133,8 +136,11 @@ class Watcher:
             self.in_place = self.path.name in self._writes.names()
 
     def problem(self, op: str) -> str | None:
-        """What a reader could see while ``op`` ran, or None."""
-        if self.seen is not None:
+        """What a reader could see while ``op`` ran, or None. The file as it was before and
+        as ``op`` left it are not in between, whatever they hold: what is wrong with the
+        file itself is the writer checks' finding (witness.write.fields, metrics.write.rows,
+        the schema rules), not this rule's."""
+        if self.seen is not None and self.seen_data not in (self.before, self._bytes()):
             return f"while {op} ran, a reader of {self.path.name} read {self.seen}"
         if self.in_place:
             return (
@@ -143,6 +149,12 @@ class Watcher:
                 "place, and a reader at that moment reads it empty or partial"
             )
         return None
+
+    def _bytes(self) -> bytes | None:
+        try:
+            return self.path.read_bytes()
+        except OSError:
+            return None
 
     def _poll(self) -> None:
         while not self._stop.is_set() and self.seen is None:
@@ -172,6 +184,7 @@ class Watcher:
             shown = data[:120].decode("utf-8", "replace")
             more = f"... ({len(data)} bytes)" if len(data) > 120 else f" ({len(data)} bytes)"
             self.seen = f"{problem}: {shown!r}{more}"
+            self.seen_data = data
 
 
 WITNESS = "https://trainrecord.dev/schemas/foundry/witness.schema.json"
