@@ -194,12 +194,7 @@ class ExecTarget(Target):
         self._proc = None
 
     def _send(self, message: dict[str, Any]) -> None:
-        assert self._proc is not None and self._proc.stdin is not None
-        try:
-            self._proc.stdin.write(protocol.encode(message))
-            self._proc.stdin.flush()
-        except (BrokenPipeError, OSError) as exc:
-            raise self._died("the harness closed its input") from exc
+        self.send_line(protocol.encode(message))
 
     def _died(self, what: str) -> TargetError:
         code = self._proc.poll() if self._proc is not None else None
@@ -257,11 +252,30 @@ class ExecTarget(Target):
 
     def run(self, op: str, data: dict[str, Any]) -> Result:
         """Send one run and read its response; restart the harness if it died before."""
+        seq, line = self.prepare_run(op, data)
+        self.send_line(line)
+        return self.finish_run(seq, op)
+
+    def prepare_run(self, op: str, data: dict[str, Any]) -> tuple[int, bytes]:
+        """A run message ready to send, and its seq (starting the harness if needed): the
+        racing checks prepare one per harness, then send them within microseconds."""
         if self._proc is None or self._proc.poll() is not None:
             self.start()
         seq = self._seq
         self._seq += 1
-        self._send(protocol.run_request(seq, op, data))
+        return seq, protocol.encode(protocol.run_request(seq, op, data))
+
+    def send_line(self, line: bytes) -> None:
+        """Write a prepared message."""
+        assert self._proc is not None and self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(line)
+            self._proc.stdin.flush()
+        except (BrokenPipeError, OSError) as exc:
+            raise self._died("the harness closed its input") from exc
+
+    def finish_run(self, seq: int, op: str) -> Result:
+        """Read the response of the run ``seq`` of ``op``."""
         message = self._receive(self.timeout)
         try:
             result = protocol.to_result(message, seq, op)

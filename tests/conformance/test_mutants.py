@@ -136,3 +136,23 @@ def test_server_mutant_is_killed_on_newest_wins() -> None:
         proc.terminate()
         proc.wait(10)
     assert outcome.status == "fail", outcome.to_json()
+
+
+def test_a_writer_that_is_not_exclusive_loses_the_race_on_every_ci_run() -> None:
+    """The race check alone (no other check of the rule), on the ci profile, 3 times from
+    fresh racers: a writer that checks for the witness, then renames its temporary file
+    onto the name, is killed every time. Before the check raced 16 times per example it
+    survived about half of the ci runs."""
+    from trainrecord_conformance.checks import Context, all_checks
+    from trainrecord_conformance.runner import profile_examples, run_check
+
+    path = ROOT / "conformance" / "mutants" / "witness_check_then_replace.py"
+    [race] = [c for c in all_checks()[breaks(path)] if "race" in c.name]
+    for _ in range(3):
+        with ExecTarget(f"{sys.executable} {path}", name=path.stem, timeout=60) as target:
+            ctx = Context(target)
+            try:
+                outcome = run_check(race, ctx, profile_examples("ci")["io"], True, False)
+            finally:
+                ctx.close()
+        assert outcome.status == "fail", outcome
