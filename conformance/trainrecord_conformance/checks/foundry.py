@@ -205,11 +205,16 @@ def _env_integer_edges(variable: str) -> list[str]:
     ]
 
 
+ENV_FIELDS = {"FOUNDRY_RUN_ID": "experiment_id", "OMP_NUM_THREADS": "cpu_threads"}
+"""The witness field each of these integer variables fixes."""
+
+
 def env_integer_read(variable: str) -> Callable[[Context, str], None]:
     """The variable spelled as an integer the spec allows, at the bounds of the signed
-    64-bit range too, is read as that integer: written exactly into the witness (the run id,
-    the attempt and its file name, cpu_threads), or for a rank, 0 writes and any other
-    value writes nothing."""
+    64-bit range too, is taken as that integer: not refused; a rank of 0 writes the witness
+    and any other writes nothing; SLURM_RESTART_COUNT names the file
+    observed.attempt<value>.json. (The fields written from it are witness.write.fields'
+    check: :func:`env_integer_written`.)"""
 
     def body(ctx: Context, spelled: str) -> None:
         value = int(spelled.strip(ASCII_SPACE))
@@ -223,9 +228,26 @@ def env_integer_read(variable: str) -> Callable[[Context, str], None]:
                     f"{sorted(snapshot(folder))}: a nonzero rank writes nothing"
                 )
             return
-        written_witness(ctx, env, {"lr": 0.1})
+        placed_witness(ctx, env, {"lr": 0.1})  # the count: at observed.attempt<value>.json
 
     return body
+
+
+def env_integer_written(ctx: Context, case: tuple[str, str]) -> None:
+    """FOUNDRY_RUN_ID and OMP_NUM_THREADS spelled as the spec allows, at the 64-bit bounds
+    too, are written exactly as experiment_id and cpu_threads (a reader of doubles would
+    write 9223372036854775808 for 2**63 - 1)."""
+    variable, spelled = case
+    rule, field = "witness.write.fields", ENV_FIELDS[variable]
+    value = int(spelled.strip(ASCII_SPACE))
+    _, path = placed_witness(ctx, {"FOUNDRY_RUN_ID": "1", variable: spelled}, {"lr": 0.1})
+    data = written_json(path, rule)
+    found = data.get(field) if isinstance(data, dict) else None
+    if type(found) is not int or found != value:
+        raise Failed(
+            f"[{rule}] {variable}={spelled!r} is the integer {value}, but the witness "
+            f"{path.name} holds {field}: {json.dumps(found)}"
+        )
 
 
 # --------------------------------------------------------------------------- writing
@@ -898,6 +920,18 @@ def checks() -> list[Check]:
         )
         for variable in ENV_RANGES
     ]
+    out.append(
+        Check(
+            "witness.write.fields",
+            "run id and thread count at the 64-bit bounds are written exactly",
+            frozenset({"write_witness"}),
+            lambda t: st.sampled_from(sorted(ENV_FIELDS)).flatmap(
+                lambda v: st.tuples(st.just(v), _env_integers(v))
+            ),
+            env_integer_written,
+            edges=lambda t: [(v, e) for v in sorted(ENV_FIELDS) for e in _env_integer_edges(v)],
+        )
+    )
     for rule in sorted(S.schema_rules()):
         sites = {s.schema_id for s in S.rule_sites(rule)}
         if METRICS in sites:
