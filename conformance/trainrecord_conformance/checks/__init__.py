@@ -22,6 +22,7 @@ def all_checks() -> dict[str, tuple[Check, ...]]:
         canonical,
         diary,
         foundry,
+        foundry_bytes,
         foundry_decisions,
         foundry_written,
         harness,
@@ -57,6 +58,7 @@ def all_checks() -> dict[str, tuple[Check, ...]]:
         server,
         harness,
         visibility,
+        foundry_bytes,
     ):
         for check in module.checks():
             out.setdefault(check.rule, []).append(check)
