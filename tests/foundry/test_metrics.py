@@ -95,6 +95,8 @@ def test_a_refused_call_keeps_the_previous_file(results: Path) -> None:
 
 
 def test_written_file_matches_the_oracle_and_reads_back(results: Path) -> None:
+    """metrics.write.rows: exactly the rows given, in their order, as strict JSON; and
+    metrics.write.non_ascii: text outside ASCII as its UTF-8 bytes, never \\uXXXX."""
     rows = [
         good_row(),
         good_row(benchmark="Wetter – München", horizon=0, seed=2**40, value=-0.0),
@@ -108,6 +110,8 @@ def test_written_file_matches_the_oracle_and_reads_back(results: Path) -> None:
     assert data == rows
     assert [list(row) for row in data] == [["benchmark", "metric", "horizon", "seed", "value"]] * 4
     assert [m.model_dump() for m in read_metrics(path)] == rows
+    raw = path.read_bytes()
+    assert "Wetter – München".encode() in raw and b"\\u" not in raw
 
 
 def test_integers_up_to_the_largest_float_are_numbers(results: Path) -> None:

@@ -250,6 +250,7 @@ def test_existing_symlink_counts_as_existing(results: Path, tmp_path: Path) -> N
 
 
 def test_witness_fields_and_oracle(results: Path) -> None:
+    """witness.write.fields: the path, and every field its inputs fix."""
     env = good_env(SLURM_RESTART_COUNT=" 3 ", OMP_NUM_THREADS="6", FOUNDRY_RUN_ID="-17")
     path = write(results, env, wall_seconds=0)
     assert path == results / "observed.attempt3.json"
@@ -296,6 +297,15 @@ def test_a_configuration_with_nan_is_hashed_as_json_dumps_writes_it(
     assert config_sha(config) == expected == (sha or expected)
     data = json.loads(write(results, config=config).read_text(encoding="utf-8"))
     assert data["config_sha"] == expected
+
+
+def test_text_outside_ascii_is_written_as_is(results: Path) -> None:
+    """witness.write.non_ascii: the UTF-8 bytes of the text, never a \\uXXXX escape."""
+    path = write(results, device="cpu:é")
+    raw = path.read_bytes()
+    assert '"device": "cpu:é"'.encode() in raw
+    assert b"\\u" not in raw
+    assert json.loads(raw)["device"] == "cpu:é"
 
 
 def test_cpu_device_gives_null_name_and_peak(results: Path) -> None:
