@@ -8,26 +8,15 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _base import run_mutant
+from _base import in_halves, run_mutant
 
 from trainrecord.foundry import files
 
 BREAKS = "metrics.write.atomic_replace"
 
 
-def rewrite_in_place(target: Path, data: bytes) -> None:
-    """Open ``target`` truncated and write ``data`` into it, half at a time."""
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
-    try:
-        os.write(fd, data[: len(data) // 2])
-        os.write(fd, data[len(data) // 2 :])
-    finally:
-        os.close(fd)
-
-
 if __name__ == "__main__":
-    files.replace = rewrite_in_place
+    files.replace = in_halves(os.O_TRUNC)
     run_mutant("metrics_truncated_in_place", {})

@@ -2,33 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _base import run_mutant
-
-from trainrecord_conformance.operations import write_witness
+from _base import run_mutant, witness_edited
 
 BREAKS = "witness.fields.missing"
 
 
-def edited(data: dict[str, Any]) -> dict[str, Any]:
-    """Write the witness, then replace it with what the faulty writer would have written."""
-    out = write_witness(data)
-    if out["path"] is None:
-        return out
-    with open(out["path"], encoding="utf-8") as f:
-        witness = json.load(f)
+def drop_on_resume(witness: dict[str, Any], data: dict[str, Any]) -> None:
     if witness["attempt"] > 0:
         del witness["cpu_threads"]
-    with open(out["path"] + ".tmp", "w", encoding="utf-8") as f:
-        f.write(json.dumps(witness, ensure_ascii=False, indent=2) + "\n")
-    os.replace(out["path"] + ".tmp", out["path"])  # whole, as a reader may be looking
-    return out
 
 
 if __name__ == "__main__":
-    run_mutant("witness_drops_field_on_resume", {"write_witness": edited})
+    run_mutant("witness_drops_field_on_resume", {"write_witness": witness_edited(drop_on_resume)})

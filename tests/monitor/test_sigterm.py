@@ -99,16 +99,25 @@ def _wait_for(proc: subprocess.Popen[str], text: str) -> list[str]:
             return line.split()
 
 
-def test_sigterm_writes_run_end_and_the_process_still_dies_of_sigterm(tmp_path: Path) -> None:
-    run_dir = tmp_path / "run"
-    proc = _start(run_dir, "default")
+def _terminated(run_dir: Path, mode: str) -> tuple[int, str, str]:
+    """Run the job until twelve steps were taken, send it SIGTERM and wait for its end:
+    its exit status, stdout and stderr."""
+    proc = _start(run_dir, mode)
     try:
+        if mode == "own":
+            assert _wait_for(proc, "ready")[1] == "True"  # the Monitor did not replace it
         _wait_for(proc, "twelve steps")
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
-    assert proc.returncode == -signal.SIGTERM, (proc.returncode, err)
+    return proc.returncode, out, err
+
+
+def test_sigterm_writes_run_end_and_the_process_still_dies_of_sigterm(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    code, out, err = _terminated(run_dir, "default")
+    assert code == -signal.SIGTERM, (code, err)
     assert "closed" not in out  # no code after the signal ran, as with SIG_DFL
     lines = read_run(run_dir)  # every line valid, chain and metrics_sha256 verified, complete
     end = lines[-1]
@@ -142,16 +151,9 @@ def test_a_sigterm_inside_a_check_waits_for_the_check_to_end(tmp_path: Path) -> 
 
 def test_a_sigterm_handler_the_user_installed_is_left_alone(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    proc = _start(run_dir, "own")
-    try:
-        assert _wait_for(proc, "ready")[1] == "True"  # the Monitor did not replace it
-        _wait_for(proc, "twelve steps")
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
+    code, out, err = _terminated(run_dir, "own")
     # The user's handler ran; the loop ended and closed the Monitor as a finished run.
-    assert proc.returncode == 0, err
+    assert code == 0, err
     assert "own handler ran" in out and "closed" in out
     end = read_run(run_dir)[-1]
     assert end["event"] == "run_end" and "error" not in end
@@ -163,14 +165,8 @@ def test_a_framework_handler_that_chains_ours_decides_how_the_run_ends(tmp_path:
     # killed the process inside Lightning's handler: its exception hooks (where users save
     # a checkpoint) and its SLURM requeue never ran.
     run_dir = tmp_path / "run"
-    proc = _start(run_dir, "chained")
-    try:
-        _wait_for(proc, "twelve steps")
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
-    assert proc.returncode == 0, (proc.returncode, err)
+    code, out, err = _terminated(run_dir, "chained")
+    assert code == 0, (code, err)
     assert "framework handler ran" in out and "closed" in out
     end = read_run(run_dir)[-1]
     assert end["event"] == "run_end" and "error" not in end
