@@ -22,6 +22,7 @@ import pytest
 import trainrecord.diary.durability as durability
 from trainrecord.diary import MetricsWriter
 from trainrecord.diary.durability import AppendFile
+from trainrecord.errors import RecordWriteError
 
 LINE = b'{"step":1}\n'
 WAIT = 5.0  # seconds: a bound for "soon" that only a broken implementation reaches
@@ -233,9 +234,13 @@ def test_a_background_fsync_error_is_raised_by_the_next_write(tmp_path: Path, fs
     f.write_line(LINE)
     fsyncs.wait_for(f.fd)
     time.sleep(0.05)  # the failing call has returned and left its error
-    with pytest.raises(OSError) as err:
+    with pytest.raises(RecordWriteError) as err:  # an OSError naming file, cause, what to do
         f.write_line(b'{"step":2}\n')
-    assert err.value.errno == errno.EIO
+    assert err.value.errno == errno.EIO and err.value.filename == str(tmp_path / "m.jsonl")
+    assert str(err.value).startswith(f"trainrecord could not fsync {tmp_path / 'm.jsonl'}")
+    assert "injected fsync failure (EIO)" in str(err.value) and "trainrecord verify" in str(
+        err.value
+    )
     assert (tmp_path / "m.jsonl").read_bytes() == LINE  # the refused line was not written
     with pytest.raises(OSError, match="needs verification"):  # broken from now on
         f.write_line(b'{"step":3}\n')

@@ -35,7 +35,8 @@ back to the last line boundary), and the file is broken from then on, so no late
 follow the missing one. Should the cut fail too, ``torn_tail`` holds the bytes left at the
 end (a torn tail, as after a crash), so the owner knows what the file holds. The error
 raised is a :class:`~trainrecord.errors.RecordWriteError` (an ``OSError``) naming the file,
-the cause, what the file holds now and what to do.
+the cause, what the file holds now and what to do; so is a background fsync's failure,
+raised by the file's next write, sync or close.
 
 An exclusive ``flock`` keeps a second writer off the same file (where the platform has it).
 """
@@ -242,9 +243,18 @@ class AppendFile:
                 error, self._error = self._error, None
         if error is not None:
             self.broken = True
-            if isinstance(error, OSError):
-                self._cause, self._errno = f"fsync: {cause_text(error)}", error.errno
-            raise error
+            if not isinstance(error, OSError):
+                raise error
+            cause = cause_text(error)
+            self._cause, self._errno = f"fsync: {cause}", error.errno
+            raise RecordWriteError(
+                error.errno,
+                f"trainrecord could not fsync {self.path} (on the background thread): {cause}; "
+                f"the {self.unit}s written since its last fsync may not be on disk. Nothing "
+                f"more is written to this file. {write_advice(error.errno)}, then "
+                f"`trainrecord verify {self.path.parent}` shows what the record holds.",
+                str(self.path),
+            ) from None
 
     def _background_sync(self) -> None:
         """fsync on the scheduler's thread, unless the file was closed or broke meanwhile."""
