@@ -189,3 +189,25 @@ def test_every_operation_is_in_the_protocol_schemas() -> None:
     assert sorted(listed) == sorted(OUTPUTS)
     outputs = schema_by_id(SCHEMAS + "run-response.schema.json")["$defs"]
     assert all(name in outputs for name in OUTPUTS.values())
+
+
+def test_a_snapshot_of_what_an_implementation_left_names_what_stands_there(
+    tmp_path: Path,
+) -> None:
+    """Before/after checks list the results folder: a FIFO or a dangling link is a marker in
+    the listing (before, both were listed as folders), and a change between two listings
+    still shows."""
+    import os
+
+    from trainrecord_conformance.checks.base import snapshot
+
+    (tmp_path / "a.json").write_bytes(b"{}")
+    (tmp_path / "sub").mkdir()
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "gone").symlink_to(tmp_path / "nowhere")
+    listed = snapshot(tmp_path)
+    assert listed["a.json"] == b"{}" and listed["sub"] is None
+    assert listed["pipe"] == b"<not a regular file>"
+    assert listed["gone"] == b"<a dangling link>"
+    (tmp_path / "a.json").write_bytes(b"[]")
+    assert snapshot(tmp_path)["a.json"] == b"[]"

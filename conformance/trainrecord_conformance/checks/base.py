@@ -148,8 +148,22 @@ def snapshot(path: Path) -> dict[str, bytes | None]:
         return {}
     out: dict[str, bytes | None] = {".": None}
     for item in sorted(path.rglob("*")):
-        out[str(item.relative_to(path))] = item.read_bytes() if item.is_file() else None
+        out[str(item.relative_to(path))] = _content(item)
     return out
+
+
+def _content(item: Path) -> bytes | None:
+    """A folder's None, a file's bytes, or a marker saying what else stands there (a FIFO,
+    a socket, a dangling link, a file that cannot be read): never a crash of the check."""
+    try:
+        if item.is_dir():
+            return None
+        if item.is_file():
+            return item.read_bytes()
+        kind = "a dangling link" if item.is_symlink() else "not a regular file"
+    except OSError as exc:
+        kind = f"unreadable: {exc.strerror or exc}"
+    return f"<{kind}>".encode()
 
 
 def written_json(path: Path, rule: str, what: str | None = None) -> Any:
