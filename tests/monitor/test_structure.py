@@ -487,6 +487,18 @@ def test_a_relu6_is_a_relu_for_the_channel_checks(tmp_path: Path) -> None:
     assert story(lines) == story(plain)  # certificate, channels, repair: as with ReLU
 
 
+def conv_block(norm: nn.Module, activation: nn.Module) -> nn.Sequential:
+    """Conv2d (8 channels), ``norm``, ``activation``, pooled into a Linear classifier."""
+    return nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1),
+        norm,
+        activation,
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(8, 4),
+    )
+
+
 @pytest.mark.parametrize(
     ("norm", "kind"),
     [
@@ -502,14 +514,7 @@ def test_a_norm_that_is_not_batchnorm_is_named_in_the_reason_and_never_certified
     # behind a GroupNorm. Such a norm is not paired (the record's field is batchnorm); a
     # channel it silences (gamma 0, beta < 0) is never certified.
     torch.manual_seed(0)
-    model = nn.Sequential(
-        nn.Conv2d(3, 8, 3, padding=1),
-        norm,
-        nn.ReLU(),
-        nn.AdaptiveAvgPool2d(1),
-        nn.Flatten(),
-        nn.Linear(8, 4),
-    )
+    model = conv_block(norm, nn.ReLU())
     with torch.no_grad():
         model[1].weight[:2] = 0.0
         model[1].bias[:2] = -1.0
@@ -534,15 +539,7 @@ def test_a_producer_before_another_activation_has_a_reason_naming_it(
 ) -> None:
     # Before: "no ReLU (module or F.relu) receives the output of 1", with a GELU right there.
     torch.manual_seed(0)
-    model = nn.Sequential(
-        nn.Conv2d(3, 8, 3, padding=1),
-        nn.BatchNorm2d(8),
-        activation,
-        nn.AdaptiveAvgPool2d(1),
-        nn.Flatten(),
-        nn.Linear(8, 4),
-    )
-    lines = one_check(model, run_dir)
+    lines = one_check(conv_block(nn.BatchNorm2d(8), activation), run_dir)
     producer = {p["layer"]: p for p in events(lines, "manifest")[0]["producers"]}["0"]
     assert producer["batchnorm"] == "1" and not producer["certifiable"]
     assert producer["reason"] == (
