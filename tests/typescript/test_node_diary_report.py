@@ -228,6 +228,31 @@ def test_seal_and_signature(harness: Harness, tmp_path: Path) -> None:
     assert verify(harness, folder, key=pub) == {"seal.signature.format"}
 
 
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda b: b[:-1] + b"\r\n",  # CRLF
+        lambda b: b" " + b,  # a leading space
+        lambda b: b"\t" + b,  # a leading tab
+        lambda b: b[:-1] + b" \n",  # a space before the newline
+        lambda b: b[:-1] + b"\t\n",  # a tab before the newline
+    ],
+    ids=["crlf", "leading-space", "leading-tab", "trailing-space", "trailing-tab"],
+)
+def test_signature_with_white_space_around_it_is_refused(
+    harness: Harness, tmp_path: Path, spoil: Callable[[bytes], bytes]
+) -> None:
+    """record.sig is exactly the base64 and one newline (seal.signature.format): Node, like
+    Python, refuses it with a CR, a space or a tab around the base64."""
+    folder = write_diary(tmp_path / "run", bodies())
+    _, pub, _ = generate_keypair(tmp_path / "k" / "signer")
+    write_seal(folder, signing_key=tmp_path / "k" / "signer")
+    sig = folder / "record.sig"
+    sig.write_bytes(spoil(sig.read_bytes()))
+    assert verify(harness, folder, key=pub) == {"seal.signature.format"}
+    assert verify(harness, folder) == {"seal.signature.format"}  # without the key too
+
+
 def test_seal_pins_the_tail(harness: Harness, tmp_path: Path) -> None:
     items = bodies()
     folder = write_diary(tmp_path / "cut", items[:2])

@@ -503,8 +503,26 @@ def s_sig_unexpected(ctx: Context, folder: Path, lines: list, choice: int) -> st
     return None
 
 
+def sig_formats(b64: str) -> list[str]:
+    """record.sig texts that are not the base64 of a 64-byte signature and one newline:
+    not base64, too short, empty, two lines; the right signature with a CR before its
+    newline, or a space or tab before or after it."""
+    return [
+        "not base64!",
+        "AAAA\n",
+        "",
+        "QUJD\nQUJD\n",
+        b64 + "\r\n",
+        " " + b64 + "\n",
+        b64 + " \n",
+        "\t" + b64 + "\n",
+    ]
+
+
 def s_sig_format(ctx: Context, folder: Path, lines: list, choice: int) -> str | None:
-    (folder / "record.sig").write_text(["not base64!", "AAAA\n", "", "QUJD\nQUJD\n"][choice % 4])
+    path = folder / "record.sig"
+    variants = sig_formats(path.read_bytes().decode("ascii").rstrip("\n"))
+    path.write_bytes(variants[choice % len(variants)].encode("ascii"))
     return _keys(ctx)[1]
 
 
@@ -520,7 +538,7 @@ SEALS: dict[str, tuple[SealTamper, bool, bool, tuple[int, ...]]] = {
     "seal.signature.key": (s_sig_key, True, True, (0,)),
     "seal.signature.missing": (s_sig_gone, True, True, (0,)),
     "seal.signature.unexpected": (s_sig_unexpected, False, True, (0,)),
-    "seal.signature.format": (s_sig_format, True, True, (0, 1, 2, 3)),
+    "seal.signature.format": (s_sig_format, True, True, tuple(range(8))),
 }
 """rule -> (tamper, signed seal, with run_end, the choices that make each of its variants:
 the fixed cases, in :func:`edge_run`)."""

@@ -298,7 +298,7 @@ function checkSeal(folder, result, torn, publicKey) {
   const text = sigRaw.toString("latin1");
   let signature = null;
   if (/^[\x00-\x7f]*$/.test(text) && text.endsWith("\n") && text.split("\n").length === 2) {
-    const b64 = text.trim();
+    const b64 = text.slice(0, -1); // nothing around it: no CR, no spaces or tabs (as Python)
     if (/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(b64)) {
       const bytes = Buffer.from(b64, "base64");
       if (bytes.length === 64 && bytes.toString("base64") === b64) signature = bytes; // canonical: zero padding bits
