@@ -21,6 +21,7 @@
 const fs = require("node:fs");
 const http = require("node:http");
 const https = require("node:https");
+const { urlToHttpOptions } = require("node:url");
 const { reportSettings } = require("./settings");
 const { encodeReport } = require("./payload");
 const { Secrets } = require("./privacy");
@@ -59,6 +60,55 @@ function preview(raw) {
   return Array.from(text).slice(0, BODY_PREVIEW).join("");
 }
 
+const UNRESERVED = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-~";
+const PATH_CHARS = new Set(`${UNRESERVED}!$&'()*+,;=:@/`);
+const QUERY_CHARS = new Set([...PATH_CHARS, "?"]);
+
+/**
+ * A component of the request target percent-encoded as urllib3 does it (what the Python
+ * client sends): escapes are written in upper case; when every `%` starts an escape they
+ * are kept, otherwise every `%` is encoded too; any byte of the UTF-8 form that is not an
+ * allowed ASCII character becomes `%XX`.
+ * @param {string} component
+ * @param {Set<string>} allowed
+ */
+function encodeInvalidChars(component, allowed) {
+  if (!component.includes("%") && [...component].every((c) => allowed.has(c))) return component;
+  let escapes = 0;
+  const upper = component.replace(/%[0-9A-Fa-f]{2}/g, (m) => {
+    escapes += 1;
+    return m.toUpperCase();
+  });
+  const bytes = Buffer.from(upper, "utf8");
+  const keepPercent = escapes === bytes.filter((b) => b === 0x25).length;
+  let out = "";
+  for (const b of bytes) {
+    if ((keepPercent && b === 0x25) || (b < 128 && allowed.has(String.fromCharCode(b)))) out += String.fromCharCode(b);
+    else out += `%${b.toString(16).toUpperCase().padStart(2, "0")}`;
+  }
+  return out;
+}
+
+/**
+ * The request target of `url` exactly as written (§2: "POST <url>, exactly as
+ * configured"), as the Python client's request_target: everything after the host and port
+ * (the authority ends at the first "/", "?" or "#" after "://"), without the fragment, "/"
+ * when the path is empty; only what cannot go on the wire is percent-encoded (see
+ * encodeInvalidChars). The WHATWG parser would remove dot segments and drop an empty
+ * query's "?".
+ * @param {string} url
+ */
+function requestTarget(url) {
+  const noFragment = url.split("#", 1)[0];
+  const start = noFragment.indexOf("://") + 3;
+  const stops = ["/", "?"].map((c) => noFragment.indexOf(c, start)).filter((i) => i >= 0);
+  const rest = stops.length ? noFragment.slice(Math.min(...stops)) : "";
+  const target = rest.startsWith("/") ? rest : `/${rest}`;
+  const q = target.indexOf("?");
+  if (q < 0) return encodeInvalidChars(target, PATH_CHARS);
+  return `${encodeInvalidChars(target.slice(0, q), PATH_CHARS)}?${encodeInvalidChars(target.slice(q + 1), QUERY_CHARS)}`;
+}
+
 /** @param {Error & {code?: string}} e */
 const isTlsError = (e) => /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/i.test(`${e.code ?? ""} ${e.message}`);
 
@@ -74,6 +124,8 @@ function postReport(settings, body) {
   const secure = target.protocol === "https:";
   /** @type {https.RequestOptions} */
   const options = {
+    ...urlToHttpOptions(target), // where to connect: the host and port
+    path: requestTarget(settings.url), // what to ask for: the URL as written
     method: "POST",
     headers: {
       "Content-Type": "application/json",
@@ -100,7 +152,7 @@ function postReport(settings, body) {
         resolve(outcome);
       }
     };
-    const req = (secure ? https : http).request(target, options, (res) => {
+    const req = (secure ? https : http).request(options, (res) => {
       /** @type {Buffer[]} */
       const parts = [];
       let size = 0;
@@ -142,4 +194,4 @@ async function sendReport({ url, token, report, caFile = null }) {
   return postReport(settings, body);
 }
 
-module.exports = { USER_AGENT, classify, postReport, sendReport };
+module.exports = { USER_AGENT, classify, postReport, requestTarget, sendReport };
