@@ -471,9 +471,41 @@ def test_write_diary_resumes_and_refuses_a_broken_diary(harness: Harness, tmp_pa
     (tmp_path / "metrics.jsonl").write_bytes(METRICS)
     events = _events()
     harness.run("write_diary", dir=str(tmp_path), events=events[:2])
-    harness.run("write_diary", dir=str(tmp_path), events=events[2:])
+    # the new session starts with its own run_start (diary.writer.resume)
+    harness.run("write_diary", dir=str(tmp_path), events=[events[0], *events[2:]])
     assert python_verify(tmp_path, workers=1).ok
     text = (tmp_path / "diary.jsonl").read_text("utf-8")
     (tmp_path / "diary.jsonl").write_text(text.replace('"seq":1,', '"seq":7,'), "utf-8")
     got = harness.run("write_diary", dir=str(tmp_path), events=[events[0]])
     assert got == {"refused": True, "rules": ["diary.writer.resume"]}
+
+
+@pytest.mark.parametrize("first", ["alarm", "run_end", "sink_error"])
+def test_resumed_diary_continues_with_run_start(
+    harness: Harness, tmp_path: Path, first: str
+) -> None:
+    """A diary without run_end (a crashed session) is continued by the new session's
+    run_start: Node refuses any other first event (diary.writer.resume), as Python does,
+    and writes nothing into diary.jsonl."""
+    from trainrecord.diary import DiaryWriter
+    from trainrecord.errors import RecordRefused
+
+    (tmp_path / "metrics.jsonl").write_bytes(METRICS)
+    events = {e["event"]: e for e in _events()}
+    events["sink_error"] = {"event": "sink_error", "sink": "x", "error": "y"}
+    harness.run("write_diary", dir=str(tmp_path), events=[events["run_start"]])
+    before = (tmp_path / "diary.jsonl").read_bytes()
+    got = harness.run(
+        "append_diary", dir=str(tmp_path), events=[events[first]], fsync_policy="always"
+    )
+    assert got == {"refused": True, "rules": ["diary.writer.resume"]}
+    assert (tmp_path / "diary.jsonl").read_bytes() == before
+    with DiaryWriter(tmp_path) as writer, pytest.raises(RecordRefused) as refused:
+        writer.append(first, {k: v for k, v in events[first].items() if k != "event"})
+    assert [p.rule for p in refused.value.problems] == ["diary.writer.resume"]
+    assert (tmp_path / "diary.jsonl").read_bytes() == before
+    got = harness.run(
+        "append_diary", dir=str(tmp_path), events=[events["run_start"]], fsync_policy="always"
+    )
+    assert got == {"path": str(tmp_path / "diary.jsonl")}
+    assert python_verify(tmp_path, workers=1).lines == 2

@@ -147,14 +147,16 @@ def test_append_continues_and_python_verifies(harness: Harness, tmp_path: Path) 
     _diary(run, seal=True)
     before = (run / "diary.jsonl").read_bytes()
     end = {"event": "run_end", **_fields("run_end"), "metrics_sha256": hashlib.sha256().hexdigest()}
-    events = [{"event": "alarm", **_fields("alarm")}, end]
-    for policy in ("always", "interval", "critical"):
-        got = harness.run("append_diary", dir=str(run), events=events[:1], fsync_policy=policy)
+    start = {"event": "run_start", **_fields("run_start")}
+    alarm = {"event": "alarm", **_fields("alarm")}
+    for policy in ("always", "interval", "critical"):  # each session opens with run_start
+        got = harness.run("append_diary", dir=str(run), events=[start, alarm], fsync_policy=policy)
         assert got == {"path": str(run / "diary.jsonl")}
-    harness.run("append_diary", dir=str(run), events=events[1:], fsync_policy="critical")
+    harness.run("append_diary", dir=str(run), events=[start, end], fsync_policy="critical")
     assert (run / "diary.jsonl").read_bytes().startswith(before)
     result = verify(run, workers=1)
-    assert result.ok and result.sealed and result.lines == 6, result.summary()
+    assert result.ok and result.sealed and result.lines == 10, result.summary()
+    events = [alarm]
     refused = harness.run("append_diary", dir=str(run), events=events[:1], fsync_policy="never")
     assert refused == {"refused": True, "rules": ["diary.writer.fsync_policy"]}
 

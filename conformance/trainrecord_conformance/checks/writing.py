@@ -2,7 +2,9 @@
 
 * ``diary.writer.resume``: a valid run, reopened, gets the new events appended with seq
   and the chain continued (the old bytes untouched, the whole folder verifying); a run
-  whose chain is broken is never appended to (refused, the folder left as it was).
+  whose chain is broken is never appended to (refused, the folder left as it was); a run
+  without run_end continues with the new session's run_start (any other first event is
+  refused, nothing written).
 * ``diary.writer.fsync_policy``: always, interval and critical open; anything else is
   refused naming the rule.
 * ``diary.architecture.text``: the text and SHA-256 of (name, shape) pairs, computed here
@@ -62,6 +64,16 @@ def resume(ctx: Context, case: Case) -> None:
     ctx.refused("append_diary", {**data, "dir": str(broken)}, "diary.writer.resume")
     if snapshot(broken) != frozen:
         raise Failed("a refused resume changed the run folder")
+    # a diary without run_end (a crashed session) continues with the new session's run_start
+    crashed = ctx.folder()
+    build_run(crashed, events, rows, None)
+    before = (crashed / "diary.jsonl").read_bytes()
+    late = [*more[1:], {"event": "sink_error", "sink": "diary", "error": "no run_start"}]
+    ctx.refused(
+        "append_diary", {**data, "dir": str(crashed), "events": late}, "diary.writer.resume"
+    )
+    if (crashed / "diary.jsonl").read_bytes() != before:
+        raise Failed("a resume refused for want of run_start wrote into diary.jsonl")
 
 
 def fsync_policy(ctx: Context, case: tuple[list[dict[str, Any]], str]) -> None:

@@ -29,6 +29,8 @@ const RESERVED = ["hash", "prev", "seq", "time"];
 const SYNC_EVENTS = new Set(["run_start", "run_end"]);
 const FSYNC_POLICIES = ["always", "interval", "critical"];
 const FSYNC_INTERVAL_MS = 1000;
+/** lastEvent of a writer that resumed a diary without run_end (a crashed session). */
+const RESUMED = "(resumed)";
 /** @type {import("@trainrecord/spec").SchemaId} */
 const LINE_SCHEMA = "https://trainrecord.dev/schemas/diary/line.schema.json";
 
@@ -78,7 +80,7 @@ function appendDiary({ dir, events, fsyncPolicy }) {
     }
     seq = BigInt(result.lines);
     head = result.head_hash ?? GENESIS;
-    lastEvent = result.complete ? "run_end" : "?";
+    lastEvent = result.complete ? "run_end" : RESUMED;
     // The seal pins the old head; appending outdates it.
     for (const name of ["record.json", "record.sig"]) fs.rmSync(path.join(dir, name), { force: true });
   }
@@ -94,6 +96,9 @@ function appendDiary({ dir, events, fsyncPolicy }) {
         throw Refused.one("diary.writer.reserved", [/** @type {string} */ (reserved[0])], "the writer sets seq, time, event, prev and hash; remove them from fields");
       }
       if (seq === 0n && event !== "run_start") throw Refused.one("diary.order.run_start", ["event"], "the first line of a diary must be run_start");
+      if (lastEvent === RESUMED && event !== "run_start") {
+        throw Refused.one("diary.writer.resume", ["event"], `a resumed diary continues with the new session's run_start: write it first (got ${JSON.stringify(event)})`);
+      }
       if (lastEvent === "run_end" && event !== "run_start") throw Refused.one("diary.order.run_end", ["event"], "after run_end only a run_start (a resumed run) may follow");
       /** @type {Record<string, PyValue>} */
       const body = { seq, time: now(), event };
