@@ -12,6 +12,7 @@ differed.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -90,3 +91,57 @@ def test_node_posts_to_the_target_python_posts_to(
         assert got == {"delivered": True, "status": 200}, tail
         python, node = server.requests[-2:]
         assert (python.path, node.path) == (wanted, wanted), tail
+
+
+URL_VERDICTS = [
+    # loopback as written: localhost, a dotted-decimal 127.0.0.0/8 address, ::1
+    ("http://localhost/r", []),
+    ("http://LocalHost:8080/r", []),
+    ("http://127.0.0.1:8080/r", []),
+    ("http://127.255.255.254/r", []),
+    ("http://[::1]:9000/r", []),
+    ("http://[0:0:0:0:0:0:0:1]/r", []),
+    ("http://[::0:1]/r", []),
+    # other spellings a resolver (or the WHATWG parser) reads as 127.0.0.1: refused
+    ("http://127.1/api/runs", ["report.settings.url_scheme"]),
+    ("http://0x7f.0.0.1:1/x", ["report.settings.url_scheme"]),
+    ("http://2130706433:1/x", ["report.settings.url_scheme"]),
+    ("http://0177.0.0.1/r", ["report.settings.url_scheme"]),
+    ("http://127.000.0.1/r", ["report.settings.url_scheme"]),
+    ("http://127.0.0.%31/r", ["report.settings.url_scheme"]),
+    ("http://[::ffff:127.0.0.1]/r", ["report.settings.url_scheme"]),
+    ("http://[::1%25lo]/r", ["report.settings.url_scheme"]),
+    ("http://localhost./r", ["report.settings.url_scheme"]),
+    # a backslash (the WHATWG parser reads it as /), an escape in the host
+    ("https://example.org\\x", ["report.settings.url_scheme"]),
+    ("https://example.org\\@evil.example/x", ["report.settings.url_credentials"]),
+    ("http://127.0.0.1\\@evil.example/x", ["report.settings.url_credentials"]),
+    ("https://exa%6Dple.org/x", ["report.settings.url_scheme"]),
+    ("http://@127.0.0.1/r", ["report.settings.url_credentials"]),
+    ("https://b\u00fccher.example/x", []),
+]
+
+
+@pytest.mark.parametrize(("url", "rules"), URL_VERDICTS)
+def test_python_and_node_agree_on_a_url(
+    harness: Harness, tmp_path: Path, url: str, rules: list[str]
+) -> None:
+    """§2: "plain http:// is refused unless the host is localhost or a loopback IP". The
+    host is judged as written, in both (spec/README.md, Settings): Node judged the host the
+    WHATWG parser made of it (127.1 -> 127.0.0.1, a backslash -> /) and took four URLs
+    Python refused."""
+    import json
+
+    from trainrecord.errors import RecordRefused
+    from trainrecord.report import load_settings
+
+    (tmp_path / "paths.toml").write_text(f"[report]\nurl = {json.dumps(url)}\n", encoding="utf-8")
+    env = {"CORREAD_REPORT_TOKEN": TOKEN}
+    try:
+        load_settings(tmp_path / "paths.toml", env)
+        python: list[str] = []
+    except RecordRefused as exc:
+        python = sorted({p.rule for p in exc.problems})
+    got = harness.run("load_settings", path=str(tmp_path / "paths.toml"), env=env)
+    node = sorted(got["rules"]) if got.get("refused") else []
+    assert (python, node) == (rules, rules)

@@ -59,6 +59,9 @@ URLS = st.sampled_from(
         "http://127.0.0.1:8080/api/runs",
         "http://localhost/api/runs",
         "http://[::1]:9000/r",
+        "http://LocalHost:8080/r",
+        "http://127.255.255.254/r",
+        "http://[0:0:0:0:0:0:0:1]/r",
     ]
 )
 EVERY = st.one_of(st.integers(1, 86_400), st.floats(0.001, 86_400.0))
@@ -294,10 +297,22 @@ BAD_URLS = [
     "https:///r",
     "https:/reports.example.org/r",
     " https://reports.example.org/r",
+    "http://127.1/r",
+    "http://0x7f.0.0.1/r",
+    "http://2130706433/r",
+    "http://0177.0.0.1/r",
+    "http://127.0.0.%31/r",
+    "http://[::ffff:127.0.0.1]/r",
+    "http://[::1%25lo]/r",
+    "https://reports.example.org\\api/runs",
+    "https://reports%2Eexample.org/r",
 ]
 """Plain http:// to a host that is not loopback (just past 127.0.0.0/8 and ::1), no scheme,
 another scheme, no host written after "scheme://" (a WHATWG parser would find one), white
-space around the URL."""
+space around the URL; a loopback address written as only a resolver or a WHATWG parser
+reads it (127.1, hexadecimal, one number, octal, a percent-escape, IPv4-mapped, with a
+zone), a backslash (a WHATWG parser reads it as /) and an escape in the host: the host is
+judged as written (spec/README.md, Settings)."""
 
 
 def _in_url_edges(t: Target) -> list[tuple[Any, ...]]:

@@ -46,12 +46,18 @@ CA_VARIABLES = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
 
 
 def is_loopback_host(host: str | None) -> bool:
-    """True for ``localhost`` and loopback IPs (127.0.0.0/8, ::1); False for anything else."""
+    """True for ``localhost`` and loopback IPs as written (spec/README.md, Settings):
+    ``localhost`` in any case, a dotted-decimal IPv4 address in 127.0.0.0/8 (four decimal
+    parts, no leading zeros: ``ipaddress``), an IPv6 address equal to ::1 without a zone.
+    Other spellings a resolver also reads as 127.0.0.1 (``127.1``, ``0x7f.0.0.1``,
+    ``2130706433``) and ``::ffff:127.0.0.1`` are not loopback."""
     if not host:
         return False
     name = host.strip("[]").lower()
     if name == "localhost":
         return True
+    if "%" in name:  # a zone (scope id): an obscure spelling, refused as the Node client does
+        return False
     try:
         return ipaddress.ip_address(name).is_loopback
     except ValueError:
@@ -62,6 +68,8 @@ def _is_host(host: str, bracketed: bool) -> bool:
     """Whether ``host`` (from urlsplit) is an IP address or a host name of letters, digits,
     ``-``, ``.`` and ``_``."""
     if bracketed:
+        if "%" in host:  # a zone (scope id), which the WHATWG parser refuses too
+            return False
         try:
             return ipaddress.ip_address(host).version == 6
         except ValueError:

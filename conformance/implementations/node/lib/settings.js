@@ -33,17 +33,63 @@ const { Refused } = require("./refused");
 const TOKEN_ENV = "CORREAD_REPORT_TOKEN";
 const CLIENT_TIMEOUT_MS = 10_000;
 
-/** localhost and loopback IPs (127.0.0.0/8, ::1). @param {string} host */
+const IPV4_PART = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
+/** A dotted-decimal IPv4 address: four decimal parts 0-255 without leading zeros. */
+const DOTTED_QUAD = new RegExp(`^${IPV4_PART}(\\.${IPV4_PART}){3}$`);
+
+/**
+ * localhost and loopback IPs as written (spec/README.md, Settings): `localhost` in any case,
+ * a dotted-decimal IPv4 address in 127.0.0.0/8 (four decimal parts, no leading zeros), or an
+ * IPv6 address equal to ::1 (any RFC 4291 spelling, no zone). Other spellings that resolvers
+ * or the WHATWG parser also read as 127.0.0.1 (127.1, 0x7f.0.0.1, 2130706433, 0177.0.0.1,
+ * 127.0.0.%31) and an IPv4-mapped ::ffff:127.0.0.1 are not loopback here, as in Python.
+ * @param {string} host the host as written, brackets optional
+ */
 function isLoopback(host) {
   const h = host.replace(/^\[|\]$/g, "").toLowerCase();
   if (h === "localhost") return true;
-  if (net.isIPv4(h)) return h.startsWith("127.");
-  if (net.isIPv6(h)) return h === "::1" || h === "0:0:0:0:0:0:0:1";
+  if (DOTTED_QUAD.test(h)) return h.startsWith("127.");
+  if (!h.includes("%") && net.isIPv6(h)) return new URL(`http://[${h}]/`).hostname === "[::1]";
   return false;
 }
 
 /**
+ * The URL's authority as Python's urlsplit finds it: after "scheme://" up to the first "/",
+ * "?" or "#" ("" without "scheme://").
+ * @param {string} url
+ */
+function authorityOf(url) {
+  const m = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/([^/?#]*)/.exec(url);
+  return m ? /** @type {string} */ (m[1]) : "";
+}
+
+/**
+ * The host as written in the authority, as urlsplit's hostname: after the last "@",
+ * inside "[...]" or before the first ":", lower case.
+ * @param {string} authority
+ */
+function hostOf(authority) {
+  const info = authority.slice(authority.lastIndexOf("@") + 1);
+  const open = info.indexOf("[");
+  const host = open >= 0 ? info.slice(open + 1).split("]", 1)[0] : info.split(":", 1)[0];
+  return /** @type {string} */ (host).toLowerCase();
+}
+
+/**
+ * Whether a host as written is a host name of letters, digits, "-", "." and "_" (any
+ * script, as Python's str.isalnum), or, in brackets, an IPv6 address without a zone.
+ * @param {string} host
+ * @param {boolean} bracketed
+ */
+function isHostName(host, bracketed) {
+  if (bracketed) return !host.includes("%") && net.isIPv6(host);
+  return /^[\p{L}\p{N}._-]*$/u.test(host);
+}
+
+/**
  * The URL, checked: https://, or http:// to localhost or a loopback IP; no credentials.
+ * The host is judged as written (as in Python), never as the WHATWG parser rewrites it: a
+ * backslash, a percent-escape or another character outside a host name is refused.
  * @param {unknown} url
  * @returns {URL}
  */
@@ -57,21 +103,24 @@ function checkUrl(url) {
   } catch {
     throw Refused.one("report.settings.url_scheme", ["report", "url"], "the URL cannot be parsed; write it as https://host/path");
   }
-  if (parsed.username !== "" || parsed.password !== "") {
+  const authority = authorityOf(url);
+  if (parsed.username !== "" || parsed.password !== "" || authority.includes("@")) {
     throw Refused.one("report.settings.url_credentials", ["report", "url"], `remove the user name and password from the URL; the token comes from ${TOKEN_ENV} only`);
   }
   // as Python's check: white space or a character Unicode calls "other" or "separator"
-  // anywhere is refused (the WHATWG parser would strip or encode it)
-  if (/[\p{C}\p{Z}]/u.test(url)) {
+  // anywhere is refused (the WHATWG parser would strip or encode it), and so is a host
+  // written with anything but letters, digits, "-", "." and "_" (or a bracketed IPv6)
+  const host = hostOf(authority);
+  if (/[\p{C}\p{Z}]/u.test(url) || (host !== "" && !isHostName(host, authority.includes("[")))) {
     throw Refused.one("report.settings.url_scheme", ["report", "url"], "the URL's host has a character not allowed in a host name (a space?); write it as https://host/path");
   }
   // a host as Python's urlsplit finds one: "scheme://" and a non-empty authority, written so
   // (the WHATWG parser reads https:///r, https:/r and https:r as host r)
-  if (!/^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]/.test(url)) {
+  if (!/^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]/.test(url) || host === "") {
     throw Refused.one("report.settings.url_scheme", ["report", "url"], "the URL must be https://host/... (http:// only for localhost)");
   }
-  if (parsed.protocol === "https:" && parsed.hostname !== "") return parsed;
-  if (parsed.protocol === "http:" && isLoopback(parsed.hostname)) return parsed;
+  if (parsed.protocol === "https:") return parsed;
+  if (parsed.protocol === "http:" && isLoopback(host)) return parsed;
   throw Refused.one("report.settings.url_scheme", ["report", "url"], "the URL must be https://host/... (plain http:// only for localhost or a loopback IP)");
 }
 
