@@ -145,3 +145,27 @@ def test_python_and_node_agree_on_a_url(
     got = harness.run("load_settings", path=str(tmp_path / "paths.toml"), env=env)
     node = sorted(got["rules"]) if got.get("refused") else []
     assert (python, node) == (rules, rules)
+
+
+def test_a_witness_after_a_bom_is_refused_by_both(harness: Harness, tmp_path: Path) -> None:
+    """spec/README.md: readers take strict JSON only, no BOM (``witness.file.json``). Node's
+    witness reader decoded with a TextDecoder that drops a BOM and read the witness."""
+    import json
+
+    from trainrecord.errors import RecordRefused
+    from trainrecord.foundry import read_witness
+    from trainrecord_conformance.checks.foundry import _vector_witness
+
+    witness = _vector_witness()
+    path = tmp_path / f"observed.attempt{witness['attempt']}.json"
+    path.write_text(json.dumps(witness), encoding="utf-8")
+    read_witness(path)
+    assert "witness" in harness.run("read_witness", path=str(path))
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    with pytest.raises(RecordRefused) as exc:
+        read_witness(path)
+    assert {p.rule for p in exc.value.problems} == {"witness.file.json"}
+    assert harness.run("read_witness", path=str(path)) == {
+        "refused": True,
+        "rules": ["witness.file.json"],
+    }

@@ -556,10 +556,20 @@ def attempt_filename(ctx: Context, case: tuple[Any, int]) -> None:
     ctx.refused("read_witness", {"path": path}, "witness.attempt.filename")
 
 
+BOM = "\ufeff"
+"""A UTF-8 byte order mark: not JSON text (RFC 8259 §8.1: a writer must not add one;
+spec/README.md, Strict JSON: every reader of this package refuses it)."""
+WITNESS_JUNK = ["NaN", "Infinity", "-Infinity", "{", "'x'", BOM]
+
+
 def file_json(ctx: Context, case: tuple[Any, str]) -> None:
-    """A witness file that is not strict JSON is refused."""
+    """A witness file that is not strict JSON is refused: a NaN or Infinity token, broken
+    JSON, or a valid witness after a byte order mark."""
     valid, token = case
-    text = json.dumps({**valid, "wall_seconds": "@@"}).replace('"@@"', token)
+    if token == BOM:
+        text = BOM + json.dumps(valid)
+    else:
+        text = json.dumps({**valid, "wall_seconds": "@@"}).replace('"@@"', token)
     path = _write_file(ctx, _witness_name(valid), text)
     ctx.refused("read_witness", {"path": path}, "witness.file.json")
 
@@ -739,6 +749,18 @@ def _valid_witness(target: Target) -> st.SearchStrategy[Any]:
     return S.valid_instances(WITNESS)
 
 
+def _vector_witness() -> dict[str, Any]:
+    """The first valid witness of the spec's vectors (the fixed cases' witness)."""
+    from importlib import resources
+
+    entry = resources.files("trainrecord_spec").joinpath("vectors", "foundry", "witness.json")
+    for group in json.loads(entry.read_text(encoding="utf-8")):
+        for case in group["tests"]:
+            if case["valid"] and isinstance(case["data"], dict):
+                return dict(case["data"])
+    raise LookupError("no valid witness vector")
+
+
 def checks() -> list[Check]:
     """Every Foundry check."""
     out = [
@@ -861,12 +883,11 @@ def checks() -> list[Check]:
         ),
         Check(
             "witness.file.json",
-            "the reader refuses NaN and Infinity tokens",
+            "the reader refuses NaN and Infinity tokens, broken JSON and a BOM",
             frozenset({"read_witness"}),
-            lambda t: st.tuples(
-                _valid_witness(t), st.sampled_from(["NaN", "Infinity", "-Infinity", "{", "'x'"])
-            ),
+            lambda t: st.tuples(_valid_witness(t), st.sampled_from(WITNESS_JUNK)),
             file_json,
+            edges=lambda t: [(_vector_witness(), junk) for junk in WITNESS_JUNK],
         ),
         Check(
             "witness.read.version_first",
