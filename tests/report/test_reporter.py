@@ -11,10 +11,12 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.report.conftest import (
+    TLSFiles,
     lesion_state,
     settings_for,
     training_epoch,
@@ -329,3 +331,44 @@ def test_the_history_is_kept_for_a_snapshot_and_a_resume(
     resumed = open_run(folder)  # the next start carries on with the same two epochs
     state = resumed.job_state("training", config, epochs_first=0, epochs_total=80)
     assert [e["epoch"] for e in state.history] == [0, 1]
+
+
+@pytest.mark.parametrize(
+    ("status", "words_done", "fraction"),
+    [
+        ("in progress", None, None),
+        ("stopped", None, None),
+        ("interrupted", None, None),
+        ("failed", None, None),
+        ("discarded", None, None),
+        ("complete", 1000, 1.0),
+    ],
+)
+def test_a_snapshot_of_an_unfinished_word_set_has_no_words_done(
+    https_receiver: ReportServer, tls: TLSFiles, status: str, words_done: Any, fraction: Any
+) -> None:
+    """report.consistency.words_done: §5.3 words_done is "null in a snapshot of an
+    unfinished set" (and so is fraction, its share of words_total); a snapshot of a complete
+    set carries it. Before, every snapshot copied the job's words_done (300 of 1000)."""
+    state = wordset_state(words_done=1000 if status == "complete" else 300)
+    if status == "complete":
+        state.finished_at = state.started_at
+    if status == "failed":
+        state.error = {"type": "OSError", "message": "font missing"}
+    report_status(settings_for(https_receiver.url, ca=tls.ca), state, status)
+    progress = https_receiver.store.latest(state.run_id)["progress"]
+    assert progress == {"words_done": words_done, "words_total": 1000, "fraction": fraction}
+
+
+def test_the_word_set_s_own_reports_carry_words_done(
+    https_receiver: ReportServer, tls: TLSFiles
+) -> None:
+    """report.consistency.words_done: only a snapshot leaves words_done out; the generating
+    process's own reports (here an interrupted one) carry it."""
+    state = wordset_state(words_done=300)
+    settings = settings_for(https_receiver.url, ca=tls.ca, every=1e-6)
+    with Reporter(settings, state, seq=SeqClock()) as reporter:
+        reporter.progress(words_done=300)
+        reporter.interrupted()
+    progress = https_receiver.store.latest(state.run_id)["progress"]
+    assert progress == {"words_done": 300, "words_total": 1000, "fraction": 0.3}

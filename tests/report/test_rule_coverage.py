@@ -142,6 +142,10 @@ RULE_TESTS: dict[str, list[str]] = {
     "report.consistency.lesioned_units": [
         "test_lesioned_units_must_ascend_and_the_word_channel_must_be_ordered"
     ],
+    "report.consistency.words_done": [
+        "test_a_snapshot_of_an_unfinished_word_set_has_no_words_done",
+        "test_the_word_set_s_own_reports_carry_words_done",
+    ],
     "report.privacy.secrets": [
         "test_privacy_problems_find_each_secret",
         "test_a_failed_job_sends_no_secret",

@@ -11,6 +11,7 @@ differed.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -130,8 +131,6 @@ def test_python_and_node_agree_on_a_url(
     host is judged as written, in both (spec/README.md, Settings): Node judged the host the
     WHATWG parser made of it (127.1 -> 127.0.0.1, a backslash -> /) and took four URLs
     Python refused."""
-    import json
-
     from trainrecord.errors import RecordRefused
     from trainrecord.report import load_settings
 
@@ -150,8 +149,6 @@ def test_python_and_node_agree_on_a_url(
 def test_a_witness_after_a_bom_is_refused_by_both(harness: Harness, tmp_path: Path) -> None:
     """spec/README.md: readers take strict JSON only, no BOM (``witness.file.json``). Node's
     witness reader decoded with a TextDecoder that drops a BOM and read the witness."""
-    import json
-
     from trainrecord.errors import RecordRefused
     from trainrecord.foundry import read_witness
     from trainrecord_conformance.checks.foundry import _vector_witness
@@ -169,3 +166,30 @@ def test_a_witness_after_a_bom_is_refused_by_both(harness: Harness, tmp_path: Pa
         "refused": True,
         "rules": ["witness.file.json"],
     }
+
+
+@pytest.mark.parametrize("status", ["in progress", "stopped", "interrupted", "complete"])
+def test_report_status_of_a_word_set_as_python(
+    harness: Harness, tls: tuple[str, Any], servers: list[TestServer], status: str
+) -> None:
+    """report.consistency.words_done: a snapshot of an unfinished word set has words_done
+    and fraction null (§5.3), a complete one keeps them, in Python's report_status() and
+    Node's alike (both copied the job's words_done before)."""
+    from trainrecord_conformance import operations as python_ops
+    from trainrecord_conformance.checks.payload import base_state
+
+    ca, context = tls
+    server = TestServer(Behaviour(), context)
+    servers.append(server)
+    report = next(r for r in _vector_reports() if r["kind"] == "wordset")
+    state = {**base_state(report), "running": status == "in progress"}
+    if status == "complete":
+        state["finished_at"] = state["started_at"]
+    sent = {"url": server.url + "/api/runs", "token": TOKEN, "state": state, "status": status}
+    assert python_ops.report_status({**sent, "ca_file": ca})["raised"] is False
+    assert harness.run("report_status", **sent, ca_file=ca)["raised"] is False
+    python, node = (json.loads(r.body)["progress"] for r in server.requests[-2:])
+    done = state["words_done"] if status == "complete" else None
+    fraction = round(done / state["words_total"], 4) if done is not None else None
+    wanted = {"words_done": done, "words_total": state["words_total"], "fraction": fraction}
+    assert (python, node) == (wanted, wanted)

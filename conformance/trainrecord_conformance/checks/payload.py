@@ -239,6 +239,11 @@ def _consistency_edges() -> dict[str, list[dict[str, Any]]]:
             edge_input("failed", "failed", finished=True),
             edge_input("snapshot", "stopped", finished=True),
         ],
+        "report.consistency.words_done": [
+            edge_input(event, status, "wordset")
+            for event, status in ALLOWED
+            if event != "epoch_end" and (event == "snapshot" or status == "in progress")
+        ],
         "report.consistency.epochs_completed": epochs,
         "report.consistency.eta": epochs,
         "report.consistency.lesioned_units": [
@@ -259,7 +264,9 @@ def consistency_edges(rule: str) -> Callable[[Target], list[dict[str, Any]]]:
     then builds every allowed pair of the job, of each kind); an error and a finished_at in
     the state of a job that did not fail or complete, and a failed or complete job without
     them; no history and one epoch of it, of each kind; units with a repeat or one pair
-    swapped, one unit, none, and a word channel of one unit or one past it."""
+    swapped, one unit, none, and a word channel of one unit or one past it; a word set
+    snapshot under every status (only a complete one keeps words_done) and its progress
+    and started reports."""
     return lambda target: _consistency_edges()[rule]
 
 
@@ -312,6 +319,16 @@ def _problem(rule: str, report: dict[str, Any], case: dict[str, Any]) -> str | N
     lesion = report.get("kind") == "lesion"
     if rule == "report.consistency.lesioned_units" and lesion and not sorted_units(report):
         return f"lesioned units or word channel out of order: {report['config']}"
+    unfinished = event == "snapshot" and status != "complete"
+    if rule == "report.consistency.words_done" and report.get("kind") == "wordset":
+        known = {k: progress.get(k) for k in ("words_done", "fraction")}
+        if unfinished and any(v is not None for v in known.values()):
+            return f"a snapshot of an unfinished word set (status {status!r}) has {known}"
+        if not unfinished and progress.get("words_done") != case["state"]["words_done"]:
+            return (
+                f"{event}/{status} sent words_done {progress.get('words_done')!r}, the job's "
+                f"is {case['state']['words_done']!r}"
+            )
     return None
 
 
@@ -373,6 +390,8 @@ def _mixed(rule: str) -> Callable[[Target], st.SearchStrategy[dict[str, Any]]]:
             return st.one_of(cases(), cases(PAIRS))
         if rule == "report.consistency.lesioned_units":
             return cases().flatmap(_shuffle_units)
+        if rule == "report.consistency.words_done":
+            return cases().filter(lambda c: c["state"]["kind"] == "wordset")
         return cases()
 
     return strategy
@@ -583,6 +602,7 @@ def checks() -> list[Check]:
         "report.consistency.epochs_completed",
         "report.consistency.eta",
         "report.consistency.lesioned_units",
+        "report.consistency.words_done",
     )
     out = [
         Check(

@@ -380,10 +380,13 @@ def build_report(
     now = time.monotonic() if now is None else now
     running = state.running and status == "in progress" and event != "snapshot"
     if state.kind == "wordset":
+        # §5.3: words_done is "null in a snapshot of an unfinished set" (and so is fraction,
+        # its share of words_total)
+        unfinished = event == "snapshot" and status != "complete"
         progress: dict[str, Any] = {
-            "words_done": state.words_done,
+            "words_done": None if unfinished else state.words_done,
             "words_total": state.words_total,
-            "fraction": _fraction(state),
+            "fraction": None if unfinished else _fraction(state),
         }
         initial, history = None, None
     else:
@@ -489,6 +492,17 @@ def consistency_problems(payload: Mapping[str, Any]) -> list[Problem]:
                     "eta_seconds is null until the first epoch has finished",
                 )
             )
+    unfinished = payload.get("event") == "snapshot" and status != "complete"
+    if payload.get("kind") == "wordset" and unfinished:
+        for name in ("words_done", "fraction"):
+            if progress.get(name) is not None:
+                out.append(
+                    Problem(
+                        "report.consistency.words_done",
+                        ("progress", name),
+                        f"{name} is null in a snapshot of an unfinished word set (§5.3)",
+                    )
+                )
     if payload.get("eta_seconds") is not None and status != "in progress":
         out.append(
             Problem(

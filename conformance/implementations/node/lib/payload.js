@@ -275,7 +275,10 @@ function buildReport(state, { event, status, seq, sentAt, now = performance.now(
   /** @type {PyValue} */
   let history = null;
   if (state.kind === "wordset") {
-    progress = { words_done: state.words_done, words_total: state.words_total, fraction: fraction(state) };
+    // §5.3: words_done is "null in a snapshot of an unfinished set" (and so is fraction, its
+    // share of words_total)
+    const unfinished = event === "snapshot" && status !== "complete";
+    progress = { words_done: unfinished ? null : state.words_done, words_total: state.words_total, fraction: unfinished ? null : fraction(state) };
   } else {
     const completed = BigInt(state.history.length);
     const first = state.epochs_first;
@@ -354,6 +357,13 @@ function consistencyProblems(payload) {
     }
     if (present("eta_seconds") && !(Array.isArray(history) && history.length > 0)) {
       add("report.consistency.eta", ["eta_seconds"], "eta_seconds is null until the first epoch has finished");
+    }
+  }
+  if (payload.kind === "wordset" && event === "snapshot" && status !== "complete") {
+    for (const name of ["words_done", "fraction"]) {
+      if (progress[name] !== null && progress[name] !== undefined) {
+        add("report.consistency.words_done", ["progress", name], `${name} is null in a snapshot of an unfinished word set (§5.3)`);
+      }
     }
   }
   if (present("eta_seconds") && status !== "in progress") add("report.consistency.eta", ["eta_seconds"], "eta_seconds is null unless status is in progress");
