@@ -74,7 +74,7 @@ def opposite_inputs(rank: int, world: int, init_file: str, run_dir: str) -> None
         optimizer = torch.optim.SGD(ddp.parameters(), lr=0.0)
         x = torch.full((8, 3, 8, 8), 1.0 if rank == 0 else -1.0)
         y = torch.zeros(8, dtype=torch.long)
-        with Monitor(ddp, optimizer, run_dir, check_every=1) as monitor:
+        with Monitor(ddp, optimizer, run_dir, check_every=1, silent_min_values=1) as monitor:
             for _ in range(3):
                 loss = F.cross_entropy(ddp(x), y)
                 loss.backward()

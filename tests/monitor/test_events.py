@@ -269,7 +269,8 @@ def test_loss_spike_and_recovery_from_corrupted_labels(run_dir: Path) -> None:
     lines = read_run(run_dir)
     spike = events(lines, "loss_spike")
     recovered = events(lines, "loss_recovered")
-    assert [s["step"] for s in spike] == [60]
+    # above the margin at 60 and still at 61 (checks_in_a_row): the spike is 61's
+    assert [s["step"] for s in spike] == [61]
     assert [r["step"] for r in recovered] == [63]
     assert spike[0]["value"] > 2 * spike[0]["baseline"]
     assert recovered[0]["value"] < spike[0]["value"]
@@ -742,9 +743,13 @@ def test_a_converged_loss_ticking_up_is_no_spike_but_a_real_jump_is() -> None:
     values = [*falling, *[1e-7] * 10, 1e-5]
     seen = [e for i, v in enumerate(values) for e, _ in ticks.observe(i, v)]
     assert "loss_spike" not in seen  # 1e-5 after 1e-7: 100 times, but nothing on the run's scale
+    once = LossTracker()  # one hard batch: above the margin at one check only
+    values = [*falling, *[0.05] * 10, 2.4, 0.05, 0.05]
+    assert [e for i, v in enumerate(values) for e, _ in once.observe(i, v)] == []
     jump = LossTracker()
-    seen = [e for i, v in enumerate([*falling, *[0.05] * 10, 2.4]) for e, _ in jump.observe(i, v)]
-    assert seen == ["loss_spike"]
+    values = [*falling, *[0.05] * 10, 2.4, 2.3]
+    seen = [(e, f["step"]) for i, v in enumerate(values) for e, f in jump.observe(i, v)]
+    assert seen == [("loss_spike", len(values) - 1)]  # the second check in a row
 
 
 def test_show_says_how_a_run_ended_and_where_a_session_continued(run_dir: Path) -> None:

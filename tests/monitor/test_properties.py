@@ -9,7 +9,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trainrecord.monitor.channels import ChannelCounts, channel_extremes, classify
+from trainrecord.monitor.channels import ChannelCounts, ChannelTracker, channel_extremes, classify
 from trainrecord.monitor.gradients import GradientAlarms
 from trainrecord.monitor.loss import LossTracker
 
@@ -120,3 +120,112 @@ def test_one_check_below_the_band_is_no_alarm_two_are(
     assert fields["grad_norm"] == low and fields["sigma"] is not None and fields["sigma"] < 0
     [(event, fields)] = alarms.observe(checks + 4, {"layer": norm})
     assert (event, fields["diagnosis"]) == ("alarm_cleared", "vanishing")
+
+
+def steady(alarms: GradientAlarms, norms: dict[str, float], checks: int, loss: float) -> None:
+    """``checks`` checks at ``norms`` (a 1 % wobble) and ``loss``, with no event."""
+    for step in range(checks):
+        wobble = 1.0 + 0.01 * (step % 3)
+        assert alarms.observe(step, {k: v * wobble for k, v in norms.items()}, loss) == []
+
+
+LAYERS = {"a": "Conv2d", "b": "Conv2d", "c": "Linear"}
+
+
+@given(
+    st.floats(min_value=1e-4, max_value=1e2),
+    st.integers(min_value=6, max_value=20),
+    st.floats(min_value=1.2, max_value=6.0),
+)
+def test_a_fall_the_whole_network_shares_is_no_vanishing_alarm(
+    norm: float, checks: int, decades: float
+) -> None:
+    # A user probe: a MobileNet converging (loss 1.4 -> 0.0002) had 32 of its 36 layers
+    # called vanishing at once. A fall every layer shares is not one layer starving.
+    alarms = GradientAlarms(dict(LAYERS), warmup=5)
+    start = {k: norm * (i + 1) for i, k in enumerate(LAYERS)}
+    steady(alarms, start, checks, loss=1.0)
+    fallen = {k: v * 10.0**-decades for k, v in start.items()}
+    for step in range(checks, checks + 4):  # the loss stays: only the network's shift explains
+        assert alarms.observe(step, fallen, 1.0) == []
+    # one layer falling alone, by as much, is vanishing (the second check in a row)
+    alone = GradientAlarms(dict(LAYERS), warmup=5)
+    steady(alone, start, checks, loss=1.0)
+    low = {**start, "b": start["b"] * 10.0**-decades}
+    assert alone.observe(checks, low, 1.0) == []
+    [(event, fields)] = alone.observe(checks + 1, low, 1.0)
+    assert (event, fields["layer"], fields["diagnosis"]) == ("alarm", "b", "vanishing")
+
+
+@given(
+    st.floats(min_value=1e-4, max_value=1e2),
+    st.integers(min_value=6, max_value=20),
+    st.floats(min_value=1.2, max_value=6.0),
+)
+def test_a_fall_the_loss_explains_is_no_vanishing_alarm(
+    norm: float, checks: int, decades: float
+) -> None:
+    # A user probe: a classifier's gradient fell 2.4 decades as its cross-entropy fell 2.6
+    # (convergence), and the alarm never cleared. A fall with the loss falling at least half
+    # as many decades is convergence (a squared error's gradient falls with its root).
+    explained = GradientAlarms({"head": "Linear"}, warmup=5)
+    steady(explained, {"head": norm}, checks, loss=1.0)
+    fallen = norm * 10.0**-decades
+    for step in range(checks, checks + 4):
+        assert explained.observe(step, {"head": fallen}, 10.0 ** -(decades / 2 + 0.01)) == []
+    assert explained.baselines["head"].mean < math.log10(norm)  # it entered the baseline
+    # the same fall with the loss falling too little is vanishing
+    unexplained = GradientAlarms({"head": "Linear"}, warmup=5)
+    steady(unexplained, {"head": norm}, checks, loss=1.0)
+    assert unexplained.observe(checks, {"head": fallen}, 10.0 ** -(decades / 2 - 0.1)) == []
+    [(event, fields)] = unexplained.observe(
+        checks + 1, {"head": fallen}, 10.0 ** -(decades / 2 - 0.1)
+    )
+    assert (event, fields["diagnosis"]) == ("alarm", "vanishing")
+
+
+@given(
+    st.floats(min_value=1e-4, max_value=1e2),
+    st.integers(min_value=6, max_value=20),
+    st.floats(min_value=1.2, max_value=6.0),
+)
+def test_one_check_above_the_band_is_no_alarm_two_are(
+    norm: float, checks: int, decades: float
+) -> None:
+    # A user probe: one hard batch late in training gave an exploding alarm cleared at the
+    # next check (14.7 per 1000 steps at batch 8, check_every=1).
+    alarms = GradientAlarms(dict(LAYERS), warmup=5)
+    start = {k: norm for k in LAYERS}
+    steady(alarms, start, checks, loss=1.0)
+    high = {k: v * 10.0**decades for k, v in start.items()}
+    assert alarms.observe(checks, high, 1.0) == []  # once
+    assert alarms.observe(checks + 1, start, 1.0) == []  # back
+    assert alarms.observe(checks + 2, high, 1.0) == []
+    found = alarms.observe(checks + 3, high, 1.0)  # twice in a row: every layer
+    assert [(e, f["layer"], f["diagnosis"]) for e, f in found] == [
+        ("alarm", k, "exploding") for k in LAYERS
+    ]
+
+
+@given(st.integers(min_value=4, max_value=64), st.data())
+def test_a_level_wavering_around_the_half_writes_one_event(total: int, data: st.DataObject) -> None:
+    # A user probe: a squeeze-excitation layer at 9/18 (most, warning) <-> 8/18 (some)
+    # wrote 25 events in 120 checks. A producer leaves most below 40 % of its channels.
+    tracker = ChannelTracker()
+    half = (total + 1) // 2
+    first = tracker.observe(0, "fc", None, ChannelCounts(total, observed=list(range(half))))
+    assert first is not None and first[1]["level"] == "most"
+    floor = math.ceil(0.4 * total)
+    for step in range(1, 20):
+        stuck = data.draw(st.integers(min_value=floor, max_value=total - 1))
+        assert (
+            tracker.observe(step, "fc", None, ChannelCounts(total, observed=list(range(stuck))))
+            is None
+        )
+    change = tracker.observe(20, "fc", None, ChannelCounts(total, observed=list(range(floor - 1))))
+    if floor - 1 == 0:
+        assert change is not None and change[0] == "channels_cleared"
+    else:
+        assert change is not None and change[1]["level"] == "some"
+    # levels written always match the counts written
+    assert change[1]["n_observed"] == floor - 1

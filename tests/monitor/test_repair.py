@@ -66,6 +66,7 @@ def test_silent_channels_without_batchnorm_are_repaired_after_patience_with_adam
         repair=True,
         repair_patience=2,
         repair_min_values=64,  # two checks of 32 samples
+        silent_min_values=64,
     ) as monitor:
         for step, (x, y) in enumerate(batches(12)):
             F.cross_entropy(model(x), y).backward()
@@ -146,7 +147,7 @@ def test_momentum_built_by_weight_decay_refuses_rather_than_guesses(run_dir: Pat
     with torch.no_grad():
         model.fc1.weight[:3] = 0.0
         model.fc1.bias[:3] = -0.5
-    with Monitor(model, optimizer, run_dir, check_every=4) as monitor:
+    with Monitor(model, optimizer, run_dir, check_every=4, silent_min_values=1) as monitor:
         train(model, optimizer, monitor, 12)
     lines = read_run(run_dir)
     assert [c["step"] for c in events(lines, "certificate")] == [0]  # no state yet at step 0
@@ -182,8 +183,11 @@ def test_a_unit_silent_on_small_batches_is_repaired_only_after_enough_values(
     assert events(lines, "manifest")[0]["repair"]["min_values"] == 1024
     repairs = [(r["step"], r["layer"], r["channels"]) for r in events(lines, "repair")]
     assert repairs == [(127, "0", [1])]  # 128 checks x 8 samples; the rare unit never
-    silent_rare = [r["step"] for r in metrics(run_dir) if r["stuck"]["0"][2] >= 1]
-    assert len(silent_rare) > 100  # it was seen silent at most checks all the same
+    silent = [r["step"] for r in metrics(run_dir) if r["stuck"]["0"][2] >= 1]
+    # the dead unit counts as silent once it showed silent_min_values (256) values: 32
+    # checks of 8 samples; the rare unit never did (a silent row holds only the dead one)
+    assert silent == list(range(31, 128))
+    assert {r["stuck"]["0"][2] for r in metrics(run_dir)} == {0, 1}
 
 
 def test_a_weight_normed_layer_shows_its_relu_and_is_never_repaired(run_dir: Path) -> None:
@@ -193,7 +197,9 @@ def test_a_weight_normed_layer_shows_its_relu_and_is_never_repaired(run_dir: Pat
     with torch.no_grad():
         model[1].bias[:4] = -100.0  # four channels dead from the start
     optimizer = torch.optim.SGD(model.parameters(), 0.05)
-    with Monitor(model, optimizer, run_dir, check_every=2, repair=True) as monitor:
+    with Monitor(
+        model, optimizer, run_dir, check_every=2, repair=True, silent_min_values=64
+    ) as monitor:
         train(model, optimizer, monitor, 6)
     lines = read_run(run_dir)
     manifest = events(lines, "manifest")[0]
@@ -384,7 +390,13 @@ def test_a_unit_alive_through_a_second_path_gets_no_consumer(run_dir: Path, kind
     x, y = batches(1, seed=1)[0]
     changed = []
     with Monitor(
-        model, optimizer, run_dir, check_every=1, repair=True, repair_min_values=1
+        model,
+        optimizer,
+        run_dir,
+        check_every=1,
+        repair=True,
+        repair_min_values=1,
+        silent_min_values=1,
     ) as monitor:
         for step in range(3):
             F.cross_entropy(model(x), y).backward()

@@ -189,7 +189,10 @@ def test_an_unbatched_convolution_is_measured_on_its_channel_axis(run_dir: Path)
     assert all(r["stuck"]["conv"] == [0, 0, 0, 0] for r in rows)
     with torch.no_grad():  # channel 2 silent: a bias far below what its weights can reach
         model.conv.bias[2] = -1e3
-    with Monitor(model, optimizer, run_dir / "silent", check_every=1, log=False) as monitor:
+    # 36 values per channel (6 x 6 positions, one sample) are enough: the channel axis's
+    with Monitor(
+        model, optimizer, run_dir / "silent", check_every=1, log=False, silent_min_values=36
+    ) as monitor:
         loss = F.cross_entropy(model(torch.randn(3, 8, 8)), torch.randint(0, 2, (1,)))
         loss.backward()
         monitor.step(loss)

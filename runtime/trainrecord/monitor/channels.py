@@ -6,14 +6,19 @@ the forward pass of a check step, reduce it to a per-channel maximum and minimum
 batch and every position. A channel is, in this order of precedence:
 
 * **certified**: proven dead from the weights and the structure (``certificate.py``);
-* **silent** (observed): its ReLU input was <= 0 everywhere in the batch, so the ReLU
-  output was all zeros (only for producers followed by a ReLU);
+* **silent** (observed): its ReLU input was <= 0 everywhere, so the ReLU output was all
+  zeros, at consecutive checks whose batches showed it at least ``silent_min_values``
+  values in all (only for producers followed by a ReLU; a unit that is off for the 8
+  samples of one small batch is ordinary sparsity, not a silent unit);
 * **flat**: its input to the ReLU was the same value everywhere in the batch (a constant
   channel carries no information, whatever its value);
 * **decayed**: its scale (|gamma| with a BatchNorm, else the norm of its incoming weights)
   is below ``decay_ratio`` times the median over the layer's channels.
 
 The level is ``none`` (no stuck channel), ``some``, ``most`` (half or more) or ``all``.
+A producer's events follow its level with hysteresis: it leaves ``most`` below
+``LEAVE_MOST`` of its channels and ``all`` below ``LEAVE_ALL`` (a layer whose count wavers
+by a channel around the half writes one event, not one per check).
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from torch.nn.modules.module import register_module_forward_hook
 
 from trainrecord.monitor.structure import first_tensor, in_transform, out_axis
 
+LEAVE_MOST = 0.4  # a producer at most (or all) leaves it below 40 % of its channels stuck
+LEAVE_ALL = 0.9  # ... and all below 90 %
 BATCH_FIRST_BELOW = 128  # positions per channel (H x W) below which the batch is reduced first
 
 
@@ -156,6 +163,21 @@ class ChannelCounts:
         return [len(self.certified), len(self.flat), len(self.observed), len(self.decayed)]
 
 
+LEVELS = ("none", "some", "most", "all")
+
+
+def held(level: str, counts: ChannelCounts) -> bool:
+    """Whether a producer whose events last said ``level`` stays there with ``counts``: its
+    level now is lower, but not below ``LEAVE_MOST`` (from most or all) or ``LEAVE_ALL``
+    (from all) of its channels."""
+    now = counts.level
+    if LEVELS.index(now) >= LEVELS.index(level) or now == "none":
+        return False
+    if level == "all":
+        return counts.stuck >= LEAVE_ALL * counts.total
+    return level == "most" and counts.stuck >= LEAVE_MOST * counts.total
+
+
 def classify(
     total: int,
     certified: set[int],
@@ -164,8 +186,11 @@ def classify(
     relu: bool,
     scale: torch.Tensor | None,
     decay_ratio: float,
+    proven: set[int] | None = None,
 ) -> ChannelCounts:
-    """Sort a producer's channels into the four categories (see the module docstring).
+    """Sort a producer's channels into the four categories (see the module docstring);
+    ``proven``: the channels silent now whose silence rests on enough values (None: every
+    channel silent now). A channel silent now but not proven yet is in no category.
 
     Works on tensors; only the (usually empty) index lists become Python lists."""
     counts = ChannelCounts(total=total, certified=sorted(certified))
@@ -176,6 +201,8 @@ def classify(
         silent = (high <= 0) & ~taken if relu else torch.zeros(total, dtype=torch.bool)
         flat = (high == low) & ~taken & ~silent
         counts.observed = silent.nonzero().flatten().tolist()
+        if proven is not None:
+            counts.observed = [c for c in counts.observed if c in proven]
         counts.flat = flat.nonzero().flatten().tolist()
         taken |= silent | flat
     if scale is not None and scale.numel() == total and total:
@@ -225,9 +252,9 @@ class ChannelTracker:
         """The event to write for this producer at this check, if any."""
         new = (counts.level, tuple(counts.certified))
         old = self.state.get(layer, ("none", ()))
-        self.state[layer] = new
-        if new == old:
+        if new == old or (new[1] == old[1] and held(old[0], counts)):
             return None
+        self.state[layer] = new
         if counts.level == "none":
             event, severity = "channels_cleared", "info"
         else:

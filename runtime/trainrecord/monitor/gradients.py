@@ -28,6 +28,7 @@ never enter a baseline, so a broken layer cannot drag its baseline along.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -208,19 +209,26 @@ def rel_delta(before: float, after: float) -> float:
 
 @dataclass
 class LayerBaseline:
-    """Running mean and variance of log10 gradient norm of one layer."""
+    """Running mean and variance of log10 gradient norm of one layer, with the running mean
+    of log10 loss at the same checks (what the loss was while the baseline formed)."""
 
     mean: float = 0.0
     var: float = 0.0
     count: int = 0
+    loss_mean: float = 0.0
+    loss_count: int = 0
 
-    def update(self, log_norm: float, alpha: float) -> None:
-        """Add one finite log10 norm (plain mean for the first 1/alpha samples, then EWMA)."""
+    def update(self, log_norm: float, alpha: float, log_loss: float | None = None) -> None:
+        """Add one finite log10 norm (plain mean for the first 1/alpha samples, then EWMA),
+        and the check's log10 loss when it has one."""
         self.count += 1
         weight = max(alpha, 1.0 / self.count)
         delta = log_norm - self.mean
         self.mean += weight * delta
         self.var = (1.0 - weight) * (self.var + weight * delta * delta)
+        if log_loss is not None:
+            self.loss_count += 1
+            self.loss_mean += max(alpha, 1.0 / self.loss_count) * (log_loss - self.loss_mean)
 
     @property
     def std(self) -> float:
@@ -242,42 +250,63 @@ class GradientAlarms:
     sigma_band: float = 4.0
     min_decades: float = 1.0
     alpha: float = 0.1
-    vanishing_checks: int = 2
-    """Checks in a row below the band before a ``vanishing`` alarm (one easy batch near
-    convergence can dip a decade; a vanishing gradient persists)."""
+    checks_in_a_row: int = 2
+    """Checks in a row out of the band, on the same side, before a ``vanishing`` or
+    ``exploding`` alarm (one easy or one hard batch moves a decade; a gradient that vanishes
+    or explodes stays there)."""
+    network_layers: int = 3
+    """Layers with a baseline needed before a fall the whole network shares is told apart
+    from a layer's own."""
+    loss_share: float = 0.5
+    """A fall of d decades is explained when the loss fell by at least ``loss_share * d``
+    decades below its level while the layer's baseline formed."""
     baselines: dict[str, LayerBaseline] = field(default_factory=dict)
     active: dict[str, str] = field(default_factory=dict)
-    low: dict[str, int] = field(default_factory=dict)  # checks in a row below the band
+    out: dict[str, tuple[str, int]] = field(default_factory=dict)  # side, checks in a row
     checks: int = 0
 
     def observe(
-        self, step: int, norms: dict[str, float | None]
+        self, step: int, norms: dict[str, float | None], loss: float | None = None
     ) -> list[tuple[str, dict[str, Any]]]:
-        """Update baselines with this check's norms; return the alarm events to write."""
+        """Update baselines with this check's norms (``loss``: the check's loss value, when
+        there is one); return the alarm events to write."""
         self.checks += 1
-        events: list[tuple[str, dict[str, Any]]] = []
+        log_loss = math.log10(loss) if loss is not None and 0.0 < loss < math.inf else None
+        seen: list[tuple[str, float | None, LayerBaseline, float | None]] = []
         for layer, norm in norms.items():
             if norm is not None and not math.isfinite(norm):
                 continue  # a non-finite gradient is its own event; the alarm state stays
             base = self.baselines.get(layer)
             if base is None:  # (setdefault would build a LayerBaseline per layer per check)
                 base = self.baselines[layer] = LayerBaseline()
-            diagnosis, sigma = self._diagnose(norm, base)
-            if diagnosis is None and norm is not None and math.isfinite(norm) and norm > 0:
-                base.update(math.log10(norm), self.alpha)
-            if diagnosis == "vanishing":
-                self.low[layer] = self.low.get(layer, 0) + 1
+            distance = None
+            if norm is not None and norm > 0.0 and base.count >= 2:
+                distance = math.log10(norm) - base.mean
+            seen.append((layer, norm, base, distance))
+        distances = [d for *_, d in seen if d is not None]
+        shift = statistics.median(distances) if len(distances) >= self.network_layers else None
+        events: list[tuple[str, dict[str, Any]]] = []
+        for layer, norm, base, distance in seen:
+            diagnosis, sigma = self._diagnose(norm, base, distance)
+            if diagnosis == "vanishing" and self._explained(distance, base, log_loss, shift):
+                diagnosis = sigma = None  # the network converging, not this layer vanishing
+            if diagnosis is None and norm is not None and norm > 0:
+                base.update(math.log10(norm), self.alpha, log_loss)
+            side, run = self.out.get(layer, ("", 0))
+            run = run + 1 if diagnosis == side else 1
+            if diagnosis in ("vanishing", "exploding"):
+                self.out[layer] = (diagnosis, run)
             else:
-                self.low.pop(layer, None)
+                self.out.pop(layer, None)
             if self.checks <= self.warmup:
                 continue
             current = self.active.get(layer)
             if (
-                diagnosis == "vanishing"
+                diagnosis in ("vanishing", "exploding")
                 and current != diagnosis
-                and self.low[layer] < self.vanishing_checks
+                and run < self.checks_in_a_row
             ):
-                continue  # below the band once: an alarm if it stays there at the next check
+                continue  # out of the band once: an alarm if it stays there at the next check
             if diagnosis is not None and current != diagnosis:
                 self.active[layer] = diagnosis
                 events.append(
@@ -311,19 +340,45 @@ class GradientAlarms:
                 )
         return events
 
-    def _diagnose(self, norm: float | None, base: LayerBaseline) -> tuple[str | None, float | None]:
+    def _band(self, base: LayerBaseline) -> float:
+        return max(self.sigma_band * base.std, self.min_decades)
+
+    def _diagnose(
+        self, norm: float | None, base: LayerBaseline, distance: float | None
+    ) -> tuple[str | None, float | None]:
         if norm is None or norm == 0.0:
             return "no_gradient", None
-        if base.count < 2:
+        if distance is None:
             return None, None
-        distance = math.log10(norm) - base.mean
-        band = max(self.sigma_band * base.std, self.min_decades)
+        band = self._band(base)
         sigma = distance / base.std if base.std > 0 else (math.copysign(math.inf, distance))
         if distance < -band:
             return "vanishing", _finite_sigma(sigma)
         if distance > band:
             return "exploding", _finite_sigma(sigma)
         return None, None
+
+    def _explained(
+        self,
+        distance: float | None,
+        base: LayerBaseline,
+        log_loss: float | None,
+        shift: float | None,
+    ) -> bool:
+        """Whether a fall below the band is the network's, not the layer's: the loss fell by
+        at least ``loss_share`` of the fall's decades (a converging network: a
+        cross-entropy's gradient shrinks with it, a squared error's with its root), or the
+        whole network's gradients fell with it (the median layer's fall; within the band of
+        it)."""
+        if distance is None:
+            return False
+        if (
+            log_loss is not None
+            and base.loss_count >= 2
+            and log_loss - base.loss_mean <= self.loss_share * distance
+        ):
+            return True
+        return shift is not None and distance - shift >= -self._band(base)
 
 
 def _finite_sigma(sigma: float) -> float | None:

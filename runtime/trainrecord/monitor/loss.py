@@ -4,11 +4,17 @@ The baseline is the median of the last ``window_base`` (10) finite loss values s
 checks; the noise is estimated from the last ``window`` (20) of them as
 ``1.4826 * median(|successive difference|) / sqrt(2)`` (the standard deviation of white
 noise; robust to the loss's downward trend and to the big drops of the first checks).
-After ``warmup`` checks a value is a spike when it exceeds the baseline by more than
-``sigma`` noise units, ``ratio`` times the baseline's magnitude and ``floor`` times the
-largest baseline of the run (a converged loss of 1e-6 that ticks up to 1e-5 is no spike);
-it has recovered when it comes back within half of that margin. Spike values and non-finite values never enter
-the windows.
+The *tail* is the 90th percentile of the same successive differences: per-batch losses are
+heavy-tailed (near convergence at batch 8, one batch in ten can be ten times the median),
+which their median does not see (for Gaussian noise 3 x the tail is about 7 noise units). After ``warmup`` checks a value
+is a spike when it exceeds the baseline by more than ``sigma`` noise units, ``tail`` (3)
+times the tail, ``ratio`` times the baseline's magnitude and ``floor`` times the
+largest baseline of the run (a converged loss of 1e-6 that ticks up to 1e-5 is no spike),
+at ``checks_in_a_row`` (2) checks in a row, measured against the baseline and margin from
+before the first of them (one hard batch is no spike: at small batches near convergence a
+single misclassified sample can be ten times the baseline); it has recovered when it comes
+back within half of that margin. A spike's values and non-finite values never enter the
+windows; a value above the margin at one check only does (it is the loss's spread).
 """
 
 from __future__ import annotations
@@ -38,11 +44,15 @@ class LossTracker:
     window: int = 20
     window_base: int = 10
     floor: float = 0.05
+    tail: float = 3.0
+    checks_in_a_row: int = 2
     values: deque[float] = field(default_factory=deque)
     peak: float = 0.0  # the largest |baseline| so far
     checks: int = 0
     spiking: bool = False
     _frozen: tuple[float, float] = (0.0, 0.0)
+    _above: int = 0  # checks in a row above the margin (while not spiking)
+    _held: list[float] = field(default_factory=list)  # their values: a spike's, or the spread's
 
     @property
     def baseline(self) -> float:
@@ -53,7 +63,13 @@ class LossTracker:
         values = list(self.values)
         diffs = [abs(b - a) for a, b in itertools.pairwise(values)]
         noise = 1.4826 * statistics.median(diffs) / math.sqrt(2.0) if diffs else 0.0
-        return max(self.sigma * noise, self.ratio * abs(baseline), self.floor * self.peak)
+        tail = statistics.quantiles(diffs, n=10)[-1] if len(diffs) >= 2 else 0.0
+        return max(
+            self.sigma * noise,
+            self.tail * tail,
+            self.ratio * abs(baseline),
+            self.floor * self.peak,
+        )
 
     def observe(self, step: int, value: float) -> list[tuple[str, dict[str, Any]]]:
         """Events for this check's loss value."""
@@ -74,19 +90,30 @@ class LossTracker:
                     ("loss_recovered", {"step": step, "value": value, "baseline": baseline})
                 )
         elif self.checks > self.warmup and len(self.values) >= 3:
-            baseline = self.baseline
-            margin = self._margin(baseline)
+            if not self._above:
+                baseline = self.baseline
+                self._frozen = (baseline, self._margin(baseline))
+            baseline, margin = self._frozen
             if value - baseline > margin:
+                self._above += 1
+                self._held.append(value)
+                if self._above < self.checks_in_a_row:
+                    return events  # above once: a spike if it stays there at the next check
                 self.spiking = True
-                self._frozen = (baseline, margin)
+                self._above = 0
+                self._held.clear()  # a spike's values never enter the windows
                 events.append(
                     (
                         "loss_spike",
                         {"step": step, "severity": "warning", "value": value, "baseline": baseline},
                     )
                 )
+            else:
+                self._above = 0
         if not self.spiking:
-            self.values.append(value)
+            for kept in [*self._held, value]:  # a lone hard batch is the loss's own spread
+                self.values.append(kept)
+            self._held.clear()
             while len(self.values) > self.window:
                 self.values.popleft()
             self.peak = max(self.peak, abs(self.baseline))

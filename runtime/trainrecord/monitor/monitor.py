@@ -142,6 +142,9 @@ class Monitor:
         repair_min_values: values per channel (batch samples x positions) those checks
             must have seen silent before a repair (a unit silent on two batches of 8 samples
             is often alive on others).
+        silent_min_values: values per channel (batch samples x positions) a channel must
+            have shown, all <= 0, at consecutive checks before it counts as silent (in
+            events and metrics rows): a unit off for one small batch is ordinary sparsity.
         repair_seed: seed of a dedicated generator for repairs (None: the global RNG).
         callback: called with every diary line (on the sink thread).
         sinks: more sinks (objects with ``name``, ``event(line)`` and ``metrics(row)``).
@@ -170,6 +173,7 @@ class Monitor:
         repair_seed: int | None = None,
         repair_patience: int = 2,
         repair_min_values: int = 1024,
+        silent_min_values: int = 256,
         callback: Callable[[dict[str, Any]], Any] | None = None,
         sinks: list[Any] | None = None,
         log: bool = True,
@@ -202,6 +206,7 @@ class Monitor:
         for what, value in (
             ("repair_patience", repair_patience),
             ("repair_min_values", repair_min_values),
+            ("silent_min_values", silent_min_values),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{what} must be an integer >= 1, got {value!r}")
@@ -218,6 +223,7 @@ class Monitor:
         self.repair_enabled = repair
         self.repair_patience = repair_patience
         self.repair_min_values = repair_min_values
+        self.silent_min_values = silent_min_values
         self.decay_ratio = decay_ratio
         self.dist = Distributed.detect(wrapper)
         self.run_dir = Path(run_dir)
@@ -599,7 +605,7 @@ class Monitor:
                     "nonfinite_gradient", {"step": step, "severity": "critical", "layers": bad}
                 )
         if any_grad:
-            for event, fields in self.alarms.observe(step, norms):
+            for event, fields in self.alarms.observe(step, norms, value):
                 self._emit(event, fields)
         row = {"step": step, "loss": value, "grad": norms, "stuck": rows}
         if self.dist.writer and self._record_error is None:
@@ -813,6 +819,10 @@ class Monitor:
             certified, events = self.certifier.check(step, info, candidates)
             for event, fields in events:
                 self._emit(event, fields)
+            silent: set[int] = set()
+            if relu and high is not None:
+                silent = set((high <= 0).nonzero().flatten().tolist()) - certified
+            measured = self.structure.pairs.get(name, name)
             counts = classify(
                 total,
                 certified,
@@ -821,15 +831,28 @@ class Monitor:
                 relu,
                 channel_scale(info.module, info.bn_module),
                 self.decay_ratio,
+                self._silence(name, silent, values.get(measured, 0)),
             )
             out[name] = counts.row()
             change = self.channels.observe(step, name, info.batchnorm, counts)
             if change is not None:
                 self._emit(*change)
             if self.repair_enabled:
-                measured = self.structure.pairs.get(name, name)
-                self._maybe_repair(step, info, counts, values.get(measured, 0))
+                self._maybe_repair(step, info, counts)
         return out
+
+    def _silence(self, name: str, silent: set[int], values: int) -> set[int]:
+        """The channels of producer ``name`` silent now (``silent``) whose silence rests on
+        ``silent_min_values`` values: seen silent at this check and the checks in a row
+        before it, which showed them that many values in all (``values``: this check's
+        values per channel, on every rank)."""
+        streak = self._silent_streak.setdefault(name, {})
+        for c in [c for c in streak if c not in silent]:
+            del streak[c]
+        for c in silent:
+            checks, seen = streak.get(c, (0, 0))
+            streak[c] = (checks + 1, seen + values)
+        return {c for c in silent if streak[c][1] >= self.silent_min_values}
 
     def _quiet_rows(self) -> dict[str, list[int]]:
         """The stuck counts of a check where no producer has a stuck channel."""
@@ -964,24 +987,16 @@ class Monitor:
             high, low = both[: high.numel()], -both[high.numel() :]
         return names, (high, low)
 
-    def _maybe_repair(self, step: int, info: Producer, counts: ChannelCounts, values: int) -> None:
-        """Repair certified channels at once, and channels silent at ``repair_patience``
-        checks in a row over ``repair_min_values`` values (``values``: this check's values
-        per channel, on every rank)."""
+    def _maybe_repair(self, step: int, info: Producer, counts: ChannelCounts) -> None:
+        """Repair certified channels at once, and silent ones (``counts.observed``) once
+        silent at ``repair_patience`` checks in a row over ``repair_min_values`` values."""
         streak = self._silent_streak.setdefault(info.name, {})
-        silent = set(counts.observed)
-        for c in list(streak):
-            if c not in silent:
-                del streak[c]
-        for c in silent:
-            checks, seen = streak.get(c, (0, 0))
-            streak[c] = (checks + 1, seen + values)
         chosen = sorted(
             set(counts.certified)
             | {
                 c
-                for c, (checks, seen) in streak.items()
-                if checks >= self.repair_patience and seen >= self.repair_min_values
+                for c in counts.observed
+                if streak[c][0] >= self.repair_patience and streak[c][1] >= self.repair_min_values
             }
         )
         if not chosen or info.name in self._not_repairable:
@@ -1146,6 +1161,7 @@ class Monitor:
                 "producer's ReLU receives (its BatchNorm's output, or its own)",
                 "categories": ["certified", "flat", "silent", "decayed"],
                 "decay_ratio": self.decay_ratio,
+                "silent_min_values": self.silent_min_values,
                 "list_limit": self.channels.list_limit,
             },
             "repair": (
