@@ -33,7 +33,7 @@ def abbreviated(data: dict[str, Any]) -> dict[str, Any]:
         if line["hash"][:SHOWN] != line_hash(line["prev"], body)[:SHOWN]:
             return out
         prev = line["hash"]
-    return {"ok": True, "rules": [], "line": None}
+    return {"ok": True, "status": "ok", "rules": [], "line": None}
 
 
 if __name__ == "__main__":

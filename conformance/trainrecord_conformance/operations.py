@@ -115,7 +115,7 @@ def architecture(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def verify_diary(data: dict[str, Any]) -> dict[str, Any]:
-    """Verify a run folder; the first failure's rule and line."""
+    """Verify a run folder; its status, the first failure's rule and line."""
     from trainrecord.diary import load_public_key, verify
 
     key = load_public_key(data["key"]) if data.get("key") else None
@@ -130,7 +130,7 @@ def verify_diary(data: dict[str, Any]) -> dict[str, Any]:
     elif result.status == "torn":
         rules = ["diary.file.torn"]
         line = result.lines
-    return {"ok": result.ok, "rules": rules, "line": line}
+    return {"ok": result.ok, "status": result.status, "rules": rules, "line": line}
 
 
 def send_report(data: dict[str, Any]) -> dict[str, Any]:

@@ -131,6 +131,7 @@ def test_python_signed_seal_verifies_in_node(harness: Harness, tmp_path: Path) -
     write_seal(run, signing_key=tmp_path / "k.pem")
     assert harness.run("verify_diary", dir=str(run), key=str(tmp_path / "k.pub")) == {
         "ok": True,
+        "status": "ok",
         "rules": [],
         "line": None,
     }

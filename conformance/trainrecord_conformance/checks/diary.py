@@ -132,14 +132,16 @@ def verify(ctx: Context, folder: Path, key: str | None = None) -> dict[str, Any]
 def expect_ok(ctx: Context, folder: Path, key: str | None = None) -> None:
     """The folder verifies."""
     out = verify(ctx, folder, key)
-    if not out["ok"]:
+    if not out["ok"] or out["status"] != "ok":
         raise Failed(f"a valid record failed verification: {out}")
 
 
 def expect_failure(
     ctx: Context, folder: Path, rule: str, line: int | None, key: str | None = None
 ) -> None:
-    """The folder fails verification naming ``rule`` (on ``line`` when given)."""
+    """The folder fails verification naming ``rule`` (on ``line`` when given), with the
+    status ``torn`` for a torn tail (``diary.file.torn``, even with no complete line before
+    it) and ``failed`` for anything else."""
     out = verify(ctx, folder, key)
     if out["ok"]:
         raise Failed(f"a record breaking {rule} verified")
@@ -147,6 +149,9 @@ def expect_failure(
         raise Failed(f"a record breaking {rule} failed with {out['rules']} instead")
     if line is not None and out["line"] != line:
         raise Failed(f"the first failing line is {line}; the verifier named {out['line']}")
+    status = "torn" if rule == "diary.file.torn" else "failed"
+    if out["status"] != status:
+        raise Failed(f"a record breaking {rule} has the status {out['status']!r}, not {status!r}")
 
 
 Tamper = Callable[[Path, list[dict[str, Any]], int], int | None]
@@ -363,13 +368,15 @@ take the variant ``choice % variants``."""
 def tamper_edges(rule: str) -> Callable[[Target], list[Any]]:
     """The fixed cases of a tamper check: :func:`edge_run` with each variant of the tamper,
     on the first and the last line where it picks a line (a torn tail: one byte of the last
-    line, all of it but its newline, all but its last character)."""
+    line, all of it but its newline, all but its last character; of a run's third line, and
+    of a run of one line, which leaves no complete line)."""
     tamper, _, _, variants = TAMPERS[rule]
 
     def edges(target: Target) -> list[Any]:
         run = edge_run()
-        if tamper is t_torn:
-            return [(run, c) for c in (0, -1, -2)]
+        if tamper is t_torn:  # the last line; also the only one (no complete line before it)
+            alone = (edge_events()[:1], [], None)
+            return [(r, c) for r in (run, alone) for c in (0, -1, -2)]
         if tamper in BY_LINE:
             return [(run, c) for c in spots(len(run[0]) + 1, variants)]
         return [(run, c) for c in range(variants)]

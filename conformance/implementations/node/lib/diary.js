@@ -166,9 +166,9 @@ function verifyDiary(folder, options = {}) {
     result.head_hash = digest;
   }
   result.complete = prevEvent === RUN_END;
-  if (result.lines === 0) {
-    return done(fail("diary.jsonl", 1, null, torn ? "diary.file.torn" : "diary.file.empty", "the diary has no complete line"));
-  }
+  // no complete line and no torn one is no record; a lone torn line is a torn tail (a crash
+  // while the first line was written): status torn, as in Python
+  if (result.lines === 0 && !torn) return done(fail("diary.jsonl", 1, null, "diary.file.empty", "the diary has no complete line"));
   const metricsFailure = checkMetrics(folder, runEnds, result.complete);
   if (metricsFailure !== null) return done(metricsFailure);
   if (options.checkSeal ?? true) {

@@ -124,10 +124,10 @@ const OPERATIONS = {
     const result = verifyDiary(need(input, "dir"), { publicKey: keyFile ? loadPublicKey(keyFile) : null });
     const failure = result.failure;
     if (failure === null && result.status === "torn") {
-      return { ok: false, rules: ["diary.file.torn"], line: BigInt(result.lines) }; // the torn line's index
+      return { ok: false, status: "torn", rules: ["diary.file.torn"], line: BigInt(result.lines) }; // the torn line's index
     }
     const line = failure !== null && failure.file === "diary.jsonl" && failure.line > 0 ? BigInt(failure.line - 1) : null;
-    return { ok: result.status === "ok", rules: failure === null ? [] : [failure.rule], line };
+    return { ok: result.status === "ok", status: result.status, rules: failure === null ? [] : [failure.rule], line };
   },
   append_diary: (input) => ({
     path: appendDiary({ dir: need(input, "dir"), events: input.events ?? null, fsyncPolicy: input.fsync_policy ?? null }),

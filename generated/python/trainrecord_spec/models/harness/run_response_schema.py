@@ -126,7 +126,7 @@ class ReadWitnessOutput(StrictModel):
 
 class VerifyDiaryOutput(StrictModel):
     """
-    verify_diary: whether the folder verifies, the rule ids of what failed, and the first failing line.
+    verify_diary: whether the folder verifies, its status (a torn tail apart from a failure), the rule ids of what failed, and the first failing line.
     """
 
     model_config = ConfigDict(
@@ -135,6 +135,10 @@ class VerifyDiaryOutput(StrictModel):
     ok: bool
     """
     True when everything holds.
+    """
+    status: Literal['ok', 'torn', 'failed']
+    """
+    ok (everything holds), torn (the complete lines verify and the last line has no newline: a crash while writing, diary.file.torn; also when there is no complete line at all) or failed (anything else).
     """
     rules: list[str]
     """
