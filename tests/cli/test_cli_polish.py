@@ -154,3 +154,40 @@ def test_show_rounds_numbers_to_4_significant_digits_and_pluralises(tmp_path: Pa
     assert "ended after 1 step and 1 check\n" in text
     assert "checks every step;" not in text and "checks every 1 step;" in text
     assert "stuck channels (1 layer):" in text
+
+
+def test_show_pairs_each_alarm_with_its_clear_and_dates_stuck_channels_from_their_episode(
+    tmp_path: Path,
+) -> None:
+    # A user probe: "4.1: exploding at step 681, 999, 1472; cleared at step 1473" read as one
+    # alarm from 681 to 1473 (each lasted one step), and "since step 1999" named the last
+    # of 703 channel events, not when the layer got stuck.
+    alarm = {**BODIES["alarm"], "layer": "4.1", "diagnosis": "exploding"}
+    cleared = {**BODIES["alarm_cleared"], "layer": "4.1", "diagnosis": "exploding"}
+    stuck = {**BODIES["channels"], "layer": "fc"}
+    none = {**stuck, "level": "none", "n_certified": 0, "n_flat": 0, "n_observed": 0}
+    none.update(n_decayed=0, certified=[], flat=[], observed=[])
+    producers = [
+        {"layer": "fc", "batchnorm": None, "relu": "act", "certifiable": True},
+        {"layer": "head", "batchnorm": None, "relu": None, "certifiable": False, "reason": "x"},
+    ]
+    with DiaryWriter(tmp_path) as w, MetricsWriter(tmp_path) as m:
+        w.append("run_start", BODIES["run_start"])
+        w.append("manifest", {**BODIES["manifest"], "producers": producers})
+        for step in (681, 999):
+            w.append("alarm", {**alarm, "step": step})
+            w.append("alarm_cleared", {**cleared, "step": step + 1})
+        w.append("channels", {**stuck, "step": 100})
+        w.append("channels_cleared", {**none, "step": 200})
+        w.append("channels", {**stuck, "step": 300})
+        w.append("channels", {**stuck, "step": 400, "level": "most"})
+        w.append("alarm", {**alarm, "step": 1472})
+        m.append({"step": 0, "loss": 2.3, "grad": {"fc": 0.1}, "stuck": {}})
+        w.append("run_end", {**BODIES["run_end"], "metrics_sha256": m.sha256()})
+    out = cli("show", tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "  4.1: exploding at step 681-682, 999-1000, 1472 (open)\n" in out.stdout
+    assert "  fc: most of " in out.stdout
+    assert "since step 300 (4 channel events in all)\n" in out.stdout
+    assert "no ReLU after 1 producer (flat and decayed channels only" in out.stdout
+    assert ": head\n" in out.stdout

@@ -29,11 +29,6 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def _steps(lines: list[dict[str, Any]]) -> str:
-    steps = [str(line.get("step")) for line in lines]
-    return ", ".join(steps[:12]) + (f", ... ({len(steps)} in all)" if len(steps) > 12 else "")
-
-
 def _num(value: Any) -> str:
     """A number as people read it: a float to 4 significant digits (2.411, 0.05275, 1.2e-07),
     anything else (an int, "NaN", None) as it is."""
@@ -46,6 +41,41 @@ def _n(count: Any, word: str, plural: str | None = None) -> str:
     """``1 step``, ``2 steps``; a count that is not a number is shown as it is."""
     one = isinstance(count, int) and not isinstance(count, bool) and count == 1
     return f"{count} {word if one else plural or word + 's'}"
+
+
+def _alarm_episodes(s: Summary) -> dict[tuple[str, str], list[str]]:
+    """Per (layer, diagnosis), each alarm's span: ``100-120`` (cleared at 120) or
+    ``400 (open)``; an alarm ends at its layer's next alarm_cleared or next alarm."""
+
+    def seq(line: dict[str, Any]) -> int:
+        value = line.get("seq")
+        return value if isinstance(value, int) else 0
+
+    lines = sorted([*s.alarms, *s.cleared], key=seq)
+    open_: dict[str, tuple[str, Any]] = {}
+    spans: dict[tuple[str, str], list[str]] = defaultdict(list)
+
+    def close(layer: str, end: str) -> None:
+        diagnosis, step = open_.pop(layer)
+        spans[(layer, diagnosis)].append(f"{step}{end}")
+
+    for line in lines:
+        layer = str(line.get("layer"))
+        if layer in open_:
+            close(layer, f"-{line.get('step')}" if line.get("event") == "alarm_cleared" else "")
+        if line.get("event") == "alarm":
+            open_[layer] = (str(line.get("diagnosis")), line.get("step"))
+    for layer in list(open_):
+        close(layer, " (open)")
+    return spans
+
+
+def _without_relu(manifest: dict[str, Any] | None) -> list[str]:
+    """The manifest's producers that no ReLU follows."""
+    producers = (manifest or {}).get("producers")
+    if not isinstance(producers, list):
+        return []
+    return [str(p.get("layer")) for p in producers if isinstance(p, dict) and p.get("relu") is None]
 
 
 def render(s: Summary) -> list[str]:
@@ -77,6 +107,13 @@ def render(s: Summary) -> list[str]:
             f"checks every {_n(m.get('check_every'), 'step')}; precision {m.get('precision')}; "
             f"repair {'on' if m.get('repair') else 'off'}"
         )
+        unchecked = _without_relu(s.manifest)
+        if unchecked:
+            out.append(
+                f"  no ReLU after {_n(len(unchecked), 'producer')} (flat and decayed channels "
+                f"only; no silent ones, no certificates): {', '.join(unchecked[:8])}"
+                + (" ..." if len(unchecked) > 8 else "")
+            )
     if s.end:
         e = s.end
         error = e.get("error")
@@ -89,21 +126,22 @@ def render(s: Summary) -> list[str]:
         )
     else:
         out.append("no run_end: the run is still going, or it crashed")
-    by_layer: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for a in s.alarms:
-        by_layer[(str(a.get("layer")), str(a.get("diagnosis")))].append(a)
     out.append(f"alarms ({len(s.alarms)}):" if s.alarms else "alarms: none")
-    for (layer, diagnosis), items in by_layer.items():
-        cleared = [c for c in s.cleared if c.get("layer") == layer]
-        tail = f"; cleared at step {cleared[-1].get('step')}" if cleared else ""
-        out.append(f"  {layer}: {diagnosis} at step {_steps(items)}{tail}")
+    for (layer, diagnosis), spans in _alarm_episodes(s).items():
+        shown = ", ".join(spans[:12]) + (f", ... ({len(spans)} in all)" if len(spans) > 12 else "")
+        out.append(f"  {layer}: {diagnosis} at step {shown}")
     stuck = {k: v for k, v in s.channels.items() if v.get("level") != "none"}
     out.append(f"stuck channels ({_n(len(stuck), 'layer')}):" if stuck else "stuck channels: none")
     for layer, c in stuck.items():
+        history = s.channel_events.get(layer, [c])
+        start = len(history)
+        while start > 0 and history[start - 1].get("event") == "channels":
+            start -= 1  # back to the first channels event after the last channels_cleared
+        changes = f" ({_n(len(history), 'channel event')} in all)" if len(history) > 1 else ""
         out.append(
             f"  {layer}: {c.get('level')} of {c.get('channels')} (certified "
             f"{c.get('n_certified')}, flat {c.get('n_flat')}, silent {c.get('n_observed')}"
-            f", decayed {c.get('n_decayed')}) since step {c.get('step')}"
+            f", decayed {c.get('n_decayed')}) since step {history[start].get('step')}{changes}"
         )
     out.append(f"certificates ({len(s.certificates)}):" if s.certificates else "certificates: none")
     for c in s.certificates:

@@ -54,6 +54,8 @@ class Summary:
     cleared: list[dict[str, Any]] = field(default_factory=list)
     channels: dict[str, dict[str, Any]] = field(default_factory=dict)
     """The latest channels/channels_cleared line per layer."""
+    channel_events: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """Every channels/channels_cleared line per layer, in order."""
     certificates: list[dict[str, Any]] = field(default_factory=list)
     refusals: list[dict[str, Any]] = field(default_factory=list)
     repairs: list[dict[str, Any]] = field(default_factory=list)
@@ -84,6 +86,7 @@ def summarize(lines: list[dict[str, Any]]) -> Summary:
             s.cleared.append(line)
         elif event in ("channels", "channels_cleared"):
             s.channels[str(line.get("layer"))] = line
+            s.channel_events.setdefault(str(line.get("layer")), []).append(line)
         elif event == "certificate":
             s.certificates.append(line)
         elif event == "certificate_refused":
