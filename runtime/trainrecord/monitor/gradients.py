@@ -18,11 +18,15 @@ non-finite.
 A layer's baseline is ``10 ** m`` where ``m`` is the running (exponentially weighted) mean
 of ``log10`` of its gradient norm; ``s`` is the running standard deviation of the same.
 The layer's band is ``m ± max(sigma_band * s, min_decades)``. After a warm-up of
-``warmup`` checks, a layer that leaves its band raises one ``alarm`` (diagnosis
-``vanishing`` or ``exploding``; ``no_gradient`` when its norm is exactly zero or it has no
-gradient at all; its baseline is null when the layer never had a finite non-zero norm)
-and one ``alarm_cleared`` when it comes back. Non-finite norms and norms outside the band
-never enter a baseline, so a broken layer cannot drag its baseline along.
+``warmup`` checks, a layer outside its band on the same side at ``checks_in_a_row`` (2)
+checks raises one ``alarm`` (diagnosis ``vanishing`` or ``exploding``; ``no_gradient``,
+at once, when its norm is exactly zero or it has no gradient at all; its baseline is
+null when the layer never had a finite non-zero norm) and one ``alarm_cleared`` when it
+comes back. A fall below the band that the network explains is no ``vanishing``: the
+loss fell by at least ``loss_share`` of as many decades below its mean over the same
+checks (a converging network), or every layer fell with it (the layer is within its band
+of the median layer's fall). Non-finite norms and norms outside the band never enter a
+baseline, so a broken layer cannot drag its baseline along; an explained fall does.
 """
 
 from __future__ import annotations
