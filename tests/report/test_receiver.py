@@ -63,6 +63,24 @@ def test_a_valid_report_is_stored(receiver: ReportServer) -> None:
     assert receiver.store.latest(doc["run_id"]) == doc
 
 
+@pytest.mark.parametrize("auth", [f"Bearer {TOKEN} ", f"Bearer {TOKEN}\t", f"Bearer {TOKEN}  "])
+def test_white_space_after_the_token_is_not_part_of_it(
+    https_receiver: ReportServer, tls: TLSFiles, auth: str
+) -> None:
+    """RFC 9110 §5.5: white space around a field value is not part of it (spec/README.md,
+    Receiver). The Python receiver answered 401 where node:http's receiver answered 200."""
+    doc = report()
+    resp = requests.post(
+        https_receiver.url + "/api/runs",
+        data=json.dumps(doc).encode(),
+        headers={"Content-Type": "application/json", "Authorization": auth},
+        timeout=10,
+        verify=tls.ca,
+    )
+    assert resp.status_code == 200, resp.text
+    assert https_receiver.store.latest(doc["run_id"]) == doc
+
+
 @pytest.mark.parametrize(
     "auth",
     [
@@ -72,7 +90,7 @@ def test_a_valid_report_is_stored(receiver: ReportServer) -> None:
         "Bearer wrong",
         f"Basic {TOKEN}",
         f"Bearer {TOKEN}x",
-        f"Bearer {TOKEN} ",
+        f"Bearer {TOKEN} x",
         f"Bearer{TOKEN}",
         f"Token {TOKEN}",
         TOKEN,

@@ -168,6 +168,7 @@ RULE_TESTS: dict[str, list[str]] = {
         "test_a_missing_or_bad_token_is_401",
         "test_reads_need_the_token_too",
         "test_the_bearer_scheme_is_case_insensitive",
+        "test_white_space_after_the_token_is_not_part_of_it",
     ],
     "report.server.too_large": [
         "test_a_body_over_256_kb_is_413_before_it_is_read",

@@ -12,6 +12,7 @@ differed.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -193,3 +194,109 @@ def test_report_status_of_a_word_set_as_python(
     fraction = round(done / state["words_total"], 4) if done is not None else None
     wanted = {"words_done": done, "words_total": state["words_total"], "fraction": fraction}
     assert (python, node) == (wanted, wanted)
+
+
+@pytest.fixture(scope="module")
+def receivers(
+    harness: Harness, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, tuple[str, int]]]:
+    """The Python reference receiver and the Node one (the harness's serve): host, port."""
+    from urllib.parse import urlsplit
+
+    from trainrecord.report import ReportStore, make_server
+
+    folder = tmp_path_factory.mktemp("receivers")
+    python = make_server("127.0.0.1", 0, token=TOKEN, store=ReportStore(folder / "r.sqlite"))
+    python.serve_in_thread()
+    node = urlsplit(harness.run("serve", dir=str(folder / "node"), token=TOKEN)["url"])
+    try:
+        yield {
+            "python": ("127.0.0.1", python.server_address[1]),
+            "node": (node.hostname, node.port),
+        }
+    finally:
+        python.close()
+
+
+def _raw(address: tuple[str, int], head: str, body: bytes = b"") -> tuple[int, Any]:
+    """One request written byte for byte on a fresh connection: (status, JSON body)."""
+    import socket
+
+    with socket.create_connection(address, timeout=10) as sock:
+        sock.sendall(head.encode("latin-1") + b"\r\n" + body)
+        raw = b""
+        while chunk := sock.recv(65536):
+            raw += chunk
+            if b"\r\n\r\n" in raw:
+                top, _, rest = raw.partition(b"\r\n\r\n")
+                length = [
+                    int(line.split(b":", 1)[1])
+                    for line in top.split(b"\r\n")
+                    if line.lower().startswith(b"content-length:")
+                ]
+                if length and len(rest) >= length[0]:
+                    break
+    top, _, rest = raw.partition(b"\r\n\r\n")
+    return int(top.split(b" ", 2)[1]), json.loads(rest) if rest else None
+
+
+def _head(
+    auth: str | None = f"Bearer {TOKEN}", length: str | None = None, body: bytes = b""
+) -> str:
+    lines = ["POST /api/runs HTTP/1.1", "Host: 127.0.0.1", "Content-Type: application/json"]
+    if auth is not None:
+        lines.append(f"Authorization: {auth}")
+    lines.append(f"Content-Length: {len(body) if length is None else length}")
+    return "\r\n".join(lines) + "\r\n"
+
+
+RAW_CASES = [
+    ("trailing space", _head(f"Bearer {TOKEN} "), (200,)),
+    ("trailing tab", _head(f"Bearer {TOKEN}\t"), (200,)),
+    ("huge length", _head(length="99999999999999999999999"), (413,)),
+    ("length past 2**64", _head(length=str(2**64)), (413,)),
+    ("huge length, no token", _head(None, length="99999999999999999999999"), (401,)),
+    ("length not a number", _head(length="abc"), (400,)),
+]
+
+
+@pytest.mark.parametrize(("case", "head", "wanted"), RAW_CASES, ids=[c[0] for c in RAW_CASES])
+def test_the_receivers_answer_alike(
+    receivers: dict[str, tuple[str, int]], case: str, head: str, wanted: tuple[int]
+) -> None:
+    """spec/README.md, Receiver: white space after the token is not part of the header
+    (RFC 9110; Python answered 401, Node 200); a Content-Length over the limit is 413
+    however large (Node's parser refused one past 2**64 - 1 with an empty 400)."""
+    body = json.dumps({**_report(), "run_id": str(uuid.uuid4())}).encode()
+    if "length" in case:
+        body = b""
+    else:
+        head = head.replace("Content-Length: 0", f"Content-Length: {len(body)}")
+    got = {name: _raw(address, head, body) for name, address in receivers.items()}
+    assert got["python"][0] == got["node"][0] == wanted[0], got
+    assert got["python"][1] == got["node"][1], got
+
+
+@pytest.mark.parametrize(
+    "doc", [{"schema": 2, "kind": "x"}, [], {"schema": 2}, {"schema": 2, "kind": "x", "seq": "a"}]
+)
+def test_the_422_lists_each_problem_once_kind_first(
+    receivers: dict[str, tuple[str, int]], doc: Any
+) -> None:
+    """spec/README.md: without a known kind its problem is listed first (the receiver's 422
+    too) and each broken field once. Node listed every missing field three times (once per
+    oneOf branch) and report.kind.unknown 17th."""
+    body = json.dumps(doc).encode()
+    got = {}
+    for name, address in receivers.items():
+        status, answer = _raw(address, _head(body=body), body)
+        assert status == 422, (name, answer)
+        got[name] = [(p["rule"], p["path"]) for p in answer["problems"]]
+    assert got["node"] == got["python"]
+    assert len(set(map(str, got["node"]))) == len(got["node"])
+    if isinstance(doc, dict):
+        assert got["node"][0] == (
+            ("report.kind.unknown", ["kind"])
+            if "kind" in doc
+            else ("report.fields.missing", ["kind"])
+        )

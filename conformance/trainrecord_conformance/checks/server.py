@@ -87,6 +87,71 @@ def auth(ctx: Context, case: tuple[Any, str | None]) -> None:
     expect(post(ctx, encode(report)), {200, 201, 202, 204}, "a valid report with the token")
 
 
+def raw_post(ctx: Context, head: list[str], body: bytes = b"") -> int:
+    """POST with exactly these header lines (a Content-Length no HTTP library would send),
+    over TLS for an https target; the status of the answer."""
+    import socket
+    import ssl
+    from urllib.parse import urlsplit
+
+    url, _, ca_file, _ = ctx.target.server()
+    parts = urlsplit(url)
+    host, port = (
+        parts.hostname or "127.0.0.1",
+        parts.port or (443 if parts.scheme == "https" else 80),
+    )
+    lines = [f"POST {parts.path or '/'} HTTP/1.1", f"Host: {parts.netloc}", *head]
+    try:
+        with socket.create_connection((host, port), timeout=10) as plain:
+            sock: Any = plain
+            if parts.scheme == "https":
+                context = ssl.create_default_context(cafile=ca_file)
+                sock = context.wrap_socket(plain, server_hostname=host)
+            sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+            answer = b""
+            while b"\r\n" not in answer:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    break
+                answer += chunk
+    except OSError as exc:
+        raise TargetError(f"the server did not answer: {exc}") from exc
+    try:
+        return int(answer.split(b" ", 2)[1])
+    except (IndexError, ValueError):
+        raise Failed(f"the answer is not HTTP: {answer[:80]!r}") from None
+
+
+def auth_white_space(ctx: Context, case: tuple[Any, str]) -> None:
+    """White space around the Authorization value is not part of it (RFC 9110 §5.5): the
+    right token followed by a space or a tab is accepted."""
+    report, space = case
+    _, right, _, _ = ctx.target.server()
+    body = encode({**report, "run_id": str(uuid.uuid4())})
+    head = [
+        "Content-Type: application/json",
+        f"Authorization: Bearer {right}{space}",
+        f"Content-Length: {len(body)}",
+    ]
+    status = raw_post(ctx, head, body)
+    if status not in {200, 201, 202, 204}:
+        raise Failed(f"the right token followed by {space!r} was answered {status}")
+
+
+def huge_length(ctx: Context, length: str) -> None:
+    """A Content-Length over 256 KB is 413 however large (judged before reading: nothing is
+    sent), also past what a 64-bit parser holds."""
+    _, right, _, _ = ctx.target.server()
+    head = ["Content-Type: application/json", f"Authorization: Bearer {right}"]
+    status = raw_post(ctx, [*head, f"Content-Length: {length}"])
+    if status != 413:
+        raise Failed(f"Content-Length {length} was answered {status}, expected 413")
+
+
+HUGE_LENGTHS = [str(2**32), str(2**63), str(2**64), "99999999999999999999999"]
+"""Lengths no receiver reads a body of (beyond any drain bound), past 32 and 64 bits."""
+
+
 def too_large(ctx: Context, case: tuple[Any, int]) -> None:
     """A body over 256 KB is answered 413 (it is valid JSON, padded with spaces)."""
     report, extra = case
@@ -169,6 +234,24 @@ def checks() -> list[Check]:
             too_large,
             scale="io",
             edges=lambda t: [(edge_report(t), 1)],  # one byte over the bound
+        ),
+        Check(
+            "report.server.auth",
+            "the token followed by white space is the token",
+            SERVE,
+            with_(st.sampled_from([" ", "\t", "  "])),
+            auth_white_space,
+            scale="io",
+            edges=lambda t: [(edge_report(t), w) for w in (" ", "\t")],
+        ),
+        Check(
+            "report.server.too_large",
+            "413 for a Content-Length over 256 KB, however large",
+            SERVE,
+            lambda t: st.sampled_from(HUGE_LENGTHS),
+            huge_length,
+            scale="io",
+            edges=lambda t: HUGE_LENGTHS,
         ),
         Check(
             "report.server.content_type",

@@ -168,7 +168,10 @@ class ReportHandler(BaseHTTPRequestHandler):
             left -= len(chunk)
 
     def _authorised(self) -> bool:
-        scheme, _, credentials = (self.headers.get("Authorization") or "").partition(" ")
+        # white space around a field value is not part of it (RFC 9110 §5.5), so a trailing
+        # space or tab after the token is dropped, as node:http drops it
+        header = (self.headers.get("Authorization") or "").strip(" \t")
+        scheme, _, credentials = header.partition(" ")
         given = credentials.lstrip(" ").encode("utf-8", "replace")
         same = hmac.compare_digest(given, self.server.expected)  # constant time, always run
         if same and scheme.lower() == "bearer":

@@ -154,9 +154,56 @@ function createReceiver({ token, every = 60, store = new ReportStore() }) {
     if (req.method === "POST") post(req, res, store);
     else get(req, res, store, every);
   });
+  server.on("clientError", (err, socket) => answerUnparsed(err, socket, expected));
   server.requestTimeout = REQUEST_TIMEOUT_MS;
   server.headersTimeout = REQUEST_TIMEOUT_MS;
   return { server, store };
+}
+
+/**
+ * Answer a request node:http could not parse, then close the connection. A Content-Length
+ * it refuses (a number past 2^64 - 1, or not a number) is judged as the Python receiver
+ * judges it, in the same order of checks: 405 for another method, 401 without the token,
+ * 415 for another Content-Type, 413 for a number (over the limit however large), else 400
+ * "Content-Length is not a number". Anything else unparsable is 400.
+ * @param {Error & {code?: string, rawPacket?: Buffer}} err
+ * @param {import("node:stream").Duplex} socket
+ * @param {Buffer} expected the token
+ */
+function answerUnparsed(err, socket, expected) {
+  if (!socket.writable) return;
+  let status = 400;
+  /** @type {PyValue} */
+  let doc = { ok: false, error: "the request is not valid HTTP" };
+  /** @type {Record<string, string>} */
+  let extra = {};
+  if (err.code === "HPE_INVALID_CONTENT_LENGTH" && Buffer.isBuffer(err.rawPacket)) {
+    const [start = "", ...lines] = err.rawPacket.toString("latin1").split("\r\n\r\n", 1)[0].split("\r\n");
+    /** @type {Map<string, string>} */
+    const fields = new Map();
+    for (const line of lines) {
+      const colon = line.indexOf(":");
+      const name = line.slice(0, colon).trim().toLowerCase();
+      if (colon > 0 && !fields.has(name)) fields.set(name, line.slice(colon + 1).trim());
+    }
+    const method = start.split(" ", 1)[0];
+    const ctype = (fields.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
+    if (method !== "POST" && method !== "GET") {
+      [status, doc, extra] = [405, { ok: false, error: "use POST to report, GET to read" }, { Allow: "GET, POST" }];
+    } else if (!authorised(fields.get("authorization"), expected)) {
+      [status, doc, extra] = [401, { ok: false, error: "bad or missing bearer token" }, { "WWW-Authenticate": 'Bearer realm="trainrecord"' }];
+    } else if (method === "POST" && ctype !== "application/json") {
+      [status, doc] = [415, { ok: false, error: "Content-Type must be application/json" }];
+    } else if (/^[0-9]+$/.test(fields.get("content-length") ?? "")) {
+      [status, doc] = [413, { ok: false, error: `body over ${MAX_BODY} bytes` }];
+    } else {
+      doc = { ok: false, error: "Content-Length is not a number" };
+    }
+  }
+  const body = Buffer.from(dumpsCompact(doc), "utf8");
+  const head = { "Content-Type": "application/json", "Content-Length": String(body.length), ...extra, Connection: "close" };
+  const lines = Object.entries(head).map(([k, v]) => `${k}: ${v}\r\n`).join("");
+  socket.end(Buffer.concat([Buffer.from(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\n${lines}\r\n`, "latin1"), body]));
 }
 
 /**

@@ -213,7 +213,23 @@ const discriminatedOneOf = function (/** @type {any} */ schema, /** @type {any} 
   const isObj = data !== null && typeof data === "object" && !Array.isArray(data);
   let kept = results.filter((/** @type {any} */ r) => !(isObj && r.errors.some((/** @type {any} */ e) => e.instancePath === at)));
   if (kept.length === 0) kept = results;
-  discriminatedOneOf.errors = kept.flatMap((/** @type {any} */ r) => r.errors.map((/** @type {any} */ e) => ({ ...e, instancePath: here + e.instancePath })));
+  let errors = kept.flatMap((/** @type {any} */ r) => r.errors);
+  if (isObj) {
+    // No branch selected (as the oracle, spec/README.md "Reporting API v2"): an unknown value
+    // is one problem naming every accepted value, a missing property its `required` errors,
+    // listed first; the problems of every branch follow (problems() lists each once).
+    const prop = schema.propertyName;
+    const atConst = (/** @type {any} */ e) => e.keyword === "const" && e.instancePath === at;
+    const lacks = (/** @type {any} */ e) => e.keyword === "required" && e.instancePath === "" && e.params?.missingProperty === prop;
+    const consts = errors.filter(atConst);
+    if (consts.length >= 2) {
+      const values = [...new Set(consts.map((/** @type {any} */ e) => String(e.params?.allowedValue)))].join(", ");
+      errors = [{ ...consts[0], message: `${prop} must be one of ${values}` }, ...errors.filter((/** @type {any} */ e) => !atConst(e))];
+    } else if (!Object.prototype.hasOwnProperty.call(data, prop)) {
+      errors = [...errors.filter(lacks), ...errors.filter((/** @type {any} */ e) => !lacks(e))];
+    }
+  }
+  discriminatedOneOf.errors = errors.map((/** @type {any} */ e) => ({ ...e, instancePath: here + e.instancePath }));
   return false;
 };
 
@@ -349,7 +365,12 @@ function problems(instance, schemaName) {
     const message = integer ? "must be an integer (a number without a fraction or exponent)" : e.message ?? e.keyword;
     found.push({ rule, path, message });
   }
-  return found;
+  // every branch of an unselected oneOf reports the same problem: each is listed once
+  const seen = new Set();
+  return found.filter((p) => {
+    const key = JSON.stringify([p.rule, p.path, p.message]);
+    return seen.has(key) ? false : (seen.add(key), true);
+  });
 }
 
 const BLANK = new RegExp(`^[${PY_SPACE}]*$`, "u");
