@@ -37,6 +37,9 @@ from trainrecord.report import (
 )
 from trainrecord.report.run_folder import METADATA
 
+FAST = 1e-9
+"""An every that makes each progress() call due (the Reporter has no way past every)."""
+
 
 def _state(run: RunFolder, kind: str = "training", **over: object) -> JobState:
     """A job state of ``kind`` for the run in ``run`` (its run_id, name and group)."""
@@ -80,10 +83,10 @@ def test_the_folder_is_deleted_at_once_even_while_the_server_hangs(
     folder = tmp_path / "models" / "pre" / "pre_s_49"
     run = open_run(folder)
     server = hostile(Behaviour(mode="hang"))
-    reporter = Reporter(settings_for(server.url), _state(run), run=run)
+    reporter = Reporter(settings_for(server.url, every=FAST), _state(run), run=run)
     reporter.started()
     assert server.arrived.wait(10)  # the server holds the first report
-    reporter.progress(phase="training", batch=1, batches=10, force=True)  # waits behind it
+    reporter.progress(phase="training", batch=1, batches=10)  # waits behind it
     reporter.interrupted()
     assert not folder.exists()  # deleted now, not when the network allows
     server.behaviour = Behaviour()
@@ -203,10 +206,10 @@ def test_epoch_end_clears_the_phase_the_batch_and_the_number_of_batches(
     receiver: ReportServer,
 ) -> None:
     state = training_state()
-    reporter = Reporter(settings_for(receiver.url), state)
+    reporter = Reporter(settings_for(receiver.url, every=FAST), state)
     reporter.started()
     wait_until(lambda: reporter.sender.sent >= 1)
-    reporter.progress(phase="training", batch=5, batches=100, force=True)
+    reporter.progress(phase="training", batch=5, batches=100)
     wait_until(lambda: reporter.sender.sent >= 2)
     progress = receiver.store.latest(state.run_id)["progress"]
     assert (progress["phase"], progress["batch"], progress["batches"]) == ("training", 5, 100)
@@ -366,7 +369,7 @@ def test_the_word_set_s_own_reports_carry_words_done(
     """report.consistency.words_done: only a snapshot leaves words_done out; the generating
     process's own reports (here an interrupted one) carry it."""
     state = wordset_state(words_done=300)
-    settings = settings_for(https_receiver.url, ca=tls.ca, every=1e-6)
+    settings = settings_for(https_receiver.url, ca=tls.ca, every=FAST)
     with Reporter(settings, state, seq=SeqClock()) as reporter:
         reporter.progress(words_done=300)
         reporter.interrupted()

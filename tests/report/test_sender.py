@@ -5,6 +5,7 @@ never hangs at exit. Every event of §3 is sent with its status (§6)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -19,6 +20,7 @@ import pytest
 
 from tests.report.conftest import (
     TOKEN,
+    TLSFiles,
     lesion_epoch,
     lesion_state,
     lesion_validation,
@@ -41,6 +43,9 @@ from trainrecord.report.payload import encode_report
 
 Start = Callable[..., TestServer]
 
+FAST = 1e-9
+"""An every that makes each progress() call due (the Reporter has no way past every)."""
+
 
 def bodies(server: TestServer) -> list[dict]:
     return [json.loads(r.body) for r in server.requests]
@@ -48,11 +53,11 @@ def bodies(server: TestServer) -> list[dict]:
 
 def test_only_the_newest_unsent_report_is_kept(hostile: Start) -> None:
     server = hostile(Behaviour(mode="hang"))
-    reporter = Reporter(settings_for(server.url), training_state())
+    reporter = Reporter(settings_for(server.url, every=FAST), training_state())
     reporter.started()
     assert server.arrived.wait(10)
     for i in range(100):
-        reporter.progress(phase="training", batch=i, batches=100, force=True)
+        reporter.progress(phase="training", batch=i, batches=100)
     server.behaviour = Behaviour()
     server.release.set()
     wait_until(lambda: len(server.requests) == 2 and reporter.sender.idle)
@@ -67,13 +72,13 @@ def test_only_the_newest_unsent_report_is_kept(hostile: Start) -> None:
 def test_calls_never_wait_for_a_hanging_server(hostile: Start) -> None:
     server = hostile(Behaviour(mode="hang"))
     state = training_state(epochs_total=3)
-    reporter = Reporter(settings_for(server.url), state, flush_timeout=0.2)
+    reporter = Reporter(settings_for(server.url, every=FAST), state, flush_timeout=0.2)
     reporter.started()
     assert server.arrived.wait(10)
     # The server holds the first request and answers nothing; every call still returns.
     for epoch in range(3):
         for i in range(200):
-            reporter.progress(phase="training", batch=i, batches=200, force=True)
+            reporter.progress(phase="training", batch=i, batches=200)
         reporter.epoch_end(training_epoch(epoch))
     reporter.complete()
     assert not server.release.is_set() and len(server.requests) == 1
@@ -83,9 +88,9 @@ def test_calls_never_wait_for_a_hanging_server(hostile: Start) -> None:
 
 def test_the_final_report_goes_out_at_close(receiver: ReportServer) -> None:
     state = training_state(epochs_total=2)
-    with Reporter(settings_for(receiver.url + "/api/runs"), state) as reporter:
+    with Reporter(settings_for(receiver.url + "/api/runs", every=FAST), state) as reporter:
         for epoch in range(2):
-            reporter.progress(phase="training", batch=0, batches=1, force=True)
+            reporter.progress(phase="training", batch=0, batches=1)
             reporter.epoch_end(training_epoch(epoch))
     latest = receiver.store.latest(state.run_id)
     assert latest is not None
@@ -98,7 +103,7 @@ def _run_kind(
     receiver: ReportServer, state, steps: Callable[[Reporter], None], outcome: str
 ) -> list[dict]:
     """Run a job through a reporter, waiting for each report so that none is superseded."""
-    reporter = Reporter(settings_for(receiver.url), state)
+    reporter = Reporter(settings_for(receiver.url, every=FAST), state)
     sent: list[tuple[str, str]] = []
 
     def settle() -> None:
@@ -135,12 +140,12 @@ def test_every_event_of_each_kind_reaches_the_receiver(
 
     def steps(r: Reporter) -> None:
         if kind == "wordset":
-            r.progress(words_done=10, force=True)
+            r.progress(words_done=10)
             return
         if kind == "lesion":
             r.initial_validation(lesion_validation(), which="intact")
             r.initial_validation(lesion_validation(), which="lesioned")
-            r.progress(phase="training", batch=1, batches=10, force=True)
+            r.progress(phase="training", batch=1, batches=10)
             wait_until(lambda: r.sender.idle and r.sender.sent >= 2)
             r.epoch_end(lesion_epoch(80))
         else:
@@ -153,7 +158,7 @@ def test_every_event_of_each_kind_reaches_the_receiver(
                     duration_seconds=150.0,
                 )
             )
-            r.progress(phase="training", batch=1, batches=10, force=True)
+            r.progress(phase="training", batch=1, batches=10)
             wait_until(lambda: r.sender.idle and r.sender.sent >= 2)
             r.epoch_end(training_epoch(0))
 
@@ -173,11 +178,11 @@ def test_one_warning_then_quiet_until_a_report_gets_through(
 ) -> None:
     server = hostile(Behaviour(status=500))
     state = training_state()
-    reporter = Reporter(settings_for(server.url), state)
+    reporter = Reporter(settings_for(server.url, every=FAST), state)
     caplog.set_level(logging.INFO, logger="trainrecord.report")
 
     def send(n: int) -> None:
-        reporter.progress(force=True)
+        reporter.progress()
         wait_until(
             lambda: (
                 len(server.requests) == n
@@ -330,11 +335,11 @@ def test_the_process_never_hangs_at_exit_on_a_hanging_server(hostile: Start, how
 
 def test_nothing_supersedes_the_final_report(hostile: Start) -> None:
     server = hostile(Behaviour(mode="hang"))
-    reporter = Reporter(settings_for(server.url), training_state(), flush_timeout=0.2)
+    reporter = Reporter(settings_for(server.url, every=FAST), training_state(), flush_timeout=0.2)
     reporter.started()
     assert server.arrived.wait(10)
     reporter.complete()
-    assert reporter.progress(force=True) is False
+    assert reporter.progress() is False
     reporter.epoch_end(training_epoch(0))
     reporter.failed(RuntimeError("late"))
     server.behaviour = Behaviour()
@@ -372,3 +377,23 @@ def test_leaving_the_block_says_when_the_final_report_did_not_go_out(
         assert server.arrived.wait(10)
     assert any("final report was not delivered" in r.getMessage() for r in caplog.records)
     server.release.set()
+
+
+def test_progress_goes_out_at_most_once_every_every_seconds(
+    https_receiver: ReportServer, tls: TLSFiles
+) -> None:
+    """§3: progress is sent "at most once every every seconds". Before, progress(force=True)
+    queued one on every call (4 in 1.2 s with every = 60); the keyword is gone."""
+    every = 0.4
+    state = training_state()
+    with Reporter(settings_for(https_receiver.url, every=every, ca=tls.ca), state) as reporter:
+        with pytest.raises(TypeError):
+            reporter.progress(phase="training", batch=0, batches=10, force=True)  # type: ignore[call-arg]
+        queued = []
+        start = time.monotonic()
+        while time.monotonic() - start < 3 * every:
+            if reporter.progress(phase="training", batch=1, batches=10):
+                queued.append(time.monotonic())
+            time.sleep(0.01)
+    assert 2 <= len(queued) <= 3
+    assert all(b - a >= every for a, b in itertools.pairwise(queued))

@@ -11,6 +11,7 @@ differed.
 
 from __future__ import annotations
 
+import itertools
 import json
 import uuid
 from collections.abc import Iterator
@@ -300,3 +301,43 @@ def test_the_422_lists_each_problem_once_kind_first(
             if "kind" in doc
             else ("report.fields.missing", ["kind"])
         )
+
+
+def test_node_progress_goes_out_at_most_once_every_every_seconds(tmp_path: Path) -> None:
+    """§3: progress at most once every every seconds. Node's Reporter took progress({force:
+    true}) and queued a report on every call; the option is gone (ignored if passed)."""
+    import subprocess
+
+    from tests.typescript.node_harness import NODE_IMPL, require_node
+
+    script = """
+const { Reporter } = require("./lib/reporter");
+const { reportSettings } = require("./lib/settings");
+const { jobState } = require("./lib/payload");
+const settings = reportSettings({ url: "https://127.0.0.1:9/api/runs", every: 0.4, token: "tok-0123456789" });
+const state = jobState(require("./lib/pyjson").parse(process.argv[1]));
+const r = new Reporter(settings, state, { warn: () => {} });
+r.started();
+const queued = [];
+const start = performance.now();
+const tick = () => {
+  if (r.progress({ phase: "training", batch: 1, batches: 10, force: true })) queued.push(performance.now());
+  if (performance.now() - start < 1200) setTimeout(tick, 10);
+  else { console.log(JSON.stringify(queued)); r.close(0).then(() => process.exit(0), () => process.exit(0)); }
+};
+tick();
+"""
+    from trainrecord_conformance.checks.payload import base_state
+
+    state = base_state(next(r for r in _vector_reports() if r["kind"] == "lesion"))
+    out = subprocess.run(
+        [require_node(), "-e", script, json.dumps(state)],
+        cwd=NODE_IMPL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    queued = json.loads(out.stdout.splitlines()[0])
+    assert 2 <= len(queued) <= 3, queued
+    assert all(b - a >= 400 for a, b in itertools.pairwise(queued))

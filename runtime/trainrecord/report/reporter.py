@@ -194,9 +194,10 @@ class Reporter:
         batch: int | None = None,
         batches: int | None = None,
         words_done: int | None = None,
-        force: bool = False,
     ) -> bool:
-        """Record where the job is; queue a progress report at most every ``every`` seconds.
+        """Record where the job is; queue a progress report at most once every ``every``
+        seconds (§3), whatever the caller: there is no way past it (a job that wants more
+        progress reports sets a smaller ``every``).
 
         Costs about a microsecond when no report is due. Returns whether one was queued.
         """
@@ -210,7 +211,7 @@ class Reporter:
             state.batches = batches
         if words_done is not None:
             state.words_done = words_done
-        if not force and time.monotonic() - self._last_queued < self.settings.every:
+        if time.monotonic() - self._last_queued < self.settings.every:
             return False
         self._queue("progress", "in progress")
         return True

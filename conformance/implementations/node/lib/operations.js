@@ -167,7 +167,8 @@ const OPERATIONS = {
     }
   },
   report_job: async (input) => {
-    const settings = reportSettings({ url: input.url, every: 60n, token: input.token });
+    // each progress() call is due: progress goes out at most once every `every` seconds (§3)
+    const settings = reportSettings({ url: input.url, every: 1e-9, token: input.token });
     const clock = new SeqClock(path.join(need(input, "seq_dir"), SEQ_FILE), bigint(input.last_seq ?? 0n));
     const state = stateFrom(input.state, new Secrets());
     state.running = true;
@@ -178,7 +179,7 @@ const OPERATIONS = {
     reporter.started();
     for (let k = 0n; k < bigint(input.progress); k++) {
       await sleep(pause);
-      reporter.progress({ force: true });
+      reporter.progress();
     }
     await sleep(pause);
     if (input.end === "complete") reporter.complete();

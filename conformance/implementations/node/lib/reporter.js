@@ -4,8 +4,8 @@
  * start to end, or send one snapshot now.
  *
  * Reporter(settings, state, {seq, flushTimeoutMs, warn}) checks a first report at once
- * (throws Refused before any work starts), then started(), progress(...) (at most once
- * every settings.every seconds unless forced), epochEnd(entry), complete(),
+ * (throws Refused before any work starts), then started(), progress(...) (at most
+ * once every settings.every seconds), epochEnd(entry), complete(),
  * interrupted(), failed(type, message) and close(). Every call only updates the state and
  * hands a build of a copy of it to the background Sender; the seq is taken when the report
  * is built, so reports go out in seq order; sentAt is the clock time then (seq may run
@@ -83,8 +83,9 @@ class Reporter {
   }
 
   /**
-   * Record where the job is; queue a progress report at most every `every` seconds.
-   * @param {{phase?: PyValue, batch?: PyValue, batches?: PyValue, wordsDone?: PyValue, force?: boolean}} [where]
+   * Record where the job is; queue a progress report at most once every `every` seconds
+   * (§3), whatever the caller (no way past it: a job that wants more sets a smaller every).
+   * @param {{phase?: PyValue, batch?: PyValue, batches?: PyValue, wordsDone?: PyValue}} [where]
    * @returns {boolean} whether a report was queued
    */
   progress(where = {}) {
@@ -94,7 +95,7 @@ class Reporter {
     state.batch = where.batch ?? null;
     if (where.batches !== undefined && where.batches !== null) state.batches = where.batches;
     if (where.wordsDone !== undefined && where.wordsDone !== null) state.words_done = where.wordsDone;
-    if (!where.force && monotonic() - this.lastQueued < this.settings.every) return false;
+    if (monotonic() - this.lastQueued < this.settings.every) return false;
     this.queue("progress", "in progress");
     return true;
   }
