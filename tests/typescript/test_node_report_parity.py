@@ -341,3 +341,75 @@ tick();
     queued = json.loads(out.stdout.splitlines()[0])
     assert 2 <= len(queued) <= 3, queued
     assert all(b - a >= 400 for a, b in itertools.pairwise(queued))
+
+
+def test_node_sends_the_bytes_and_headers_python_sends(
+    harness: Harness, tls: tuple[str, Any], servers: list[TestServer]
+) -> None:
+    """spec/README.md, Transport: exactly the three headers plus Host and Content-Length,
+    the body compact UTF-8 JSON with text outside ASCII as it is. Node wrote ", "/": "
+    separators, \\uXXXX escapes and added Connection: close."""
+    from trainrecord.report import encode_report
+
+    ca, context = tls
+    server = TestServer(Behaviour(), context)
+    servers.append(server)
+    report = {**_report(), "name": "naïve ✓ 😀", "host": 'lab\\gpu "01"'}
+    url = server.url + "/api/runs"
+    assert post_report(settings_for(url, ca=ca), encode_report(report)).ok
+    assert harness.run("send_report", url=url, token=TOKEN, report=report, ca_file=ca)["delivered"]
+    python, node = server.requests[-2:]
+    assert node.body == python.body
+    assert b"\\u" not in node.body and "😀".encode() in node.body
+    names = {"host", "content-length", "content-type", "authorization", "user-agent"}
+    assert {k.lower() for k, _ in python.headers} == names
+    assert {k.lower() for k, _ in node.headers} == names
+
+
+def test_the_ca_variables_are_read_and_checked_alike(
+    harness: Harness, tls: tuple[str, Any], servers: list[TestServer], tmp_path: Path
+) -> None:
+    """spec/README.md, Settings: without ca_bundle, REQUESTS_CA_BUNDLE (else CURL_CA_BUNDLE)
+    from the environment load_settings is given names the CAs to trust; one naming no file
+    or folder is refused (report.settings.ca_bundle). Node ignored both variables."""
+    import subprocess
+
+    from tests.typescript.node_harness import NODE_IMPL, require_node
+    from trainrecord.errors import RecordRefused
+    from trainrecord.report import load_settings
+
+    ca, context = tls
+    server = TestServer(Behaviour(), context)
+    servers.append(server)
+    toml = tmp_path / "paths.toml"
+    toml.write_text(f'[report]\nurl = "{server.url}/api/runs"\n', encoding="utf-8")
+    for name in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
+        env = {"CORREAD_REPORT_TOKEN": TOKEN, name: str(tmp_path / "missing.pem")}
+        with pytest.raises(RecordRefused) as exc:
+            load_settings(toml, env)
+        assert {p.rule for p in exc.value.problems} == {"report.settings.ca_bundle"}
+        got = harness.run("load_settings", path=str(toml), env=env)
+        assert got == {"refused": True, "rules": ["report.settings.ca_bundle"]}
+    env = {"CORREAD_REPORT_TOKEN": TOKEN, "CURL_CA_BUNDLE": ca}
+    assert post_report(load_settings(toml, env), b'{"x":1}').ok
+    script = """
+const { loadSettings } = require("./lib/settings");
+const { postReport } = require("./lib/report");
+const [toml, env] = [process.argv[1], JSON.parse(process.argv[2])];
+postReport(loadSettings(toml, env), Buffer.from('{"x":1}')).then((o) => console.log(JSON.stringify(o)));
+"""
+    for given in (env, {"CORREAD_REPORT_TOKEN": TOKEN}):
+        out = subprocess.run(
+            [require_node(), "-e", script, str(toml), json.dumps(given)],
+            cwd=NODE_IMPL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+            env={"PATH": "/usr/bin:/bin"},
+        )
+        outcome = json.loads(out.stdout)
+        trusted = "CURL_CA_BUNDLE" in given
+        assert (outcome["ok"], outcome["category"]) == (
+            (True, "accepted") if trusted else (False, "tls")
+        )

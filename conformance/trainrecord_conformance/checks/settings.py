@@ -136,6 +136,8 @@ def _no_url(tables: dict, env: dict, variant: Any) -> tuple[dict, dict]:
 
 
 def _ca(tables: dict, env: dict, variant: Any) -> tuple[dict, dict]:
+    if variant.startswith("$"):  # a CA variable of the environment naming no file
+        return tables, {**env, variant[1:]: "/nonexistent/ca.pem"}
     return {**tables, "report": {**tables["report"], "ca_bundle": variant}}, env
 
 
@@ -279,7 +281,16 @@ def _in_url_body(ctx: Context, case: tuple[Any, ...]) -> None:
 
 
 URL_MISSING = ["no table", "not a table", "no url", "", "   "]
-CA_MISSING = ["missing.pem", "/nonexistent/ca.pem", ".", "sub/ca.pem"]
+CA_MISSING = [
+    "missing.pem",
+    "/nonexistent/ca.pem",
+    ".",
+    "sub/ca.pem",
+    "$REQUESTS_CA_BUNDLE",
+    "$CURL_CA_BUNDLE",
+]
+"""A ca_bundle naming no PEM file; ``$NAME``: that CA variable in the environment given to
+load_settings names no file or folder (spec/README.md, Settings)."""
 BAD_EVERY = [0, 0.0, -0.0, True, False, "60", math.inf, -math.inf, math.nan, -1, -5e-324]
 """every at and below its bound, of the wrong type, not finite."""
 BAD_TOML = ["[report\n", "url = \n", "= 1\n", "[report]\nx = 'a\n"]

@@ -25,7 +25,7 @@
 const os = require("node:os");
 const { performance } = require("node:perf_hooks");
 const spec = require("@trainrecord/spec");
-const { dumpsCompact } = require("./pyjson");
+const { dumpsCompact, dumpsWire } = require("./pyjson");
 const { problems } = require("./validate");
 const { roundInt, roundTo } = require("./pyround");
 const { Secrets, scrubMessage, privacyProblems } = require("./privacy");
@@ -394,7 +394,8 @@ function checkReport(payload, secrets) {
 }
 
 /**
- * Check a report and write it as the body that is POSTed (JSON, ASCII with \u escapes).
+ * Check a report and write it as the body that is POSTed: compact UTF-8 JSON, text outside
+ * ASCII as it is, byte for byte what the Python client sends (spec/README.md, Transport).
  * @param {PyValue} payload
  * @param {Secrets} [secrets]
  * @returns {Buffer}
@@ -403,7 +404,7 @@ function encodeReport(payload, secrets) {
   checkReport(payload, secrets);
   let text;
   try {
-    text = dumpsCompact(payload);
+    text = dumpsWire(payload);
   } catch {
     throw Refused.one("report.transport.body", [], "a number in the report is NaN or infinite; send null");
   }

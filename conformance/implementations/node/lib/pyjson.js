@@ -342,7 +342,24 @@ function dumpsCompact(value) {
   return dumpsSorted(value, ", ", ": ");
 }
 
+/**
+ * The report body on the wire, as the Python client writes it (spec/README.md, Transport):
+ * json.dumps(value, separators=(",", ":"), ensure_ascii=False): insertion order, no spaces,
+ * text outside ASCII as it is (UTF-8 once encoded), never NaN or an infinity (throws).
+ * @param {PyValue} value
+ * @returns {string}
+ */
+function dumpsWire(value) {
+  if (Array.isArray(value)) return `[${value.map(dumpsWire).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    return `{${Object.keys(value).map((k) => `${quoteUnicode(k)}:${dumpsWire(/** @type {PyValue} */ (value[k]))}`).join(",")}}`;
+  }
+  if (typeof value === "string") return quoteUnicode(value);
+  return dumpsSorted(value, ",", ":");
+}
+
 module.exports = {
+  dumpsWire,
   dumpsCompact,
   dumpsSorted,
   JsonSyntaxError,

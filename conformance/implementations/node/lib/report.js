@@ -22,7 +22,7 @@ const fs = require("node:fs");
 const http = require("node:http");
 const https = require("node:https");
 const { urlToHttpOptions } = require("node:url");
-const { reportSettings } = require("./settings");
+const { CA_VARIABLES, reportSettings } = require("./settings");
 const { encodeReport } = require("./payload");
 const { Secrets } = require("./privacy");
 
@@ -113,6 +113,48 @@ function requestTarget(url) {
 const isTlsError = (e) => /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/i.test(`${e.code ?? ""} ${e.message}`);
 
 /**
+ * The CA certificates to verify with, as the Python client picks them: ca_bundle, else the
+ * first of REQUESTS_CA_BUNDLE and CURL_CA_BUNDLE set and not empty (from what loadSettings
+ * was given, or else this process's environment when the report is sent), else null (the
+ * system's CAs).
+ * @param {Settings} settings
+ * @returns {string | null}
+ */
+function caFile(settings) {
+  if (settings.caBundle) return settings.caBundle;
+  const env = settings.caEnviron ?? process.env;
+  for (const name of CA_VARIABLES) {
+    const value = env[name];
+    if (typeof value === "string" && value !== "") return value;
+  }
+  return null;
+}
+
+/**
+ * The PEM certificates in a file, or in every file of a folder (OpenSSL's CA path); throws
+ * when none can be read.
+ * @param {string} where
+ * @returns {string[]}
+ */
+function readCa(where) {
+  if (!fs.statSync(where).isDirectory()) return [fs.readFileSync(where, "latin1")];
+  const found = [];
+  for (const name of fs.readdirSync(where).sort()) {
+    const file = `${where}/${name}`;
+    try {
+      if (fs.statSync(file).isFile()) {
+        const text = fs.readFileSync(file, "latin1");
+        if (text.includes("-----BEGIN CERTIFICATE-----")) found.push(text);
+      }
+    } catch {
+      // an unreadable entry of the folder is skipped, as OpenSSL skips it
+    }
+  }
+  if (found.length === 0) throw new Error(`no certificate in ${where}`);
+  return found;
+}
+
+/**
  * POST one report body; resolves with the Outcome, never rejects for network or server
  * failures.
  * @param {Settings} settings
@@ -135,11 +177,18 @@ function postReport(settings, body) {
     },
     agent: false,
   };
+  const seconds = settings.timeoutMs / 1000;
   if (secure) {
     options.rejectUnauthorized = true;
-    if (settings.caBundle) options.ca = fs.readFileSync(settings.caBundle, "utf8");
+    const ca = caFile(settings);
+    if (ca !== null) {
+      try {
+        options.ca = readCa(ca);
+      } catch {
+        return Promise.resolve({ ok: false, status: null, category: "tls", body: "", message: "the CA certificates to verify the server with could not be read; no report was sent (check ca_bundle, REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE)" });
+      }
+    }
   }
-  const seconds = settings.timeoutMs / 1000;
   return new Promise((resolve) => {
     let settled = false;
     /** @type {NodeJS.Timeout | undefined} */
@@ -166,6 +215,9 @@ function postReport(settings, body) {
       res.on("error", finish); // a server that breaks off mid-body: the status still counts
       res.on("aborted", finish);
     });
+    // exactly the headers of §2 plus Host and Content-Length (spec/README.md, Transport):
+    // node:http would add "Connection: close" (agent: false), which nothing asked for
+    req.removeHeader("Connection");
     // One deadline for the whole exchange (a socket's idle timeout would restart with
     // every byte a slow server drips).
     deadline = setTimeout(() => {

@@ -28,10 +28,13 @@ const toml = require("./toml");
 const { Refused } = require("./refused");
 
 /** @typedef {import("./pyjson").PyValue} PyValue */
-/** @typedef {{url: string, every: number, token: string, caBundle: string | null, timeoutMs: number}} Settings */
+/** @typedef {{url: string, every: number, token: string, caBundle: string | null, timeoutMs: number, caEnviron?: Record<string, string> | null}} Settings */
 
 const TOKEN_ENV = "CORREAD_REPORT_TOKEN";
 const CLIENT_TIMEOUT_MS = 10_000;
+/** Environment variables naming CA certificates to trust (as requests reads them): the
+ * first set and not empty wins, when ca_bundle is not set. */
+const CA_VARIABLES = ["REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"];
 
 const IPV4_PART = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
 /** A dotted-decimal IPv4 address: four decimal parts 0-255 without leading zeros. */
@@ -291,7 +294,20 @@ function loadSettings(pathsToml, env) {
     caBundle = path.resolve(path.dirname(pathsToml), typeof ca === "string" ? ca : String(ca));
   }
   const token = Object.prototype.hasOwnProperty.call(env, TOKEN_ENV) ? env[TOKEN_ENV] : "";
-  return reportSettings({ url: section.url, every: section.every ?? 60n, token, caBundle });
+  const settings = reportSettings({ url: section.url, every: section.every ?? 60n, token, caBundle });
+  // the CA variables come from `env` too (never this process's environment behind the
+  // caller's back), and one naming no file or folder is refused unless ca_bundle is set
+  /** @type {Record<string, string>} */
+  const caEnviron = {};
+  for (const name of CA_VARIABLES) {
+    const value = env[name];
+    if (typeof value === "string" && value !== "") caEnviron[name] = value;
+  }
+  const name = CA_VARIABLES.find((n) => n in caEnviron);
+  if (name !== undefined && caBundle === null && !fs.existsSync(/** @type {string} */ (caEnviron[name]))) {
+    throw Refused.one("report.settings.ca_bundle", [name], `${name} must name an existing file (or folder) of CA certificates; fix it or unset it (${path.basename(/** @type {string} */ (caEnviron[name]))})`);
+  }
+  return { ...settings, caEnviron };
 }
 
-module.exports = { TOKEN_ENV, pyUnquote, checkTokenNotInUrl, checkUrl, checkToken, checkEvery, isLoopback, isCaFile, reportSettings, loadSettings };
+module.exports = { TOKEN_ENV, CA_VARIABLES, pyUnquote, checkTokenNotInUrl, checkUrl, checkToken, checkEvery, isLoopback, isCaFile, reportSettings, loadSettings };
