@@ -233,3 +233,46 @@ def test_every_verifier_or_writer_rule_has_a_case() -> None:
     ids = {r["id"] for r in rules if r.get("schema") is False}
     covered = set(CASES) | set(TORN) | set(ELSEWHERE)
     assert ids == covered, (sorted(ids - covered), sorted(covered - ids))
+
+
+def _line_of(run: Path, event: str) -> int:
+    return next(i for i, x in enumerate(_lines(run)) if json.loads(x)["event"] == event)
+
+
+@pytest.mark.parametrize("diagnosis", ["vanishing", "exploding"])
+def test_only_a_no_gradient_alarm_has_a_null_baseline(
+    signed, tmp_path: Path, diagnosis: str
+) -> None:
+    """diary.alarm.baseline.null: the verifier (whose fast check is the generated model,
+    which drops the schema's if/then) and the writer refuse a vanishing or exploding alarm
+    without a baseline; a no_gradient alarm may have none."""
+    from trainrecord.diary import DiaryWriter
+    from trainrecord.errors import RecordRefused
+
+    run = tmp_path / "run"
+    shutil.copytree(signed[0], run)
+    for name in ("record.json", "record.sig"):
+        (run / name).unlink()
+    n = _line_of(run, "alarm")
+    _edit_line(run, n, diagnosis="no_gradient", baseline=None)
+    _relink(run)
+    assert verify(run).ok
+    _edit_line(run, n, diagnosis=diagnosis)
+    _relink(run)
+    result = verify(run)
+    assert result.failure is not None and result.failure.line == n + 1, result.summary()
+    assert result.failure.rule == "diary.alarm.baseline.null"
+    assert result.failure.message.startswith("baseline: ")
+    alarm = {k: v for k, v in json.loads(_lines(run)[n]).items() if k not in COMMON_FIELDS}
+    with DiaryWriter(tmp_path / "new") as writer:
+        writer.append("run_start", _body(run, 0))
+        with pytest.raises(RecordRefused) as refused:
+            writer.append("alarm", alarm)
+    assert [p.rule for p in refused.value.problems] == ["diary.alarm.baseline.null"]
+
+
+COMMON_FIELDS = ("seq", "time", "event", "prev", "hash")
+
+
+def _body(run: Path, n: int) -> dict:
+    return {k: v for k, v in json.loads(_lines(run)[n]).items() if k not in COMMON_FIELDS}

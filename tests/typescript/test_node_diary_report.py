@@ -130,8 +130,16 @@ def _alarm_missing_field(b: list[dict[str, Any]]) -> None:
     del b[1]["grad_norm"]
 
 
+def _vanishing_without_baseline(b: list[dict[str, Any]]) -> None:
+    b[1].update(diagnosis="vanishing", baseline=None)
+
+
 BODY_BREAKS: dict[str, tuple[Callable[[list[dict[str, Any]]], None], str]] = {
     "seq gap": (_seq_gap, "diary.chain.seq"),
+    "vanishing alarm with a null baseline": (
+        _vanishing_without_baseline,
+        "diary.alarm.baseline.null",
+    ),
     "alarm before run_start": (_start_first, "diary.order.run_start"),
     "run_end not last": (_end_not_last, "diary.order.run_end"),
     "alarm without grad_norm": (_alarm_missing_field, "diary.alarm.fields.missing"),

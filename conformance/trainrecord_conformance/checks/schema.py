@@ -5,8 +5,9 @@ valid instance of the same schema must be valid, and an instance that breaks exa
 rule must be invalid, naming the rule. The Foundry writer and reader rules get a second
 check through ``write_metrics`` and ``read_witness`` (:mod:`.foundry`).
 
-Two schema sites the strategy engine cannot reach yet (an ``anyOf`` inside
-``additionalProperties``, a ``type`` under a nested ``oneOf`` branch) get hand-written
+Three schema sites the strategy engine cannot reach yet (an ``anyOf`` inside
+``additionalProperties``, a ``type`` under a nested ``oneOf`` branch, a ``type`` in an
+``if``/``then`` that meets the property's own) get hand-written
 breaking strategies (:data:`HAND_BROKEN`), held to the same standard: the oracle must
 report exactly that rule for every drawn instance.
 """
@@ -73,9 +74,25 @@ def _intact_null(rule: str) -> st.SearchStrategy[S.Broken]:
     return st.sampled_from(lesion).map(broken)
 
 
+ALARM = "https://trainrecord.dev/schemas/diary/events/alarm.schema.json"
+
+
+def _alarm_baseline_null(rule: str) -> st.SearchStrategy[S.Broken]:
+    """A valid alarm made vanishing or exploding with a null baseline (an ``if``/``then``
+    whose ``type`` meets the property's own ``type``: no site of one rule)."""
+    diagnosis = st.sampled_from(["vanishing", "exploding"])
+    return st.tuples(S.valid_instances(ALARM), diagnosis).map(
+        lambda t: _exact(
+            rule,
+            S.Broken(ALARM, {**t[0], "diagnosis": t[1], "baseline": None}, f"{rule} baseline"),
+        )
+    )
+
+
 HAND_BROKEN = {
     "diary_metrics.grad.value": _grad_value,
     "report.lesion.initial_validation.intact.null": _intact_null,
+    "diary.alarm.baseline.null": _alarm_baseline_null,
 }
 """Schema rules whose breaking instances are written by hand, by rule id."""
 
