@@ -706,17 +706,27 @@ def metrics_replace(ctx: Context, case: tuple[list[Any], list[Any]]) -> None:
 # --------------------------------------------------------------------------- registry
 
 
-def _pairs(rule: str, schema_id: str) -> Callable[[Target], st.SearchStrategy[Any]]:
+def _pairs(
+    rule: str, schema_id: str, *, in_file: bool = False
+) -> Callable[[Target], st.SearchStrategy[Any]]:
+    """(valid, broken) instances of ``schema_id``; ``in_file``: for a reader, which gets
+    them as files of strict JSON (NaN and infinities only where the target takes Python
+    values: a file holding a NaN token is not JSON, the ``*.file.json`` rules' case)."""
+
     def build(target: Target) -> st.SearchStrategy[Any]:
-        broken = S.breaking_instances(rule, nonfinite=target.nonfinite, schema_id=schema_id)
+        nonfinite = target.nonfinite and not in_file
+        broken = S.breaking_instances(rule, nonfinite=nonfinite, schema_id=schema_id)
         return st.tuples(S.valid_instances(schema_id), broken)
 
     return build
 
 
-def _edge_pairs(rule: str, schema_id: str) -> Callable[[Target], Any]:
+def _edge_pairs(rule: str, schema_id: str, *, in_file: bool = False) -> Callable[[Target], Any]:
+    """The fixed cases of :func:`_pairs`."""
+
     def build(target: Target) -> Any:
-        return S.edge_cases(rule, nonfinite=target.nonfinite, schema_id=schema_id)
+        nonfinite = target.nonfinite and not in_file
+        return S.edge_cases(rule, nonfinite=nonfinite, schema_id=schema_id)
 
     return build
 
@@ -972,10 +982,10 @@ def checks() -> list[Check]:
                     rule,
                     "read_metrics refuses the file",
                     frozenset({"read_metrics"}),
-                    _pairs(rule, METRICS),
+                    _pairs(rule, METRICS, in_file=True),
                     metrics_reader_refuses(rule),
                     scale="schema",
-                    edges=_edge_pairs(rule, METRICS),
+                    edges=_edge_pairs(rule, METRICS, in_file=True),
                 )
             )
         if WITNESS in sites:
@@ -984,10 +994,10 @@ def checks() -> list[Check]:
                     rule,
                     "read_witness refuses the file",
                     frozenset({"read_witness"}),
-                    _pairs(rule, WITNESS),
+                    _pairs(rule, WITNESS, in_file=True),
                     reader_refuses(rule),
                     scale="schema",
-                    edges=_edge_pairs(rule, WITNESS),
+                    edges=_edge_pairs(rule, WITNESS, in_file=True),
                 )
             )
     return out
