@@ -36,12 +36,18 @@ def missing_module(exc: BaseException) -> str | None:
     return top if top in EXTRA_OF else None
 
 
+TORCH_PIN = "torch==2.13.0"
+"""The torch the project installs (the Makefile's ``TORCH_PIN``; a test keeps them equal):
+the monitor extra asks for ``torch>=2.1``, which pip alone resolves to the newest release,
+on Linux a CUDA build of several GB."""
+
+
 def install_hint(module: str, extra: str | None = None) -> str:
-    """``needs MODULE, which is not installed: pip install "trainrecord[EXTRA]"``."""
-    return (
-        f"needs {module}, which is not installed: "
-        f'pip install "trainrecord[{extra or EXTRA_OF[module]}]"'
-    )
+    """``needs MODULE, which is not installed: pip install "trainrecord[EXTRA]"``, with
+    :data:`TORCH_PIN` before the monitor extra."""
+    extra = extra or EXTRA_OF[module]
+    torch = f"{TORCH_PIN} " if extra == "monitor" else ""
+    return f'needs {module}, which is not installed: pip install {torch}"trainrecord[{extra}]"'
 
 
 def missing_extra(exc: BaseException, what: str, extra: str | None = None) -> str | None:

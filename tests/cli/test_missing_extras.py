@@ -105,7 +105,7 @@ def test_the_demo_without_the_monitor_extra_names_it(
     out = run_without(blocker, module, script("trainrecord"), "demo", "--tiny", "--out", tmp_path)
     assert one_line(out) == (
         f"trainrecord demo needs {module}, which is not installed: "
-        'pip install "trainrecord[monitor]"'
+        'pip install torch==2.13.0 "trainrecord[monitor]"'  # never an open-ended torch
     )
 
 
@@ -115,8 +115,17 @@ def test_importing_the_monitor_without_numpy_says_which_extra(blocker: Path) -> 
     assert out.returncode == 1
     assert last == (
         "ModuleNotFoundError: the trainrecord monitor needs numpy, which is not installed: "
-        'pip install "trainrecord[monitor]"'
+        'pip install torch==2.13.0 "trainrecord[monitor]"'
     )
+
+
+def test_the_hint_pins_the_torch_the_makefile_installs() -> None:
+    # A README walkthrough: the hint said pip install "trainrecord[monitor]", which resolves
+    # torch>=2.1 to the newest release: on Linux a CUDA build of several GB.
+    from trainrecord.extras import TORCH_PIN
+
+    makefile = (Path(__file__).resolve().parents[2] / "Makefile").read_text()
+    assert f"TORCH_PIN ?= {TORCH_PIN}\n" in makefile
 
 
 def test_the_demo_without_matplotlib_still_runs_and_says_how_to_plot(
