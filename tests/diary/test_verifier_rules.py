@@ -81,6 +81,11 @@ def _break_hash(run: Path) -> None:
     _edit_line(run, 5, step=12345)
 
 
+def _time_int(run: Path) -> None:
+    _edit_line(run, 5, time=1764460800)
+    _relink(run)
+
+
 def _not_json(run: Path) -> None:
     lines = _lines(run)
     lines[3] = b'{"seq": 3, "value": NaN}\n'
@@ -165,6 +170,7 @@ CASES: dict[str, Callable[[Path], None]] = {
     "diary.chain.prev": _break_prev,
     "diary.chain.hash": _break_hash,
     "diary.file.json": _not_json,
+    "diary.time.precision": _time_int,
     "diary.file.empty": _empty,
     "diary.order.run_start": _not_run_start,
     "diary.order.run_end": _after_run_end,
@@ -276,3 +282,52 @@ COMMON_FIELDS = ("seq", "time", "event", "prev", "hash")
 
 def _body(run: Path, n: int) -> dict:
     return {k: v for k, v in json.loads(_lines(run)[n]).items() if k not in COMMON_FIELDS}
+
+
+@pytest.mark.parametrize(
+    ("time", "valid", "said"),
+    [
+        (1764460800, False, "time: 1764460800 is an integer token"),
+        (1764460800.123456, False, "time: 1764460800.123456 has more than three decimals"),
+        (1764460800.1234, False, "time: 1764460800.1234 has more than three decimals"),
+        (1e-05, False, "time: 1e-05 has more than three decimals"),
+        (1764460800.0, True, None),
+        (1764460800.5, True, None),
+        (1764460800.123, True, None),
+        (0.001, True, None),
+    ],
+)
+def test_time_is_a_float_rounded_to_milliseconds(
+    signed, tmp_path: Path, time: float, valid: bool, said: str | None
+) -> None:
+    """diary.time.precision: the seed's time is a float rounded to milliseconds; the
+    verifier names the line, the field and what to write instead."""
+    run = tmp_path / "run"
+    shutil.copytree(signed[0], run)
+    for name in ("record.json", "record.sig"):
+        (run / name).unlink()
+    _edit_line(run, 3, time=time)
+    _relink(run)
+    result = verify(run)
+    if valid:
+        assert result.ok, result.summary()
+        return
+    assert result.failure is not None and result.failure.rule == "diary.time.precision"
+    assert (result.failure.line, result.failure.seq) == (4, 3)
+    assert result.failure.message.startswith(said), result.failure.message
+    assert "round(time.time(), 3)" in result.failure.message
+    assert result.lines == 3
+
+
+def test_the_writers_time_is_a_float_token_also_on_a_whole_second(tmp_path: Path) -> None:
+    """A time on a whole second is written 1764460800.0 (a float token), never 1764460800:
+    the Python writer stamps round(time.time(), 3), a float, whose canonical JSON (the
+    line's text on disk) keeps the .0; every line it writes is a float token."""
+    from tests.diary.helpers import write_run
+    from trainrecord.canonical import canonical_line
+
+    assert canonical_line({"time": round(1764460800.0002, 3)}) == '{"time":1764460800.0}'
+    write_run(tmp_path / "run")
+    for raw in _lines(tmp_path / "run"):
+        assert isinstance(json.loads(raw)["time"], float)
+    assert verify(tmp_path / "run").ok

@@ -134,8 +134,18 @@ def _vanishing_without_baseline(b: list[dict[str, Any]]) -> None:
     b[1].update(diagnosis="vanishing", baseline=None)
 
 
+def _time_int(b: list[dict[str, Any]]) -> None:
+    b[1]["time"] = 1764456440
+
+
+def _time_micro(b: list[dict[str, Any]]) -> None:
+    b[1]["time"] = 1764456440.123456
+
+
 BODY_BREAKS: dict[str, tuple[Callable[[list[dict[str, Any]]], None], str]] = {
     "seq gap": (_seq_gap, "diary.chain.seq"),
+    "time as an integer token": (_time_int, "diary.time.precision"),
+    "time with six decimals": (_time_micro, "diary.time.precision"),
     "vanishing alarm with a null baseline": (
         _vanishing_without_baseline,
         "diary.alarm.baseline.null",
@@ -173,11 +183,18 @@ def test_tampered_value_breaks_the_hash(harness: Harness, tmp_path: Path) -> Non
 
 
 def test_integral_float_written_as_int_breaks_the_hash(harness: Harness, tmp_path: Path) -> None:
-    """1764456439.0 and 1764456439 hash differently: the verifier keeps the distinction."""
-    folder = write_diary(tmp_path, bodies())
+    """2.0 and 2 hash differently: the verifier keeps the distinction. For time, an integer
+    token is refused before the hash is checked (diary.time.precision)."""
+    items = bodies()
+    items[0]["config"]["whole"] = 2.0
+    folder = write_diary(tmp_path, items)
+    text = (folder / "diary.jsonl").read_text("utf-8")
+    (folder / "diary.jsonl").write_text(text.replace('"whole": 2.0', '"whole": 2'), "utf-8")
+    assert verify(harness, folder) == {"diary.chain.hash"}
+    folder = write_diary(tmp_path / "time", items)
     text = (folder / "diary.jsonl").read_text("utf-8")
     (folder / "diary.jsonl").write_text(text.replace("1764456439.0", "1764456439"), "utf-8")
-    assert verify(harness, folder) == {"diary.chain.hash"}
+    assert verify(harness, folder) == {"diary.time.precision"}
 
 
 def test_torn_tail_is_not_tampering(harness: Harness, tmp_path: Path) -> None:
@@ -518,3 +535,21 @@ def test_resumed_diary_continues_with_run_start(
     )
     assert got == {"path": str(tmp_path / "diary.jsonl")}
     assert python_verify(tmp_path, workers=1).lines == 2
+
+
+def test_node_writes_a_whole_second_as_a_float_token() -> None:
+    """The Node writer stamps time as Math.round(Date.now()) / 1000, a JavaScript number,
+    which its canonical JSON writes as a Python float: 1764460800.0 on a whole second, never
+    the integer token 1764460800 that diary.time.precision refuses."""
+    import subprocess
+
+    from tests.typescript.node_harness import NODE_IMPL, require_node
+
+    script = (
+        'const { canonicalLine } = require("./lib/pyjson");'
+        "process.stdout.write(canonicalLine({ time: Math.round(1764460800000) / 1000 }));"
+    )
+    out = subprocess.run(
+        [require_node(), "-e", script], cwd=NODE_IMPL, capture_output=True, text=True, check=True
+    )
+    assert out.stdout == '{"time":1764460800.0}'

@@ -317,6 +317,24 @@ def t_metrics_json(folder: Path, lines: list[dict[str, Any]], choice: int) -> in
     return None
 
 
+TIME_CHANGES: tuple[Callable[[float], float | int], ...] = (
+    int,
+    lambda t: round(t, 3) + 0.0004,
+    lambda t: round(int(t) + 0.123456, 6),
+)
+"""How a tamper spoils a line's time: an integer token, four decimals, six decimals."""
+
+
+def t_time(folder: Path, lines: list[dict[str, Any]], choice: int) -> int | None:
+    """A line's time written as one of :data:`TIME_CHANGES` (not a float rounded to
+    milliseconds), its hash recomputed: only diary.time.precision is broken."""
+    k, variant = _spot(lines, choice, len(TIME_CHANGES))
+    lines = [dict(x) for x in lines]
+    lines[k]["time"] = TIME_CHANGES[variant](lines[k]["time"])
+    write_lines(folder / "diary.jsonl", _rehash(lines, k))
+    return k
+
+
 FORMAT_CHANGES = (str.upper, lambda h: h[:-1], lambda h: h + "0", lambda h: h + "\n")
 """A hex digest in upper case, one digit short, one digit long, with a line break after it
 (``$`` in a Python regex matches before it)."""
@@ -356,11 +374,12 @@ TAMPERS: dict[str, tuple[Tamper, bool, bool, int]] = {
     "diary.metrics.sha256": (t_metrics_sha, False, True, 2),
     "diary.metrics.json": (t_metrics_json, False, False, 4),
     "diary.hash.format": (t_hash_format, True, False, len(FORMAT_CHANGES)),
+    "diary.time.precision": (t_time, True, False, len(TIME_CHANGES)),
     "diary.prev.format": (t_prev_format, True, True, len(FORMAT_CHANGES)),
 }
 """rule -> (tamper, whether it names a line, whether the run must end with run_end, how
 many variants it has)."""
-BY_LINE = (t_hash, t_prev, t_seq, t_json, t_hash_format, t_prev_format)
+BY_LINE = (t_hash, t_prev, t_seq, t_json, t_hash_format, t_prev_format, t_time)
 """The tampers that pick a line and a variant from their choice (:func:`_spot`); the others
 take the variant ``choice % variants``."""
 

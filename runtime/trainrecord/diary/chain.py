@@ -89,6 +89,26 @@ class ChunkResult:
         return self
 
 
+def time_problem(t: Any) -> str | None:
+    """What is wrong with a line's time (``diary.time.precision``), or None: the seed's
+    time is a float rounded to milliseconds, so an integer token or a float with more than
+    three decimals in its shortest form (``repr``) is refused. (``round(t, 3) == t`` holds
+    exactly when ``repr(t)`` has at most three decimals.)"""
+    if t.__class__ is float:
+        if round(t, 3) == t:
+            return None
+        return (
+            f"time: {t!r} has more than three decimals; time is Unix seconds rounded to "
+            "milliseconds: write round(time.time(), 3)"
+        )
+    if t.__class__ is int:
+        return (
+            f"time: {t} is an integer token; time is a float (Unix seconds rounded to "
+            f"milliseconds): write it as a float, {t}.0, as round(time.time(), 3) gives it"
+        )
+    return None  # not a number: the schema (diary.time.type) says so
+
+
 def _seq_of(value: Any) -> int | None:
     seq = value.get("seq") if isinstance(value, dict) else None
     return seq if type(seq) is int else None
@@ -192,6 +212,7 @@ def _scan(raw_all: bytes, first_line: int, *, strict: bool, plain: bool = False)
             value = None
         if value.__class__ is dict:
             event = value.get("event")
+            t = value.get("time")  # (before exact_body may put spelled floats in value)
             prev = value.pop("prev", None)
             digest_given = value.pop("hash", None)
             # the fast checks leave prev and hash to this code: strings, or the slow path
@@ -226,7 +247,12 @@ def _scan(raw_all: bytes, first_line: int, *, strict: bool, plain: bool = False)
             prev = value["prev"]
             digest_given = value["hash"]
             event = value["event"]
+            t = value["time"]
         seq = value["seq"]
+        if t.__class__ is not float or round(t, 3) != t:
+            failure = LineFailure(line_no, seq, "diary.time.precision", str(time_problem(t)))
+            res.failure = _fail_schema_raw(line_no, raw) or failure
+            break
         if expect_seq is None:
             res.first_seq, res.first_prev, res.first_event = seq, prev, event
             # the caller checks this line's seq and prev: make sure their format is checked

@@ -4,7 +4,8 @@
  * Node, with the rule ids of spec/rules/diary.json and the verdict of the Python verifier
  * (runtime/trainrecord/diary/verify.py): the first failing line and the one rule it breaks.
  *
- * Per line, in this order: strict JSON object, the event's schema, seq (contiguous from 0),
+ * Per line, in this order: strict JSON object, the event's schema, time a float rounded to
+ * milliseconds (diary.time.precision), seq (contiguous from 0),
  * prev (64 zeros first, then the hash of the line before), only a run_start may follow a
  * run_end (a resumed run), the canonical body can be written, and the hash. The first line
  * is run_start. A last line without a newline is a torn tail (a crash), not a failure.
@@ -16,7 +17,7 @@
 const fs = require("node:fs");
 const path = require("node:path");
 const crypto = require("node:crypto");
-const { parse, canonicalLine } = require("./pyjson");
+const { parse, canonicalLine, floatRepr } = require("./pyjson");
 const { problems } = require("./validate");
 const { fingerprint } = require("./keys");
 
@@ -46,6 +47,26 @@ const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
  */
 function lineHash(prev, body) {
   return crypto.createHash("sha256").update(prev + canonicalLine(body), "utf8").digest("hex");
+}
+
+/**
+ * What is wrong with a line's time (diary.time.precision), or null: the seed's time is a
+ * float rounded to milliseconds, so an integer token (a BigInt from pyjson.parse) or a float
+ * with more than three decimals in Python's repr (its shortest form) is refused. As the
+ * Python verifier (runtime/trainrecord/diary/chain.py, time_problem).
+ * @param {PyValue} t
+ * @returns {string | null}
+ */
+function timeProblem(t) {
+  if (typeof t === "bigint") {
+    return `time: ${t} is an integer token; time is a float (Unix seconds rounded to milliseconds): write it as a float, ${t}.0, as round(time.time(), 3) gives it`;
+  }
+  if (typeof t !== "number") return null; // not a number: the schema (diary.time.type) says so
+  const repr = floatRepr(t);
+  const m = /^-?\d+(?:\.(\d+))?(?:e([+-]\d+))?$/.exec(repr);
+  const digits = (m?.[1] ?? "").replace(/0+$/, "").length;
+  if (Math.max(0, digits - Number(m?.[2] ?? 0)) <= 3) return null;
+  return `time: ${repr} has more than three decimals; time is Unix seconds rounded to milliseconds: write round(time.time(), 3)`;
 }
 
 /** @param {Buffer} data */
@@ -131,6 +152,8 @@ function verifyDiary(folder, options = {}) {
       const p = /** @type {import("./refused").Problem} */ (found[0]);
       return done(fail("diary.jsonl", lineNo, seq, p.rule, `${p.path.join(".")}: ${p.message}`));
     }
+    const badTime = timeProblem(value.time);
+    if (badTime !== null) return done(fail("diary.jsonl", lineNo, seq, "diary.time.precision", badTime));
     const expected = BigInt(lineNo - 1);
     if (seq !== expected) return done(fail("diary.jsonl", lineNo, seq, "diary.chain.seq", `seq is ${seq}, expected ${expected}`));
     if (value.prev !== prevHash) {
