@@ -229,3 +229,29 @@ def test_a_level_wavering_around_the_half_writes_one_event(total: int, data: st.
         assert change is not None and change[1]["level"] == "some"
     # levels written always match the counts written
     assert change[1]["n_observed"] == floor - 1
+
+
+@given(
+    st.floats(min_value=1e-4, max_value=1e2),
+    st.integers(min_value=6, max_value=20),
+    st.floats(min_value=1.2, max_value=6.0),
+    st.floats(min_value=0.25, max_value=2.0),
+)
+def test_a_fall_the_whole_network_shares_while_the_loss_climbs_is_vanishing(
+    norm: float, checks: int, decades: float, climb: float
+) -> None:
+    # A user probe: Adam at 100 x its learning rate after convergence; every layer's
+    # gradient fell two decades while the loss climbed to chance (0.66 -> 1.6), and the
+    # network-wide clause explained the fall away (no alarm; no_gradient flapped).
+    alarms = GradientAlarms(dict(LAYERS), warmup=5)
+    start = {k: norm * (i + 1) for i, k in enumerate(LAYERS)}
+    steady(alarms, start, checks, loss=0.5)
+    fallen = {k: v * 10.0**-decades for k, v in start.items()}
+    high = 0.5 * 10.0**climb
+    for step in range(checks, checks + 10):  # the loss climbs first: its recent median moves
+        alarms.observe(step, start, high)
+    assert alarms.observe(checks + 10, fallen, high) == []
+    found = alarms.observe(checks + 11, fallen, high)
+    assert [(e, f["layer"], f["diagnosis"]) for e, f in found] == [
+        ("alarm", k, "vanishing") for k in LAYERS
+    ]

@@ -25,7 +25,8 @@ null when the layer never had a finite non-zero norm) and one ``alarm_cleared`` 
 comes back. A fall below the band that the network explains is no ``vanishing``: the
 loss fell by at least ``loss_share`` of as many decades below its mean over the same
 checks (a converging network), or every layer fell with it (the layer is within its band
-of the median layer's fall). Non-finite norms and norms outside the band never enter a
+of the median layer's fall) and the loss's recent median is within 0.2 decades (1.6 x) of the
+run's lowest. Non-finite norms and norms outside the band never enter a
 baseline, so a broken layer cannot drag its baseline along; an explained fall does.
 """
 
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -264,6 +266,12 @@ class GradientAlarms:
     loss_share: float = 0.5
     """A fall of d decades is explained when the loss fell by at least ``loss_share * d``
     decades below its level while the layer's baseline formed."""
+    loss_rise: float = 0.2
+    """Decades the loss's recent median may stand above the lowest of the run for a fall the
+    whole network shares to be explained (Adam at 100 x its learning rate after
+    convergence: every layer's gradient fell two decades as the loss climbed to chance)."""
+    _losses: deque[float] = field(default_factory=lambda: deque(maxlen=10))
+    _best: float | None = None
     baselines: dict[str, LayerBaseline] = field(default_factory=dict)
     active: dict[str, str] = field(default_factory=dict)
     out: dict[str, tuple[str, int]] = field(default_factory=dict)  # side, checks in a row
@@ -276,6 +284,11 @@ class GradientAlarms:
         there is one); return the alarm events to write."""
         self.checks += 1
         log_loss = math.log10(loss) if loss is not None and 0.0 < loss < math.inf else None
+        if log_loss is not None:
+            self._losses.append(loss)  # type: ignore[arg-type]
+            if len(self._losses) >= 3:
+                recent = statistics.median(self._losses)
+                self._best = recent if self._best is None else min(self._best, recent)
         seen: list[tuple[str, float | None, LayerBaseline, float | None]] = []
         for layer, norm in norms.items():
             if norm is not None and not math.isfinite(norm):
@@ -373,16 +386,23 @@ class GradientAlarms:
         at least ``loss_share`` of the fall's decades (a converging network: a
         cross-entropy's gradient shrinks with it, a squared error's with its root), or the
         whole network's gradients fell with it (the median layer's fall; within the band of
-        it)."""
+        it) while the loss's recent median is within ``loss_rise`` decades of the lowest of
+        the run."""
         if distance is None:
             return False
-        if (
-            log_loss is not None
-            and base.loss_count >= 2
-            and log_loss - base.loss_mean <= self.loss_share * distance
-        ):
+        rise = log_loss - base.loss_mean if log_loss is not None and base.loss_count >= 2 else None
+        if rise is not None and rise <= self.loss_share * distance:
             return True
+        if self._climbed() > self.loss_rise:
+            return False  # every layer falling while the loss climbs: the network is failing
         return shift is not None and distance - shift >= -self._band(base)
+
+    def _climbed(self) -> float:
+        """Decades the loss's recent median (last 10 checks) stands above the lowest such
+        median of the run (0 until three checks had a positive finite loss)."""
+        if len(self._losses) < 3 or self._best is None:
+            return 0.0
+        return math.log10(statistics.median(self._losses)) - math.log10(self._best)
 
 
 def _finite_sigma(sigma: float) -> float | None:
