@@ -193,3 +193,26 @@ def test_one_hard_batch_is_no_spike_and_no_explosion(run_dir: Path) -> None:
     # Before: 25 spikes in these 700 steps. Now one, where two hard batches came in a row
     # after a calm stretch (0.28 then 0.086 over a baseline of 0.008).
     assert len(events(lines, "loss_spike")) <= 1
+
+
+def test_units_dead_by_their_weights_are_silent_at_once(run_dir: Path) -> None:
+    # An integration probe: 40 of 64 units killed (zero weights, bias -1) under SGD with
+    # momentum: no certificate (the momentum may revive them), and the channels event came
+    # 8 checks later, when each unit had shown 256 values. Weights that make the ReLU's
+    # input <= 0 for every input are evidence enough that a unit is silent now.
+    torch.manual_seed(1)
+    model = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 4))
+    optimizer = torch.optim.SGD(model.parameters(), 0.0, momentum=0.9)
+
+    def kill(step: int) -> None:
+        if step == 10:
+            with torch.no_grad():
+                model[0].weight[:10] = 0.0
+                model[0].bias[:10] = -1.0
+
+    lines = fit(model, optimizer, teacher(5000), run_dir, 20, 8, 1, before=kill)
+    [channels] = events(lines, "channels")
+    assert (channels["step"], channels["n_observed"]) == (10, 10)
+    assert channels["observed"] == list(range(10))
+    [refused] = events(lines, "certificate_refused")
+    assert refused["step"] == 10 and "momentum_buffer" in refused["reason"]

@@ -207,15 +207,25 @@ class Certifier:
     list_limit: int = 16
     refused: set[tuple[str, str]] = field(default_factory=set)
     certified: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    silent_by_weights: dict[str, set[int]] = field(default_factory=dict)
+    """Per producer, the candidates of the last check whose weights make the ReLU's input
+    <= 0 for every input now (gamma = 0 and beta <= 0; or all-zero incoming weights and
+    bias with beta <= 0 under a training-mode BatchNorm, bias <= 0 without one), whether or
+    not the optimizer lets a certificate hold: silent now without counting values."""
 
     def check(
         self, step: int, producer: Producer, candidates: list[int]
     ) -> tuple[set[int], list[tuple[str, dict[str, Any]]]]:
         """Certified channels among ``candidates`` (observed constant or silent), and events."""
+        self.silent_by_weights[producer.name] = set()
         if not candidates:
             self.certified.pop(producer.name, None)
             return set(), []
         routes = self._dead_from_weights(producer, candidates)
+        bn = producer.bn_module
+        self.silent_by_weights[producer.name] = {
+            c for c, route in routes.items() if route == "gamma" or bn is None or bn.training
+        }
         if not routes:
             self.certified.pop(producer.name, None)
             return set(), []

@@ -831,7 +831,8 @@ class Monitor:
                 relu,
                 channel_scale(info.module, info.bn_module),
                 self.decay_ratio,
-                self._silence(name, silent, values.get(measured, 0)),
+                self._silence(name, silent, values.get(measured, 0))
+                | (silent & self.certifier.silent_by_weights.get(name, set())),
             )
             out[name] = counts.row()
             change = self.channels.observe(step, name, info.batchnorm, counts)
