@@ -48,7 +48,15 @@ def test_an_unfrozen_backbone_is_checked_from_the_next_check(run_dir: Path) -> N
     assert "block1.0" in [p["layer"] for p in manifests[1]["producers"]]
     assert lines[0]["layers"] == manifests[0]["layers"]  # run_start: the layers at the start
     at_12 = [line["event"] for line in lines if line.get("step") == 12]
-    assert at_12[0] == "manifest"  # first in its check
+    # first in its check; with the structure learnt again: block1 was frozen at the first
+    # check, so its pair and ReLU were never seen (a frozen path has no autograd graph)
+    assert at_12[:2] == ["structure", "manifest"]
+    structures = events(lines, "structure")
+    assert "block1.0" not in structures[0]["pairs"]
+    assert structures[1]["pairs"]["block1.0"] == "block1.1"
+    assert "block1.0" in structures[1]["relu_after"] or any(
+        p["layer"] == "block1.0" and p["relu"] for p in manifests[1]["producers"]
+    )
     assert events(lines, "alarm") == []  # an unfrozen layer is no alarm by itself
     rows = metrics(run_dir)
     for row in rows:

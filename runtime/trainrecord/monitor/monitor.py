@@ -250,6 +250,7 @@ class Monitor:
             self.optimizer, repair_seed, channel_list_limit, self.dist if self.dist.active else None
         )
         self.structure: Structure | None = None
+        self._learnt_with: set[str] = set()  # the layers trainable when it was learnt
         self.producer_info: dict[str, Producer] = {}
         self.counts: dict[str, int] = {"checks_without_gradients": 0}
         self.start_step = start_step
@@ -652,6 +653,7 @@ class Monitor:
         """Take the structure of the first check's forward pass; ``seen``: the modules whose
         outputs the channel hooks saw in it."""
         self.structure = structure
+        self._learnt_with = set(self.layers)
         self._seen_first = seen
         self._take_producers()
         self._emit("structure", structure.event(step))
@@ -708,7 +710,9 @@ class Monitor:
         after the change learns it again and writes ``structure`` and ``manifest`` (a
         deletion raises no flag: a check raises it when a parameter has no gradient). When
         only the parameters changed (frozen or unfrozen, as gradual unfreezing does; added;
-        another dtype), the layers are taken again and the next check writes a manifest."""
+        another dtype), the layers are taken again and the next check writes a manifest;
+        when layers frozen at the structure's learning are trainable now, the structure is
+        learnt again too (a frozen path leaves no autograd graph to learn it from)."""
         changed = False
         if self._held.registered.is_set():  # something was registered in the process
             self._held.registered.clear()
@@ -728,6 +732,10 @@ class Monitor:
             return False
         self._trainable = trainable
         self._take_layers()
+        if not changed and self.structure is not None and set(self.layers) - self._learnt_with:
+            # Layers trainable now that were frozen when the structure was learnt: a frozen
+            # path has no autograd graph, so their pairs and ReLUs were never seen.
+            changed = True
         if changed:
             self.structure = None  # learnt again by the next check armed for it
             self._manifest_due = False
