@@ -84,3 +84,26 @@ def opposite_inputs(rank: int, world: int, init_file: str, run_dir: str) -> None
         dist.barrier()  # no rank tears gloo down while the other is still in a collective
     finally:
         dist.destroy_process_group()
+
+
+def number_loss(rank: int, world: int, init_file: str, run_dir: str) -> None:
+    """Each rank passes its loss as a number (loss.item()): 1.0 on rank 0, 3.0 on rank 1."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tests.monitor.conftest import TinyMLP
+    from trainrecord.monitor import Monitor
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    try:
+        torch.manual_seed(0)
+        ddp = DistributedDataParallel(TinyMLP())
+        optimizer = torch.optim.SGD(ddp.parameters(), lr=0.0)
+        x, y = torch.randn(8, 3, 8, 8), torch.zeros(8, dtype=torch.long)
+        with Monitor(ddp, optimizer, run_dir, check_every=1) as monitor:
+            for _ in range(2):
+                F.cross_entropy(ddp(x), y).backward()
+                monitor.step(1.0 + 2.0 * rank)
+                optimizer.zero_grad()
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()

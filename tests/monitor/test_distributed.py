@@ -68,3 +68,16 @@ def test_observations_are_reduced_across_ranks(tmp_path: Path) -> None:
         monitor.step(loss)
     silent = metrics(tmp_path / "alone")[0]["stuck"]["fc1"][2]
     assert 0 < silent < 16
+
+
+def test_a_loss_given_as_a_number_is_the_mean_over_ranks(tmp_path: Path) -> None:
+    # An integration probe: monitor.step(loss.item()) under DDP recorded rank 0's loss
+    # (0.8068; the mean of the two ranks was 0.6195), and a NaN on rank 1 went unseen.
+    run_dir = tmp_path / "run"
+    mp.spawn(
+        ddp_worker.number_loss,
+        args=(2, str(tmp_path / "init"), str(run_dir)),
+        nprocs=2,
+        join=True,
+    )
+    assert [r["loss"] for r in metrics(run_dir)] == [2.0, 2.0]

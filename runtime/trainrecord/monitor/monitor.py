@@ -748,7 +748,8 @@ class Monitor:
         self, step: int, loss: torch.Tensor | float | None
     ) -> tuple[torch.Tensor | None, float | None]:
         """The loss as a one-element tensor still on its device (mean over ranks), or as a
-        number when it was given as one."""
+        number when it was given as one (under DDP a number too becomes the mean over
+        ranks, a float32 tensor)."""
         if loss is None:
             return None, None
         if isinstance(loss, torch.Tensor):
@@ -779,6 +780,10 @@ class Monitor:
                 "monitor.step(loss): loss must be a tensor, a number or None, "
                 f"got {type(loss).__name__}"
             )
+        if self.dist.active:  # a number too is the mean over ranks (as a tensor is)
+            device = self._parameters[0].device
+            shared = torch.tensor([float(loss)], dtype=torch.float32, device=device)
+            return self.dist.reduce_mean(shared), None
         return None, float(loss)
 
     def _scale(self) -> tuple[float, float] | None:
