@@ -617,6 +617,32 @@ def test_a_resumed_run_numbers_steps_from_start_step(
     assert [r for r in caplog.records if "start_step=" in r.getMessage()]
 
 
+def test_continuing_a_run_of_another_model_is_warned(
+    run_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # An integration probe resumed a model of hidden width 128 into a run of width 64: no
+    # word, and `show` described the first model.
+    torch.manual_seed(0)
+    first = TinyMLP()
+    with Monitor(first, sgd(first), run_dir, check_every=4) as monitor:
+        train(first, sgd(first), monitor, 4)
+    with Monitor(first, sgd(first), run_dir, check_every=4, start_step=4):  # the same model
+        pass
+    assert not [r for r in caplog.records if "another model" in r.getMessage()]
+    other = nn.Sequential(nn.Flatten(), nn.Linear(192, 8), nn.ReLU(), nn.Linear(8, 4))
+    with Monitor(other, sgd(other), run_dir, check_every=4, start_step=4):
+        pass
+    [said] = [r.getMessage() for r in caplog.records if "another model" in r.getMessage()]
+    starts = events(read_run(run_dir), "run_start")
+    assert f"{starts[0]['parameters']} parameters" in said
+    assert starts[0]["architecture_sha256"][:12] in said
+    assert starts[-1]["architecture_sha256"][:12] in said and "new run_dir" in said
+    out = cli("show", run_dir)
+    assert f"the last session's model is another: Sequential with {starts[-1]['parameters']:,}" in (
+        out.stdout
+    )
+
+
 def test_start_step_must_be_a_non_negative_integer(run_dir: Path) -> None:
     for bad in (-1, 1.5, True):
         with pytest.raises(ValueError, match="start_step"):
@@ -767,3 +793,7 @@ def test_show_says_how_a_run_ended_and_where_a_session_continued(run_dir: Path) 
     assert out.returncode == 0, out.stderr
     assert "the last session continued from step 3" in out.stdout
     assert "ended by RuntimeError (CUDA out of memory) after 2 steps" in out.stdout
+    # the session's steps, not the run's: an integration probe read "ended after 120
+    # steps" of a run that ended at step 229
+    assert "after 2 steps of the last session (steps 3-4) and 0 checks" in out.stdout
+    assert "another" not in out.stdout  # the same model in both sessions

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from tests.diary.helpers import cli
 from tests.monitor.conftest import TinyCNN, batches, events, metrics, read_run, train
 from tests.monitor.test_events import zero_block2
 from trainrecord.monitor import Monitor
@@ -64,6 +65,9 @@ def test_an_unfrozen_backbone_is_checked_from_the_next_check(run_dir: Path) -> N
         assert ("block1.0" in row["stuck"]) == (row["step"] >= 12), row
     assert all(r["grad"]["block1.0"] > 0 for r in rows if r["step"] >= 12)
     assert lines[-1]["counts"]["manifest"] == 2
+    # show lists the layers checked last, not run_start's (a probe read "layers (2)")
+    shown = cli("show", run_dir).stdout
+    assert f"  layers ({len(manifests[1]['layers'])}): block1.0, block1.1," in shown
 
 
 def test_a_frozen_layer_raises_no_alarm_and_leaves_the_checks(run_dir: Path) -> None:

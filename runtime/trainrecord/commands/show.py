@@ -91,13 +91,20 @@ def render(s: Summary) -> list[str]:
             f"  written by {r.get('tool')}; python {r.get('python')}, torch "
             f"{r.get('torch')}, {r.get('platform')}"
         )
-        layers = r.get("layers") or []
+        checked = (s.manifest or {}).get("layers")  # the layers checked last (they change)
+        layers = checked if isinstance(checked, list) else r.get("layers") or []
         out.append(
             f"  layers ({len(layers)}): {', '.join(map(str, layers[:16]))}"
             + (" ..." if len(layers) > 16 else "")
         )
         if s.sessions > 1:
             out.append(f"  resumed: {s.sessions} sessions")
+        last = s.last_run or {}
+        if last.get("architecture_sha256") != r.get("architecture_sha256"):
+            out.append(
+                f"  the last session's model is another: {last.get('model')} with "
+                f"{last.get('parameters'):,} parameters (other parameter names or shapes)"
+            )
         start = (s.last_run or {}).get("start_step")
         if isinstance(start, int) and not isinstance(start, bool) and start > 0:
             out.append(f"  the last session continued from step {start}")
@@ -121,9 +128,15 @@ def render(s: Summary) -> list[str]:
         if isinstance(error, dict):
             message = str(error.get("message") or "")
             how = f" by {error.get('type')}" + (f" ({message[:120]})" if message else "")
-        out.append(
-            f"ended{how} after {_n(e.get('steps'), 'step')} and {_n(e.get('checks'), 'check')}"
-        )
+        start = (s.last_run or {}).get("start_step")
+        steps = e.get("steps")
+        span = ""
+        if isinstance(start, int) and not isinstance(start, bool) and start > 0:
+            if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0:
+                span = f" of the last session (steps {start}-{start + steps - 1})"
+            else:
+                span = " of the last session"
+        out.append(f"ended{how} after {_n(steps, 'step')}{span} and {_n(e.get('checks'), 'check')}")
     else:
         out.append("no run_end: the run is still going, or it crashed")
     out.append(f"alarms ({len(s.alarms)}):" if s.alarms else "alarms: none")

@@ -312,7 +312,10 @@ class Monitor:
                 "start_step=<optimizer steps already taken> so steps and metrics rows carry on",
                 self.run_dir,
             )
-        self._emit("run_start", self._run_start(config))
+        start = self._run_start(config)
+        if self._diary is not None and self._diary.seq:
+            self._warn_other_model(start)
+        self._emit("run_start", start)
         if self._record_error is not None:  # before training: a clear error, not a warning
             self.closed = True
             self._held.release()
@@ -327,6 +330,27 @@ class Monitor:
             self._arm()
         if self.dist.writer:  # a SIGTERM (Slurm, docker stop) still writes run_end
             sigterm.activate(self, _sigterm_stop(weakref.ref(self)))
+
+    def _warn_other_model(self, start: dict[str, Any]) -> None:
+        """Log a warning when the diary this Monitor continues was written for a model of
+        other parameter names or shapes (its last ``run_start``'s architecture_sha256)."""
+        from trainrecord.diary.read import read_diary
+
+        try:
+            before = [line for line in read_diary(self.run_dir) if line.get("event") == "run_start"]
+        except (OSError, ValueError):
+            return  # unreadable: the writer's own checks speak for it
+        if before and before[-1].get("architecture_sha256") != start["architecture_sha256"]:
+            LOGGER.warning(
+                "trainrecord.Monitor: %s holds a run of another model (%s parameters, "
+                "architecture_sha256 %.12s...; this one: %s, %.12s...): its metrics rows and "
+                "events now mix two models; give a new run_dir to a different model",
+                self.run_dir,
+                before[-1].get("parameters"),
+                before[-1].get("architecture_sha256"),
+                start["parameters"],
+                start["architecture_sha256"],
+            )
 
     @property
     def _structure_probe(self) -> StructureProbe | None:
