@@ -86,6 +86,11 @@ def _time_int(run: Path) -> None:
     _relink(run)
 
 
+def _metrics_folder(run: Path) -> None:
+    (run / "metrics.jsonl").unlink()
+    (run / "metrics.jsonl").mkdir()
+
+
 def _not_json(run: Path) -> None:
     lines = _lines(run)
     lines[3] = b'{"seq": 3, "value": NaN}\n'
@@ -171,6 +176,7 @@ CASES: dict[str, Callable[[Path], None]] = {
     "diary.chain.hash": _break_hash,
     "diary.file.json": _not_json,
     "diary.time.precision": _time_int,
+    "diary.file.regular": _metrics_folder,
     "diary.file.empty": _empty,
     "diary.order.run_start": _not_run_start,
     "diary.order.run_end": _after_run_end,
@@ -331,3 +337,83 @@ def test_the_writers_time_is_a_float_token_also_on_a_whole_second(tmp_path: Path
     for raw in _lines(tmp_path / "run"):
         assert isinstance(json.loads(raw)["time"], float)
     assert verify(tmp_path / "run").ok
+
+
+ODD_FILES = ("diary.jsonl", "metrics.jsonl", "record.json", "record.sig")
+
+
+def _make_odd(path: Path, kind: str) -> None:
+    import os
+
+    path.unlink()
+    if kind == "folder":
+        path.mkdir()
+        (path / "inside").write_text("x")
+    else:
+        os.mkfifo(path)
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo"])
+@pytest.mark.parametrize("name", ODD_FILES)
+def test_a_file_of_the_record_that_is_not_a_regular_file_fails_verification(
+    signed, tmp_path: Path, name: str, kind: str
+) -> None:
+    """diary.file.regular: a folder or a FIFO in place of a record's file is a failure
+    naming the file and what it is; verify() does not raise (a folder raised
+    IsADirectoryError) and does not block (a FIFO blocked the read forever). The CLI runs in
+    a child with a time limit, so a verifier that blocks fails the test instead of hanging it."""
+    import subprocess
+    import sys
+
+    run = tmp_path / "run"
+    shutil.copytree(signed[0], run)
+    _make_odd(run / name, kind)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainrecord.cli",
+            "verify",
+            "--json",
+            "--key",
+            str(signed[1]),
+            str(run),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 1, out.stderr
+    failure = json.loads(out.stdout)["failure"]
+    what = "a folder" if kind == "folder" else "a FIFO (named pipe)"
+    assert (failure["rule"], failure["file"], failure["line"]) == ("diary.file.regular", name, 0)
+    assert failure["message"].startswith(f"{name} is {what}, not a regular file")
+    result = verify(run, public_key=signed[1])  # in this process: no exception, no wait
+    assert result.status == "failed" and result.failure is not None
+    assert result.failure.rule == "diary.file.regular"
+
+
+def test_failure_messages_show_the_rule_once_and_count_the_lines_right(
+    signed, tmp_path: Path
+) -> None:
+    """A metrics row or seal that breaks its schema names the rule once, then the field;
+    a failure on a line that verified (run_end's metrics digest) does not claim that line
+    as unverified."""
+    run = tmp_path / "run"
+    shutil.copytree(signed[0], run)
+    _seal_edit(run, lambda s: s.update(note="x"))
+    text = verify(run).summary()
+    assert text.count("[seal.fields.extra]") == 1, text
+    assert "record.json: [seal.fields.extra] note: field 'note' is not allowed here" in text
+    shutil.rmtree(run)
+    shutil.copytree(signed[0], run)
+    (run / "metrics.jsonl").write_bytes(b'{"step":1,"loss":1.0,"grad":{}}\n')
+    text = verify(run).summary()
+    assert text.count("[diary_metrics.fields.missing]") == 1, text
+    assert "metrics.jsonl line 1: [diary_metrics.fields.missing] stuck: required field" in text
+    (run / "metrics.jsonl").unlink()
+    result = verify(run)
+    n = result.lines
+    assert result.failure is not None and result.failure.line == n  # the run_end line
+    assert result.summary().endswith(f"(the {n} diary lines verify)"), result.summary()
+    assert "lines verified before it" not in result.summary()

@@ -553,3 +553,70 @@ def test_node_writes_a_whole_second_as_a_float_token() -> None:
         [require_node(), "-e", script], cwd=NODE_IMPL, capture_output=True, text=True, check=True
     )
     assert out.stdout == '{"time":1764460800.0}'
+
+
+def _node_verify(folder: Path) -> dict[str, Any]:
+    """Node's verifyDiary on ``folder`` in a child with a time limit (a verifier that blocks
+    on a FIFO fails the test instead of hanging it); its failure, or an error with stderr."""
+    import subprocess
+
+    from tests.typescript.node_harness import NODE_IMPL, require_node
+
+    script = (
+        'const { verifyDiary } = require("./lib/diary");'
+        "const r = verifyDiary(process.argv[1]);"
+        "process.stdout.write(JSON.stringify({ status: r.status, failure: r.failure },"
+        ' (k, v) => (typeof v === "bigint" ? Number(v) : v)));'
+    )
+    out = subprocess.run(
+        [require_node(), "-e", script, str(folder)],
+        cwd=NODE_IMPL,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout)
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo"])
+@pytest.mark.parametrize("name", ["diary.jsonl", "metrics.jsonl", "record.json", "record.sig"])
+def test_a_file_that_is_not_a_regular_file_is_a_failure_in_node(
+    tmp_path: Path, name: str, kind: str
+) -> None:
+    """diary.file.regular: Node names the file and what stands there, as Python does,
+    instead of throwing EISDIR with a stack trace (a folder) or blocking (a FIFO)."""
+    import os
+
+    folder = write_diary(tmp_path / "run", bodies())
+    generate_keypair(tmp_path / "k" / "signer")
+    write_seal(folder, signing_key=tmp_path / "k" / "signer")
+    (folder / name).unlink()
+    if kind == "folder":
+        (folder / name).mkdir()
+    else:
+        os.mkfifo(folder / name)
+    got = _node_verify(folder)
+    expected = python_verify(folder, workers=1)
+    assert expected.failure is not None
+    assert got["status"] == expected.status == "failed"
+    assert got["failure"] == expected.failure.to_json()
+
+
+def test_node_seal_and_metrics_messages_name_the_field(tmp_path: Path) -> None:
+    """A seal or metrics row that breaks its schema: Node's message names the field, as
+    Python's does (it said only 'must NOT have additional properties')."""
+    folder = write_diary(tmp_path / "run", bodies())
+    write_seal(folder)
+    seal = json.loads((folder / "record.json").read_text())
+    (folder / "record.json").write_text(json.dumps({**seal, "note": "x"}, indent=2))
+    got = _node_verify(folder)["failure"]
+    assert got["rule"] == "seal.fields.extra"
+    assert got["message"].startswith("note: "), got["message"]
+    (folder / "record.json").unlink()
+    bad = b'{"step":1,"loss":1.0,"grad":{}}\n'
+    items = bodies()
+    items[2]["metrics_sha256"] = hashlib.sha256(bad).hexdigest()
+    got = _node_verify(write_diary(tmp_path / "m", items, metrics=bad))["failure"]
+    assert got["rule"] == "diary_metrics.fields.missing"
+    assert got["message"].startswith("stuck: "), got["message"]

@@ -335,6 +335,28 @@ def t_time(folder: Path, lines: list[dict[str, Any]], choice: int) -> int | None
     return k
 
 
+IRREGULAR = (("metrics.jsonl", "folder"), ("diary.jsonl", "folder"), ("metrics.jsonl", "fifo"))
+"""What a tamper puts in place of a record's file: a folder, or a FIFO (named pipe, where
+the system has them: a verifier that reads it blocks until the harness times out)."""
+
+
+def t_irregular(folder: Path, lines: list[dict[str, Any]], choice: int) -> int | None:
+    """metrics.jsonl or diary.jsonl replaced by one of :data:`IRREGULAR`."""
+    import os
+
+    name, kind = IRREGULAR[choice % len(IRREGULAR)]
+    if kind == "fifo" and not hasattr(os, "mkfifo"):
+        kind = "folder"
+    path = folder / name
+    path.unlink(missing_ok=True)
+    if kind == "folder":
+        path.mkdir()
+        (path / "inside.txt").write_text("not the record's file\n", encoding="utf-8")
+    else:
+        os.mkfifo(path)
+    return None
+
+
 FORMAT_CHANGES = (str.upper, lambda h: h[:-1], lambda h: h + "0", lambda h: h + "\n")
 """A hex digest in upper case, one digit short, one digit long, with a line break after it
 (``$`` in a Python regex matches before it)."""
@@ -375,6 +397,7 @@ TAMPERS: dict[str, tuple[Tamper, bool, bool, int]] = {
     "diary.metrics.json": (t_metrics_json, False, False, 4),
     "diary.hash.format": (t_hash_format, True, False, len(FORMAT_CHANGES)),
     "diary.time.precision": (t_time, True, False, len(TIME_CHANGES)),
+    "diary.file.regular": (t_irregular, False, False, len(IRREGULAR)),
     "diary.prev.format": (t_prev_format, True, True, len(FORMAT_CHANGES)),
 }
 """rule -> (tamper, whether it names a line, whether the run must end with run_end, how

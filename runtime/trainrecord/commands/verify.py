@@ -86,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.run_dir.is_dir():
         print(f"trainrecord verify: not a directory: {args.run_dir}", file=sys.stderr)
         return 2
-    if not (args.run_dir / "diary.jsonl").is_file():
+    diary = args.run_dir / "diary.jsonl"
+    if not (diary.exists() or diary.is_symlink()):  # (one that is not a file: diary.file.regular)
         print(
             f"trainrecord verify: no diary.jsonl in {args.run_dir}; give the run directory "
             "that holds the record",

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+import stat
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from trainrecord.diary.events import fast_validators, line_problems
@@ -109,6 +111,42 @@ def time_problem(t: Any) -> str | None:
     return None  # not a number: the schema (diary.time.type) says so
 
 
+def problem_text(p: Any) -> str:
+    """A schema problem as a failure's message: the field, what is wrong, the value (the
+    failure shows its rule id itself)."""
+    shown = f" (got {p.value})" if p.value is not None else ""
+    return f"{p.field}: {p.message}{shown}"
+
+
+def irregular(path: Path, file: str) -> LineFailure | None:
+    """``diary.file.regular`` when ``path`` exists and is not a regular file (a folder, a
+    FIFO, a socket, a device: reading one raises or blocks); None otherwise. A link to a
+    regular file counts as one."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None  # missing (or a dangling link): the caller's own rule
+    if stat.S_ISREG(mode):
+        return None
+    kind = (
+        "a folder"
+        if stat.S_ISDIR(mode)
+        else "a FIFO (named pipe)"
+        if stat.S_ISFIFO(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a device"
+    )
+    return LineFailure(
+        0,
+        None,
+        "diary.file.regular",
+        f"{file} is {kind}, not a regular file; a record's {file} is a file: move that "
+        f"away and put the record's {file} there",
+        file,
+    )
+
+
 def _seq_of(value: Any) -> int | None:
     seq = value.get("seq") if isinstance(value, dict) else None
     return seq if type(seq) is int else None
@@ -119,8 +157,7 @@ def _fail_schema(line_no: int, value: dict[str, Any]) -> LineFailure | None:
     if not found:
         return None
     p = found[0]
-    shown = f" (got {p.value})" if p.value is not None else ""
-    return LineFailure(line_no, _seq_of(value), p.rule, f"{p.field}: {p.message}{shown}")
+    return LineFailure(line_no, _seq_of(value), p.rule, problem_text(p))
 
 
 def _fail_schema_raw(line_no: int, raw: bytes) -> LineFailure | None:

@@ -24,7 +24,7 @@ from cryptography.exceptions import InvalidSignature
 
 from trainrecord import __version__
 from trainrecord.canonical import loads_strict
-from trainrecord.diary.chain import LineFailure
+from trainrecord.diary.chain import LineFailure, irregular, problem_text
 from trainrecord.diary.durability import cause_text, fsync_dir, write_advice
 from trainrecord.diary.events import RECORD_VERSION, SEAL_SCHEMA
 from trainrecord.diary.keys import fingerprint, load_private_key, load_public_key
@@ -147,6 +147,9 @@ def check_seal(
 ) -> LineFailure | None:
     """Check record.json (and record.sig) against the files; None when they hold."""
     seal_path, sig_path = run / SEAL, run / SIGNATURE
+    odd = irregular(seal_path, SEAL) or irregular(sig_path, SIGNATURE)
+    if odd is not None:
+        return odd
     if not seal_path.exists():
         if sig_path.exists():
             return _fail("seal.missing", "record.sig is present but record.json is missing")
@@ -164,7 +167,7 @@ def check_seal(
         return _fail("seal.file.json", f"record.json is not strict JSON: {exc}")
     found = problems(seal, SEAL_SCHEMA)  # the oracle: one small document
     if found:
-        return _fail(found[0].rule, str(found[0]))
+        return _fail(found[0].rule, problem_text(found[0]))
     diary = seal["diary"]
     sha, size, lines = _file_facts(run / DIARY)
     if lines != diary["lines"] or torn:

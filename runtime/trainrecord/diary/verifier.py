@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from trainrecord.diary.chain import ChunkResult, LineFailure, scan
+from trainrecord.diary.chain import ChunkResult, LineFailure, irregular, problem_text, scan
 from trainrecord.diary.events import METRICS_ROW_SCHEMA, fast_problems, fast_validators
 from trainrecord.diary.fastline import LineSyntaxError, parse_line
 
@@ -85,7 +85,9 @@ class VerifyResult:
                 f"incomplete ({self.torn_bytes} bytes without a newline), as a crash while "
                 "writing leaves it. This is not tampering."
             )
-        if self.failure is not None and self.failure.file != DIARY:
+        if self.failure is not None and (
+            self.failure.file != DIARY or 0 < self.failure.line <= self.lines
+        ):  # not a line of its own (metrics, seal), or a line that verified (run_end's digest)
             return f"FAILED: {self.failure} (the {self.lines} diary lines verify)"
         return f"FAILED: {self.failure} ({self.lines} lines verified before it)"
 
@@ -213,6 +215,9 @@ def _check_metrics(
     run_dir: Path, run_ends: list[tuple[int, str]], complete: bool, result: VerifyResult
 ) -> LineFailure | None:
     path = run_dir / METRICS
+    odd = irregular(path, METRICS)
+    if odd is not None:
+        return odd
     if not path.exists():
         if run_ends:
             line, _ = run_ends[0]
@@ -240,7 +245,7 @@ def _check_metrics(
             return LineFailure(row, None, "diary.metrics.json", str(exc), METRICS)
         found = fast_problems(value, METRICS_ROW_SCHEMA)
         if found:
-            return LineFailure(row, None, found[0].rule, str(found[0]), METRICS)
+            return LineFailure(row, None, found[0].rule, problem_text(found[0]), METRICS)
         digest.update(data[pos : nl + 1])
         prefixes.add(digest.hexdigest())
         pos = nl + 1
@@ -288,6 +293,9 @@ def verify(
     """
     run = Path(run_dir)
     path = run / DIARY
+    odd = irregular(path, DIARY)
+    if odd is not None:
+        return VerifyResult(str(run), "failed", 0, failure=odd)
     if not path.is_file():
         return VerifyResult(
             str(run),

@@ -69,6 +69,29 @@ function timeProblem(t) {
   return `time: ${repr} has more than three decimals; time is Unix seconds rounded to milliseconds: write round(time.time(), 3)`;
 }
 
+/**
+ * diary.file.regular when `file` exists and is not a regular file (a folder, a FIFO, a
+ * socket, a device: reading one throws or blocks); null otherwise. A link to a regular file
+ * counts as one. As the Python verifier (runtime/trainrecord/diary/chain.py, irregular).
+ * @param {string} file
+ * @param {string} name
+ * @returns {Failure | null}
+ */
+function irregular(file, name) {
+  let st;
+  try {
+    st = fs.statSync(file);
+  } catch {
+    return null; // missing (or a dangling link): the caller's own rule
+  }
+  if (st.isFile()) return null;
+  const kind = st.isDirectory() ? "a folder" : st.isFIFO() ? "a FIFO (named pipe)" : st.isSocket() ? "a socket" : "a device";
+  return fail(name, 0, null, "diary.file.regular", `${name} is ${kind}, not a regular file; a record's ${name} is a file: move that away and put the record's ${name} there`);
+}
+
+/** @param {import("./refused").Problem} p the field and what is wrong (the rule is shown apart) */
+const problemText = (p) => `${p.path.join(".")}: ${p.message}`;
+
 /** @param {Buffer} data */
 const sha256 = (data) => crypto.createHash("sha256").update(data).digest("hex");
 
@@ -117,9 +140,10 @@ function verifyDiary(folder, options = {}) {
     }
     return result;
   };
+  const odd = irregular(file, "diary.jsonl");
+  if (odd !== null) return done(odd);
   let raw;
   try {
-    if (!fs.statSync(file).isFile()) return done(fail("diary.jsonl", 0, null, "diary.file.empty", "diary.jsonl is not a file"));
     raw = fs.readFileSync(file);
   } catch {
     return done(fail("diary.jsonl", 0, null, "diary.file.empty", "diary.jsonl does not exist"));
@@ -150,7 +174,7 @@ function verifyDiary(folder, options = {}) {
     const found = problems(value, LINE_SCHEMA);
     if (found.length > 0) {
       const p = /** @type {import("./refused").Problem} */ (found[0]);
-      return done(fail("diary.jsonl", lineNo, seq, p.rule, `${p.path.join(".")}: ${p.message}`));
+      return done(fail("diary.jsonl", lineNo, seq, p.rule, problemText(p)));
     }
     const badTime = timeProblem(value.time);
     if (badTime !== null) return done(fail("diary.jsonl", lineNo, seq, "diary.time.precision", badTime));
@@ -213,6 +237,8 @@ function verifyDiary(folder, options = {}) {
  */
 function checkMetrics(folder, runEnds, complete) {
   const file = path.join(folder, "metrics.jsonl");
+  const odd = irregular(file, "metrics.jsonl");
+  if (odd !== null) return odd;
   if (!fs.existsSync(file)) {
     if (runEnds.length > 0) return fail("diary.jsonl", /** @type {[number, string]} */ (runEnds[0])[0], null, "diary.metrics.sha256", "run_end names metrics_sha256 but metrics.jsonl is missing");
     return null;
@@ -235,7 +261,7 @@ function checkMetrics(folder, runEnds, complete) {
     const found = problems(value, METRICS_ROW_SCHEMA);
     if (found.length > 0) {
       const p = /** @type {import("./refused").Problem} */ (found[0]);
-      return fail("metrics.jsonl", row, null, p.rule, p.message);
+      return fail("metrics.jsonl", row, null, p.rule, problemText(p));
     }
     digest.update(data.subarray(pos, nl + 1));
     prefixes.add(digest.copy().digest("hex"));
@@ -276,6 +302,8 @@ function checkSeal(folder, result, torn, publicKey) {
   const sealPath = path.join(folder, "record.json");
   const sigPath = path.join(folder, "record.sig");
   const sealFail = (/** @type {string} */ rule, /** @type {string} */ message, f = "record.json") => fail(f, 0, null, rule, message);
+  const odd = irregular(sealPath, "record.json") ?? irregular(sigPath, "record.sig");
+  if (odd !== null) return odd;
   if (!fs.existsSync(sealPath)) {
     if (fs.existsSync(sigPath)) return sealFail("seal.missing", "record.sig is present but record.json is missing");
     if (publicKey !== null) return sealFail("seal.missing", "a public key was given but the record is not sealed (no record.json)");
@@ -290,7 +318,7 @@ function checkSeal(folder, result, torn, publicKey) {
     return sealFail("seal.file.json", `record.json is not strict JSON: ${/** @type {Error} */ (e).message}`);
   }
   const found = problems(seal, SEAL_SCHEMA);
-  if (found.length > 0) return sealFail(/** @type {any} */ (found[0]).rule, /** @type {any} */ (found[0]).message);
+  if (found.length > 0) return sealFail(/** @type {any} */ (found[0]).rule, problemText(/** @type {any} */ (found[0])));
   const s = /** @type {any} */ (seal);
   const [sha, size, lines] = fileFacts(path.join(folder, "diary.jsonl"));
   if (BigInt(lines) !== s.diary.lines || torn) {
