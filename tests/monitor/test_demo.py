@@ -36,7 +36,7 @@ def test_demo_command_watch_only(tmp_path: Path, capsys: pytest.CaptureFixture[s
     out = tmp_path / "demo"
     assert main(["demo", "--tiny", "--steps", "60", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "[certificate] step 30: conv2.0" in printed and "verify: OK" in printed
+    assert "[certificate] step 30: layer 'conv2.0'" in printed and "verify: OK" in printed
     assert (out / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     lines = read_run(out)
     assert {c["layer"] for c in events(lines, "certificate")} == {"conv2.0", "conv3.0"}
@@ -51,7 +51,7 @@ def test_demo_command_repair_replaces_the_previous_record(
     assert main(["demo", "--tiny", "--steps", "60", "--out", str(out)]) == 0
     assert main(["demo", "--tiny", "--repair", "--steps", "60", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "[repair] step 30: conv2.0" in printed
+    assert "[repair] step 30: layer 'conv2.0'" in printed
     lines = read_run(out)
     assert len(events(lines, "run_start")) == 1  # a fresh record, not a resumed one
     assert {r["layer"] for r in events(lines, "repair")} == {"conv2.0", "conv3.0"}

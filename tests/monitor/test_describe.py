@@ -26,3 +26,18 @@ def test_loss_events_show_short_numbers() -> None:
     assert describe({"event": "nonfinite_loss", "step": 3, "value": "NaN"}) == (
         "step 3: non-finite loss NaN"
     )
+
+
+def test_layers_named_by_sequential_indices_read_as_layers() -> None:
+    # An integration probe: "step 200: 0 gradient no_gradient (norm 0, baseline 0.482)":
+    # a layer "0" read as a number, and "norm 0" for a layer with no gradient at all.
+    alarm = {**BODIES["alarm"], "step": 200, "layer": "0", "kind": "Linear"}
+    none = describe({"event": "alarm", **alarm, "diagnosis": "no_gradient", "grad_norm": 0.0})
+    assert none == (
+        "step 200: layer '0' (Linear): no gradient (none, or all zero; baseline "
+        f"{alarm['baseline']:.3g})"
+    )
+    low = describe({"event": "alarm", **alarm, "diagnosis": "vanishing", "grad_norm": 1e-5})
+    assert low.startswith("step 200: layer '0' (Linear): gradient vanishing (norm 1e-05,")
+    channels = describe({"event": "channels", **BODIES["channels"], "layer": "2"})
+    assert channels.startswith(f"step {BODIES['channels']['step']}: layer '2': ")

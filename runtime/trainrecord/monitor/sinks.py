@@ -42,23 +42,26 @@ def describe(line: dict[str, Any]) -> str:
     step = line.get("step")
     where = f"step {step}: " if step is not None else ""
     layer = line.get("layer")
+    named = f"layer {layer!r}" + (f" ({line['kind']})" if line.get("kind") else "")
     if event == "alarm":
         base = line["baseline"]
         shown = "none yet" if base is None else f"{base:.3g}"
+        if line["diagnosis"] == "no_gradient":
+            return f"{where}{named}: no gradient (none, or all zero; baseline {shown})"
         return (
-            f"{where}{layer} gradient {line['diagnosis']} (norm {line['grad_norm']:.3g}, "
+            f"{where}{named}: gradient {line['diagnosis']} (norm {line['grad_norm']:.3g}, "
             f"baseline {shown})"
         )
     if event == "channels":
         return (
-            f"{where}{layer}: {line['level']} of {line['channels']} channels stuck "
+            f"{where}{named}: {line['level']} of {line['channels']} channels stuck "
             f"(certified {line['n_certified']}, silent {line['n_observed']}, "
             f"flat {line['n_flat']}, decayed {line['n_decayed']})"
         )
     if event == "certificate":
-        return f"{where}{layer}: {line['count']} channels proven dead"
+        return f"{where}{named}: {line['count']} channels proven dead"
     if event == "repair":
-        return f"{where}{layer}: repaired {line['count']} channels ({line['method']})"
+        return f"{where}{named}: repaired {line['count']} channels ({line['method']})"
     if event == "loss_spike":
         return f"{where}loss spike {line['value']:.4g} (baseline {line['baseline']:.4g})"
     if event == "nonfinite_loss":
