@@ -216,3 +216,28 @@ def test_units_dead_by_their_weights_are_silent_at_once(run_dir: Path) -> None:
     assert channels["observed"] == list(range(10))
     [refused] = events(lines, "certificate_refused")
     assert refused["step"] == 10 and "momentum_buffer" in refused["reason"]
+
+
+def test_a_nan_in_the_activations_clears_no_stuck_channels(run_dir: Path) -> None:
+    # An integration probe: channels_cleared at the check that first saw NaN (a NaN
+    # maximum is not <= 0, so every silent channel looked alive).
+    torch.manual_seed(1)
+    model = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 4))
+    with torch.no_grad():
+        model[0].bias[:10] = -100.0  # ten units silent on every input
+    optimizer = torch.optim.SGD(model.parameters(), 0.0)
+    x, y = teacher(5000)
+    x[:, 3] = torch.where(torch.arange(len(x)) % 7 == 0, torch.nan, x[:, 3])  # NaN samples
+
+    with Monitor(model, optimizer, run_dir, check_every=1, silent_min_values=1) as monitor:
+        for step in range(6):
+            rows = slice(1, 7) if step < 3 else slice(0, 6)  # NaN in the batch from step 3
+            loss = F.cross_entropy(model(x[rows]), y[rows])
+            loss.backward()
+            monitor.step(loss)
+            optimizer.zero_grad()
+    lines = read_run(run_dir)
+    [channels] = events(lines, "channels")
+    assert channels["step"] == 0 and set(range(10)) <= set(channels["observed"])
+    assert events(lines, "channels_cleared") == []
+    assert '"loss":"NaN"' in (run_dir / "metrics.jsonl").read_text().splitlines()[3]

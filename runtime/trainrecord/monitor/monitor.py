@@ -849,6 +849,11 @@ class Monitor:
             info = self.producer_info[name]
             total = self._channel_count[name]
             high, low = stats.get(name, (None, None))
+            if high is not None and low is not None and not bool(high.isfinite().all()):
+                # NaN or infinite activations say nothing of which channels are stuck: no
+                # verdict this check (a stuck state is not cleared by a NaN)
+                out[name] = [len(self.certifier.certified.get(name, ())), 0, 0, 0]
+                continue
             relu = info.relu is not None
             candidates: list[int] = []
             if relu and high is not None and low is not None:
