@@ -20,6 +20,7 @@ RULE_TESTS: dict[str, list[str]] = {
     "report.settings.toml": [
         "test_paths_toml_that_is_not_toml_has_its_own_rule",
         "test_paths_toml_without_a_report_section_is_refused",
+        "test_a_paths_toml_that_cannot_be_read_is_refused_naming_it",
     ],
     "report.settings.token": [
         "test_the_token_in_the_url_is_refused_without_showing_it",

@@ -158,6 +158,24 @@ def test_paths_toml_without_a_report_section_is_refused(tmp_path: Path, text: by
     assert "paths.toml" in str(info.value)
 
 
+@pytest.mark.parametrize("name", ["nope.toml", "folder"])
+def test_a_paths_toml_that_cannot_be_read_is_refused_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """A wrong name (or a folder) is a refusal naming the file where it was looked for and
+    what to give instead, not a bare FileNotFoundError (a README probe)."""
+    (tmp_path / "folder").mkdir()
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(RecordRefused) as info:
+        load_settings(name, env={"CORREAD_REPORT_TOKEN": TOKEN})
+    assert info.value.rule == "report.settings.toml"
+    message = str(info.value)
+    assert str(tmp_path / name) in message
+    assert ("does not exist" if name == "nope.toml" else "is a folder") in message
+    assert "give the path of your paths.toml" in message
+    assert TOKEN not in message
+
+
 def test_loopback_hosts() -> None:
     assert all(map(is_loopback_host, ["localhost", "127.0.0.1", "127.255.0.1", "::1", "[::1]"]))
     assert not any(map(is_loopback_host, ["", None, "example.org", "10.0.0.1", "::2", "0.0.0.0"]))

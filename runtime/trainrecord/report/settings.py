@@ -20,7 +20,9 @@ Public API:
 Rules (``spec/rules/reporting.json``): ``report.settings.url_missing``,
 ``report.settings.token`` (set, and printable ASCII without spaces: ``0x21``-``0x7E``),
 ``report.settings.url_scheme``, ``report.settings.url_credentials``,
-``report.settings.ca_bundle``, ``report.settings.every``, ``report.settings.toml``.
+``report.settings.ca_bundle``, ``report.settings.every``, ``report.settings.toml`` (also
+a paths.toml that cannot be read: missing, a folder, no permission; a refusal naming the
+file, not a bare ``FileNotFoundError``).
 """
 
 from __future__ import annotations
@@ -291,6 +293,23 @@ def _ca_variable(env: Mapping[str, str]) -> tuple[str | None, str]:
     return None, ""
 
 
+def _unreadable(path: Path, exc: OSError) -> str:
+    """Why paths.toml could not be read, naming the file (its absolute path, so a name
+    taken against the wrong working directory shows where it was looked for), and what to
+    do."""
+    where = path if path.is_absolute() else Path.cwd() / path
+    if isinstance(exc, FileNotFoundError):
+        why = "does not exist"
+    elif isinstance(exc, IsADirectoryError) or path.is_dir():
+        why = "is a folder, not a file"
+    else:
+        why = f"cannot be read ({exc.strerror or type(exc).__name__})"
+    return (
+        f"paths.toml {where} {why}; give the path of your paths.toml (the file with the "
+        "[report] section; a relative path is taken from the current directory)"
+    )
+
+
 def load_settings(
     paths_toml: str | os.PathLike[str], env: Mapping[str, str] | None = None
 ) -> ReportSettings:
@@ -301,6 +320,10 @@ def load_settings(
     path = Path(paths_toml)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise RecordRefused.one(
+            "report.settings.toml", (path.name,), _unreadable(path, exc)
+        ) from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         why = (
             f"not UTF-8 text (byte {exc.start})"
