@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, find, settings
+from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis.errors import NoSuchExample
 
 from trainrecord_conformance import operations as ops
@@ -230,7 +230,13 @@ def test_reader_checks_draw_files_of_strict_json_even_in_process() -> None:
     # its draws are strict JSON on every target; writers still get NaN in process.
     from trainrecord_conformance.checks import foundry
 
-    search = settings(max_examples=150, database=None, suppress_health_check=list(HealthCheck))
+    search = settings(
+        max_examples=100,
+        database=None,
+        derandomize=True,
+        phases=[Phase.generate],  # (no shrinking)
+        suppress_health_check=list(HealthCheck),
+    )
     with PythonTarget() as target:
         rule, schema_id = "metrics.value.type", foundry.METRICS
         writer = foundry._pairs(rule, schema_id)(target)
