@@ -230,11 +230,12 @@ def test_reader_checks_draw_files_of_strict_json_even_in_process() -> None:
     # its draws are strict JSON on every target; writers still get NaN in process.
     from trainrecord_conformance.checks import foundry
 
+    # About 1 draw in 50 holds a NaN or an infinity: 1000 draws miss one less than once in
+    # 10**8 runs (measured: found after 12-99 draws); no shrinking (about 2 ms a draw).
     search = settings(
-        max_examples=100,
+        max_examples=1000,
         database=None,
-        derandomize=True,
-        phases=[Phase.generate],  # (no shrinking)
+        phases=[Phase.generate],
         suppress_health_check=list(HealthCheck),
     )
     with PythonTarget() as target:
