@@ -8,7 +8,8 @@
 
 Exit status: 0 when every selected rule passed (or was skipped or is not covered), 1 on
 any failure or error, 2 on a usage problem (an unknown target, a harness that cannot
-start).
+start, no rule matching ``--rules``); also 130 on Ctrl+C and 141 when stdout is closed
+early (``| head``; see ``trainrecord.cli``). ``run --help`` and ``rules --help`` say the same.
 """
 
 from __future__ import annotations
@@ -22,6 +23,26 @@ from trainrecord.cli import missing_dependency, run_parser
 # The suite's modules (hypothesis, jsonschema, requests...) are imported in the functions
 # below, so that an install without the conformance extra gets one line naming it.
 
+RUN_DESCRIPTION = """\
+Run the conformance suite against one or more targets: every check of each selected rule,
+with examples drawn by Hypothesis, then one summary per target (or one JSON object with
+--json). A failing rule shows the smallest counterexample found."""
+
+RUN_EPILOG = """\
+exit status: 0 every selected rule passed on every target (or was skipped, or has no
+check), 1 a rule failed or a check erred on a target, 2 usage error (an unknown option
+or target, no rule matching --rules, a target that cannot start: the targets after it
+are not run), 130 interrupted (Ctrl+C), 141 stdout closed early (| head)."""
+
+RULES_DESCRIPTION = """\
+List the rules of the registry (and any checked rule outside it), one a line: the checks
+that cover each, with the target operations they need in brackets, or NOT COVERED and
+why. Nothing is run."""
+
+RULES_EPILOG = """\
+exit status: 0 listed, 2 usage error (an unknown option, no rule matching --rules),
+141 stdout closed early (| head)."""
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line parser."""
@@ -31,7 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
         prog="trainrecord-conformance", description="Check an implementation, rule by rule."
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    run = sub.add_parser("run", help="run the suite against one or more targets")
+    run = sub.add_parser(
+        "run",
+        help="run the suite against one or more targets",
+        description=RUN_DESCRIPTION,
+        epilog=RUN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     run.add_argument(
         "--target",
         action="append",
@@ -74,8 +101,19 @@ def build_parser() -> argparse.ArgumentParser:
         "gives the stored report (enables the ordering check)",
     )
     run.set_defaults(func=cmd_run)
-    listing = sub.add_parser("rules", help="list the rules and their checks")
-    listing.add_argument("--rules", action="append", metavar="PATTERN")
+    listing = sub.add_parser(
+        "rules",
+        help="list the rules and their checks",
+        description=RULES_DESCRIPTION,
+        epilog=RULES_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    listing.add_argument(
+        "--rules",
+        action="append",
+        metavar="PATTERN",
+        help="only rules matching this glob (e.g. 'report.settings.*'); repeatable",
+    )
     listing.set_defaults(func=cmd_rules)
     return parser
 
@@ -135,7 +173,11 @@ def cmd_rules(args: argparse.Namespace) -> int:
     from trainrecord_conformance.runner import select
 
     checks = all_checks()
-    for rule in select(args.rules):
+    rule_ids = select(args.rules)
+    if not rule_ids:
+        print(f"no rule matches {args.rules}", file=sys.stderr)
+        return 2
+    for rule in rule_ids:
         found = checks.get(rule, ())
         how = "; ".join(f"{c.name} [{', '.join(sorted(c.ops))}]" for c in found)
         print(f"{rule}: {how or 'NOT COVERED: ' + NOT_COVERED.get(rule, 'no check')}")

@@ -6,19 +6,29 @@ user can fix (a :class:`~trainrecord.errors.RecordRefused`, a missing file) are 
 one clear message with exit status 2, never as a traceback; so is a missing optional
 dependency (``... needs matplotlib, which is not installed: pip install
 "trainrecord[plot]"``), also when the command line itself cannot load (a base install
-without the ``runtime`` extra).
+without the ``runtime`` extra). A reader that stops early (``trainrecord-conformance rules |
+head``) ends the command quietly with exit status 141 (see :data:`STDOUT_CLOSED`).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import select
 import sys
 from collections.abc import Sequence
 
 from trainrecord import __version__
 from trainrecord.errors import RecordRefused
 from trainrecord.extras import missing_extra
+
+STDOUT_CLOSED = 141
+"""Exit status when the reader of stdout went away before the output ended (``... | head``):
+128 + SIGPIPE (13), what a shell reports for the usual commands (``cat``, ``grep``; they die
+of SIGPIPE) in the same place, so ``set -o pipefail`` treats every command of a pipeline
+alike. Not 0, since the output was cut short (for ``verify`` it may have cut the verdict),
+and not 1 or 2, which mean a failed check or a usage error."""
 
 COMMANDS = ("validate", "verify", "show", "plot", "keygen", "seal", "demo", "serve")
 """Subcommand modules under ``trainrecord.commands``, in the order ``--help`` lists them."""
@@ -75,8 +85,46 @@ def run_parser(
 
     Refused input, file errors and a missing optional dependency (naming the extra to
     install; ``extra`` as for :func:`missing_dependency`) become one line on stderr and
-    exit status 2, Ctrl+C 130; no traceback. Shared by every command line of the
-    distribution."""
+    exit status 2, Ctrl+C 130; stdout closed by its reader :data:`STDOUT_CLOSED` (141);
+    no traceback. Shared by every command line of the distribution."""
+    try:
+        try:
+            status = _dispatch(parser, argv, prog, extra)
+        except SystemExit:  # argparse's --help, --version or usage error: flush its text here
+            sys.stdout.flush()
+            raise
+        sys.stdout.flush()  # here, not at exit, where a closed pipe can no longer be caught
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise  # another pipe (a harness's, say): a real error
+        # The usual recipe: point stdout at devnull, so that the interpreter's own flush at
+        # exit does not fail again ("Exception ignored ... BrokenPipeError").
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return STDOUT_CLOSED
+    return status
+
+
+def _stdout_closed() -> bool:
+    """Whether stdout is a pipe whose reader has gone (so a BrokenPipeError came from it);
+    True where poll() cannot tell (Windows)."""
+    try:
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+    except (AttributeError, OSError, ValueError):
+        return True
+    poller.register(fd, 0)  # POLLERR and POLLHUP are always reported
+    return any(event & (select.POLLERR | select.POLLHUP) for _, event in poller.poll(0))
+
+
+def _dispatch(
+    parser: argparse.ArgumentParser,
+    argv: Sequence[str] | None,
+    prog: str,
+    extra: str | None,
+) -> int:
+    """:func:`run_parser` without its care for a closed stdout."""
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

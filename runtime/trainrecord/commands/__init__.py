@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 _ROLE = re.compile(r":[a-z]+:`([^`]*)`")
 
@@ -11,3 +12,15 @@ def plain(doc: str | None) -> str:
     """A module docstring as ``--help`` text: its reStructuredText markup removed
     (````x```` and ``:mod:`x``` become ``x``), its layout kept."""
     return _ROLE.sub(r"\1", doc or "").replace("``", "").strip() + "\n"
+
+
+def run_dir_problem(run_dir: Path) -> str | None:
+    """Why ``run_dir`` is no run directory, as the end of a usage error (``does not exist:
+    runs/nope``, ``not a directory: runs/x.txt (a file)``), or None when it is a directory
+    (whether it holds a record is for the command to say)."""
+    if run_dir.is_dir():
+        return None
+    if not (run_dir.exists() or run_dir.is_symlink()):
+        return f"does not exist: {run_dir}"
+    what = "a file" if run_dir.is_file() else "a broken link" if not run_dir.exists() else None
+    return f"not a directory: {run_dir}" + (f" ({what})" if what else "")

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trainrecord.commands import plain
+from trainrecord.commands import plain, run_dir_problem
 from trainrecord.diary.read import read_diary, read_metrics
 
 
@@ -148,8 +148,11 @@ def run(args: argparse.Namespace) -> int:
     except OutputError as exc:
         print(f"trainrecord plot: {exc}", file=sys.stderr)
         return 2
-    if not (args.run_dir / "metrics.jsonl").is_file():
-        print(f"trainrecord plot: no metrics.jsonl in {args.run_dir}", file=sys.stderr)
+    problem = run_dir_problem(args.run_dir)
+    if problem or not (args.run_dir / "metrics.jsonl").is_file():
+        print(
+            f"trainrecord plot: {problem or f'no metrics.jsonl in {args.run_dir}'}", file=sys.stderr
+        )
         return 2
     try:
         out = plot(args.run_dir, target)

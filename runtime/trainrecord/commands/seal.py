@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trainrecord.commands import plain
+from trainrecord.commands import plain, run_dir_problem
 from trainrecord.diary import write_seal
 from trainrecord.diary.keys import fingerprint, load_private_key
 
@@ -53,8 +53,11 @@ def _signer(run_dir: Path) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     """Seal the record and print what was pinned."""
-    if not (args.run_dir / "diary.jsonl").is_file():
-        print(f"trainrecord seal: no diary.jsonl in {args.run_dir}", file=sys.stderr)
+    problem = run_dir_problem(args.run_dir)
+    if problem or not (args.run_dir / "diary.jsonl").is_file():
+        print(
+            f"trainrecord seal: {problem or f'no diary.jsonl in {args.run_dir}'}", file=sys.stderr
+        )
         return 2
     key = load_private_key(args.key) if args.key is not None else None
     signer = _signer(args.run_dir)

@@ -13,7 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from trainrecord.commands import plain
+from trainrecord.commands import plain, run_dir_problem
 from trainrecord.diary.read import Summary, read_diary, summarize
 
 
@@ -41,6 +41,20 @@ def _n(count: Any, word: str, plural: str | None = None) -> str:
     """``1 step``, ``2 steps``; a count that is not a number is shown as it is."""
     one = isinstance(count, int) and not isinstance(count, bool) and count == 1
     return f"{count} {word if one else plural or word + 's'}"
+
+
+def _known(value: Any) -> str:
+    """A field as it is, or ``unknown`` where the line leaves it out or gives null."""
+    return "unknown" if value is None else str(value)
+
+
+def _model(run: dict[str, Any]) -> str:
+    """``Net with 1,234 parameters``; the count is left out where the line has none (a
+    hand-written diary read without verifying)."""
+    count = run.get("parameters")
+    if isinstance(count, int) and not isinstance(count, bool):
+        return f"{_known(run.get('model'))} with {count:,} parameters"
+    return _known(run.get("model"))
 
 
 def _alarm_episodes(s: Summary) -> dict[tuple[str, str], list[str]]:
@@ -83,13 +97,16 @@ def render(s: Summary) -> list[str]:
     out: list[str] = []
     if s.run:
         r = s.run
+        name = r.get("name")
+        optimizer = r.get("optimizer")
         out.append(
-            f"run {r.get('name')!r}: {r.get('model')} with {r.get('parameters'):,} "
-            f"parameters, optimizer {r.get('optimizer')}"
+            f"run {repr(name) if name is not None else '(unnamed)'}: {_model(r)}"
+            + (f", optimizer {optimizer}" if optimizer is not None else "")
         )
+        made = [f"{k} {r[k]}" for k in ("python", "torch") if r.get(k) is not None]
+        made += [str(r["platform"])] if r.get("platform") is not None else []
         out.append(
-            f"  written by {r.get('tool')}; python {r.get('python')}, torch "
-            f"{r.get('torch')}, {r.get('platform')}"
+            f"  written by {_known(r.get('tool'))}" + (f"; {', '.join(made)}" if made else "")
         )
         checked = (s.manifest or {}).get("layers")  # the layers checked last (they change)
         layers = checked if isinstance(checked, list) else r.get("layers") or []
@@ -102,8 +119,8 @@ def render(s: Summary) -> list[str]:
         last = s.last_run or {}
         if last.get("architecture_sha256") != r.get("architecture_sha256"):
             out.append(
-                f"  the last session's model is another: {last.get('model')} with "
-                f"{last.get('parameters'):,} parameters (other parameter names or shapes)"
+                f"  the last session's model is another: {_model(last)} (other parameter "
+                "names or shapes)"
             )
         start = (s.last_run or {}).get("start_step")
         if isinstance(start, int) and not isinstance(start, bool) and start > 0:
@@ -201,8 +218,11 @@ def render(s: Summary) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Print the summary."""
-    if not (args.run_dir / "diary.jsonl").is_file():
-        print(f"trainrecord show: no diary.jsonl in {args.run_dir}", file=sys.stderr)
+    problem = run_dir_problem(args.run_dir)
+    if problem or not (args.run_dir / "diary.jsonl").is_file():
+        print(
+            f"trainrecord show: {problem or f'no diary.jsonl in {args.run_dir}'}", file=sys.stderr
+        )
         return 2
     try:
         lines = read_diary(args.run_dir)

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from trainrecord.commands import run_dir_problem
 from trainrecord.diary import verify
 
 EXIT = {"ok": 0, "failed": 1, "torn": 3}
@@ -83,8 +84,9 @@ def _is_private_key(path: Path) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     """Verify and print the verdict."""
-    if not args.run_dir.is_dir():
-        print(f"trainrecord verify: not a directory: {args.run_dir}", file=sys.stderr)
+    problem = run_dir_problem(args.run_dir)
+    if problem:
+        print(f"trainrecord verify: {problem}", file=sys.stderr)
         return 2
     diary = args.run_dir / "diary.jsonl"
     if not (diary.exists() or diary.is_symlink()):  # (one that is not a file: diary.file.regular)
