@@ -13,7 +13,6 @@ import hashlib
 import json
 import math
 import subprocess
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -27,13 +26,6 @@ from trainrecord.canonical import canonical_config, canonical_line, config_sha, 
 from trainrecord_conformance.checks.canonical import vector_input
 
 pytestmark = pytest.mark.xdist_group("node")
-
-
-@pytest.fixture(scope="module")
-def harness() -> Iterator[Harness]:
-    h = Harness()
-    yield h
-    h.close()
 
 
 def _vector_cases(form: str) -> list[dict[str, Any]]:

@@ -31,13 +31,6 @@ pytestmark = pytest.mark.xdist_group("node")
 REPORT_SCHEMA = "https://trainrecord.dev/schemas/reporting/reporting.schema.json"
 
 
-@pytest.fixture(scope="module")
-def harness() -> Iterator[Harness]:
-    h = Harness()
-    yield h
-    h.close()
-
-
 def _valid_events() -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
     for group in json.loads((SPEC / "vectors" / "diary" / "events.json").read_text("utf-8")):

@@ -14,7 +14,6 @@ import hashlib
 import json
 import math
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,13 +43,6 @@ from trainrecord_conformance.checks.reporting import _vector_reports
 pytestmark = pytest.mark.xdist_group("node")
 
 NOT_SERIALIZABLE = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-
-@pytest.fixture(scope="module")
-def harness() -> Iterator[Harness]:
-    h = Harness()
-    yield h
-    h.close()
 
 
 # --- keys and seals --------------------------------------------------------------------

@@ -30,13 +30,6 @@ pytestmark = pytest.mark.xdist_group("node")
 
 
 @pytest.fixture(scope="module")
-def harness() -> Iterator[Harness]:
-    h = Harness()
-    yield h
-    h.close()
-
-
-@pytest.fixture(scope="module")
 def tls(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Any]:
     """(CA file, server TLS context) for 127.0.0.1."""
     import ssl

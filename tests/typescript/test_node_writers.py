@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +22,6 @@ from trainrecord.errors import RecordRefused
 from trainrecord.foundry import write_metrics, write_witness
 
 pytestmark = pytest.mark.xdist_group("node")
-
-
-@pytest.fixture(scope="module")
-def harness() -> Iterator[Harness]:
-    h = Harness()
-    yield h
-    h.close()
 
 
 def python_rules(call: Any) -> set[str] | None:
