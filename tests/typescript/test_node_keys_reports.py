@@ -321,6 +321,27 @@ def test_load_settings_matches_python(harness: Harness, tmp_path: Path, doc: str
     assert got == want
 
 
+@pytest.mark.parametrize("where", ["missing.toml", "folder"])
+def test_an_unreadable_paths_toml_is_refused_alike(
+    harness: Harness, tmp_path: Path, where: str
+) -> None:
+    # A README probe: Python raised a bare FileNotFoundError (fixed), and Node threw ENOENT.
+    (tmp_path / "folder").mkdir()
+    given = tmp_path / where
+    with pytest.raises(RecordRefused) as caught:
+        load_settings(given, env={"CORREAD_REPORT_TOKEN": "tok-123"})
+    got = harness.run("load_settings", path=str(given), env={"CORREAD_REPORT_TOKEN": "tok-123"})
+    assert got == {"refused": True, "rules": ["report.settings.toml"]}
+    assert list(dict.fromkeys(caught.value.rules)) == ["report.settings.toml"]
+    harness.seq += 1
+    said = harness.request(
+        {"cmd": "run", "seq": harness.seq, "op": "load_settings", "input": {"path": str(given)}}
+    )
+    assert said["outcome"] == "refused", said
+    assert str(given) in json.dumps(said)  # where it was looked for, and why not
+    assert ("does not exist" if where == "missing.toml" else "is a folder") in json.dumps(said)
+
+
 def test_toml_reader_matches_tomllib() -> None:
     """lib/toml.js against tomllib on documents beyond paths.toml (values, tables, errors)."""
     import tomllib

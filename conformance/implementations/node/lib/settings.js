@@ -274,9 +274,24 @@ function reportSettings({ url, every, token, caBundle = null }) {
  * @returns {Settings}
  */
 function loadSettings(pathsToml, env) {
+  let text;
+  try {
+    text = fs.readFileSync(pathsToml, "utf8");
+  } catch (e) {
+    // as Python: the file where it was looked for, why it cannot be read, what to give
+    const where = path.resolve(pathsToml);
+    const code = /** @type {{code?: string}} */ (e).code;
+    const why =
+      code === "ENOENT" ? "does not exist" : code === "EISDIR" ? "is a folder, not a file" : `cannot be read (${code || String(e)})`;
+    throw Refused.one(
+      "report.settings.toml",
+      [path.basename(pathsToml)],
+      `paths.toml ${where} ${why}; give the path of your paths.toml (the file with the [report] section; a relative path is taken from the current directory)`,
+    );
+  }
   let data;
   try {
-    data = toml.parse(fs.readFileSync(pathsToml, "utf8"));
+    data = toml.parse(text);
   } catch (e) {
     if (!(e instanceof toml.TomlError)) throw e;
     throw Refused.one("report.settings.toml", [path.basename(pathsToml)], `paths.toml is not valid TOML (${e.message}); fix it`);
