@@ -9,6 +9,7 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -241,3 +242,54 @@ def test_a_nan_in_the_activations_clears_no_stuck_channels(run_dir: Path) -> Non
     assert channels["step"] == 0 and set(range(10)) <= set(channels["observed"])
     assert events(lines, "channels_cleared") == []
     assert '"loss":"NaN"' in (run_dir / "metrics.jsonl").read_text().splitlines()[3]
+
+
+def test_a_grad_scaler_whose_scale_underflows_to_zero_is_critical_not_a_crash(
+    run_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A fault-detection probe: an inf gradient at every step halves the scale at each
+    # skipped step until it is 0.0 (~160 steps); monitor.step() then raised
+    # ZeroDivisionError (and, that fixed, the skipped_step event with scale 0, which the
+    # spec refuses: scale > 0), ending the training loop.
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 4))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    scaler = torch.amp.GradScaler("cpu", init_scale=256.0)
+    model[2].weight.register_hook(lambda g: g * float("inf"))
+    x, y = teacher(5000)
+    with Monitor(model, optimizer, run_dir, check_every=10, scaler=scaler) as monitor:
+        for step in range(200):
+            loss = F.cross_entropy(model(x[step * 8 : step * 8 + 8]), y[step * 8 : step * 8 + 8])
+            scaler.scale(loss).backward()
+            monitor.step(loss)
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+    assert scaler.get_scale() == 0.0
+    lines = read_run(run_dir)
+    skipped = events(lines, "skipped_step")
+    critical = events(lines, "nonfinite_gradient")
+    assert skipped and all(s["scale"] > 0 for s in skipped)
+    assert critical and critical[0]["step"] > skipped[-1]["step"]
+    assert lines[-1]["event"] == "run_end" and "error" not in lines[-1]
+    assert not [r for r in caplog.records if "not recorded" in r.getMessage()]
+
+
+def test_an_event_the_spec_refuses_is_logged_and_training_goes_on(
+    run_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The safety net under the case above: a Monitor bug that builds an event the schema
+    # refuses costs that event (logged once, naming the rule), not the training run.
+    model = nn.Sequential(nn.Linear(20, 4))
+    with Monitor(model, None, run_dir, check_every=1) as monitor:
+        for _ in range(2):
+            monitor._emit(
+                "skipped_step", {"step": 0, "severity": "info", "scale": 0.0, "layers": []}
+            )
+    said = [r.getMessage() for r in caplog.records if "not recorded" in r.getMessage()]
+    assert (
+        len(said) == 1 and "diary.skipped_step.scale" in said[0] and "training goes on" in said[0]
+    )
+    lines = read_run(run_dir)
+    assert [line["event"] for line in lines] == ["run_start", "run_end"]
+    assert lines[-1]["counts"].get("skipped_step", 0) == 0

@@ -125,7 +125,9 @@ class GradientNorms:
         for owner, value in zip(owners, squares, strict=True):
             sums[owner] += value
         for i in set(owners):
-            result[self.names[i]] = math.sqrt(sums[i]) / scale
+            # a GradScaler's scale that underflowed to 0 leaves nothing to unscale: NaN (a
+            # skipped step), never a ZeroDivisionError out of monitor.step()
+            result[self.names[i]] = math.sqrt(sums[i]) / scale if scale > 0 else math.nan
         return result, True
 
 

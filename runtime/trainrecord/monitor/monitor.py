@@ -48,6 +48,7 @@ from torch.nn.modules.module import (
 
 from trainrecord import __version__, sigterm
 from trainrecord.diary.architecture import architecture_sha256
+from trainrecord.errors import RecordRefused
 from trainrecord.monitor.certificate import Certifier, Producer, producers_from
 from trainrecord.monitor.channels import (
     ActivationProbe,
@@ -261,6 +262,7 @@ class Monitor:
         self._record_error: OSError | None = None  # a record file could not be written
         self._diary_failed = False  # ... and it was diary.jsonl
         self._transformed = False  # the last check's forward pass ran under torch.func
+        self._refused_events: set[tuple[str, str]] = set()  # (event, rule) logged once
         self._silent_streak: dict[str, dict[int, tuple[int, int]]] = {}  # checks, values
         self._relu_cache: np.ndarray | None = None
         self._scale_sources: tuple[list[torch.Tensor], list[nn.Module]] | None = None
@@ -620,7 +622,7 @@ class Monitor:
                 self._emit(event, fields)
         bad = [n for n, v in norms.items() if v is not None and not math.isfinite(v)]
         if bad:
-            if scale is not None:  # the scaler is enabled: it skips optimizer.step() now
+            if scale is not None and scale[0] > 0:  # the scaler skips optimizer.step() now
                 self._emit(
                     "skipped_step",
                     {"step": step, "severity": "info", "scale": scale[0], "layers": bad},
@@ -1074,6 +1076,22 @@ class Monitor:
                 line = self._diary.append(event, fields)
             except OSError as exc:
                 self._recording_failed(exc, diary=True)
+                return
+            except RecordRefused as exc:
+                if event == "run_start":
+                    raise  # at creation: a clear error before training starts
+                self.counts[event] -= 1  # not in the record: not counted in run_end
+                # an event the spec refuses is the Monitor's own mistake: never the end of
+                # training; the record stays valid without it, and the log says which
+                if (event, exc.rules[0]) not in self._refused_events:
+                    self._refused_events.add((event, exc.rules[0]))
+                    LOGGER.error(
+                        "trainrecord.Monitor: step %d: a %s event was not recorded (%s); "
+                        "training goes on; this is a trainrecord bug, please report it",
+                        self.steps,
+                        event,
+                        exc,
+                    )
                 return
         if event != "sink_error":
             self._sinks.put("event", line)
