@@ -19,6 +19,7 @@ import multiprocessing
 import os
 import sys
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -387,15 +388,21 @@ def _run_parallel(
     )
     results: list[ChunkResult] = []
     done = offset = 0
-    with ctx.Pool(n_workers) as pool:
-        jobs = pool.imap(_scan_range, [(path, start, stop) for start, stop in ranges])
-        for (start, stop), res in zip(ranges, jobs, strict=True):
+    # A process pool whose pending ranges are cancelled at the first failure, the running
+    # ones finishing (at most n_workers ranges). Not multiprocessing.Pool: its terminate()
+    # kills workers that may hold its task queue's lock, and then hangs for good joining
+    # its task handler (seen in a test run: verify() never returned).
+    with ProcessPoolExecutor(n_workers, mp_context=ctx) as pool:
+        jobs = [pool.submit(_scan_range, (path, start, stop)) for start, stop in ranges]
+        for (start, stop), job in zip(ranges, jobs, strict=True):
+            res = job.result()
             results.append(res.rebase(offset))
             offset += res.total
             done += stop - start
             if report:
                 report(done, total)
             if res.failure:
-                pool.terminate()
+                for pending in jobs:
+                    pending.cancel()
                 break
     return results
