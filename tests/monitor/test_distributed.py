@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.multiprocessing as mp
@@ -13,15 +14,15 @@ from tests.monitor.conftest import TinyMLP, events, metrics, read_run
 from trainrecord.monitor import Monitor
 
 
+def on_two_ranks(worker: Any, tmp_path: Path, *dirs: Path) -> None:
+    """Run ``worker(rank, 2, init_file, *dirs)`` in two processes (gloo, file init)."""
+    mp.spawn(worker, args=(2, str(tmp_path / "init"), *map(str, dirs)), nprocs=2, join=True)
+
+
 def test_ddp_two_ranks_one_writer_identical_repair(tmp_path: Path) -> None:
     run_dir, out_dir = tmp_path / "run", tmp_path / "out"
     out_dir.mkdir()
-    mp.spawn(
-        ddp_worker.main,
-        args=(2, str(tmp_path / "init"), str(run_dir), str(out_dir)),
-        nprocs=2,
-        join=True,
-    )
+    on_two_ranks(ddp_worker.main, tmp_path, run_dir, out_dir)
     lines = read_run(run_dir)
     assert len(events(lines, "run_start")) == 1 and len(events(lines, "run_end")) == 1
     assert lines[0]["layers"] == ["block1.0", "block1.1", "conv2", "bn2", "head"]
@@ -45,12 +46,7 @@ def test_ddp_two_ranks_one_writer_identical_repair(tmp_path: Path) -> None:
 
 def test_observations_are_reduced_across_ranks(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    mp.spawn(
-        ddp_worker.opposite_inputs,
-        args=(2, str(tmp_path / "init"), str(run_dir)),
-        nprocs=2,
-        join=True,
-    )
+    on_two_ranks(ddp_worker.opposite_inputs, tmp_path, run_dir)
     rows = metrics(run_dir)
     # each unit is silent (and constant) on one rank's batch, but not over both ranks
     assert [r["stuck"]["fc1"] for r in rows] == [[0, 0, 0, 0]] * 3
@@ -74,10 +70,5 @@ def test_a_loss_given_as_a_number_is_the_mean_over_ranks(tmp_path: Path) -> None
     # An integration probe: monitor.step(loss.item()) under DDP recorded rank 0's loss
     # (0.8068; the mean of the two ranks was 0.6195), and a NaN on rank 1 went unseen.
     run_dir = tmp_path / "run"
-    mp.spawn(
-        ddp_worker.number_loss,
-        args=(2, str(tmp_path / "init"), str(run_dir)),
-        nprocs=2,
-        join=True,
-    )
+    on_two_ranks(ddp_worker.number_loss, tmp_path, run_dir)
     assert [r["loss"] for r in metrics(run_dir)] == [2.0, 2.0]

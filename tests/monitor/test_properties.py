@@ -130,13 +130,14 @@ def steady(alarms: GradientAlarms, norms: dict[str, float], checks: int, loss: f
 
 
 LAYERS = {"a": "Conv2d", "b": "Conv2d", "c": "Linear"}
-
-
-@given(
-    st.floats(min_value=1e-4, max_value=1e2),
-    st.integers(min_value=6, max_value=20),
-    st.floats(min_value=1.2, max_value=6.0),
+FALLS = (
+    st.floats(min_value=1e-4, max_value=1e2),  # a layer's steady norm
+    st.integers(min_value=6, max_value=20),  # steady checks first
+    st.floats(min_value=1.2, max_value=6.0),  # decades out of the band (it is 1 decade)
 )
+
+
+@given(*FALLS)
 def test_a_fall_the_whole_network_shares_is_no_vanishing_alarm(
     norm: float, checks: int, decades: float
 ) -> None:
@@ -157,11 +158,7 @@ def test_a_fall_the_whole_network_shares_is_no_vanishing_alarm(
     assert (event, fields["layer"], fields["diagnosis"]) == ("alarm", "b", "vanishing")
 
 
-@given(
-    st.floats(min_value=1e-4, max_value=1e2),
-    st.integers(min_value=6, max_value=20),
-    st.floats(min_value=1.2, max_value=6.0),
-)
+@given(*FALLS)
 def test_a_fall_the_loss_explains_is_no_vanishing_alarm(
     norm: float, checks: int, decades: float
 ) -> None:
@@ -184,11 +181,7 @@ def test_a_fall_the_loss_explains_is_no_vanishing_alarm(
     assert (event, fields["diagnosis"]) == ("alarm", "vanishing")
 
 
-@given(
-    st.floats(min_value=1e-4, max_value=1e2),
-    st.integers(min_value=6, max_value=20),
-    st.floats(min_value=1.2, max_value=6.0),
-)
+@given(*FALLS)
 def test_one_check_above_the_band_is_no_alarm_two_are(
     norm: float, checks: int, decades: float
 ) -> None:
@@ -231,12 +224,7 @@ def test_a_level_wavering_around_the_half_writes_one_event(total: int, data: st.
     assert change[1]["n_observed"] == floor - 1
 
 
-@given(
-    st.floats(min_value=1e-4, max_value=1e2),
-    st.integers(min_value=6, max_value=20),
-    st.floats(min_value=1.2, max_value=6.0),
-    st.floats(min_value=0.25, max_value=2.0),
-)
+@given(*FALLS, st.floats(min_value=0.25, max_value=2.0))
 def test_a_fall_the_whole_network_shares_while_the_loss_climbs_is_vanishing(
     norm: float, checks: int, decades: float, climb: float
 ) -> None:
