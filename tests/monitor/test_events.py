@@ -797,3 +797,15 @@ def test_show_says_how_a_run_ended_and_where_a_session_continued(run_dir: Path) 
     # steps" of a run that ended at step 229
     assert "after 2 steps of the last session (steps 3-4) and 0 checks" in out.stdout
     assert "another" not in out.stdout  # the same model in both sessions
+
+
+def test_a_loss_spike_early_in_a_run_is_seen() -> None:
+    # A fault-detection probe: labels shuffled at step 615 sent the loss from 0.0015 to
+    # 2.38 for good, and no loss_spike came at check_every=50: the first checks' drop
+    # (2.31 -> 0.069) sat in the tail estimate for 20 checks (margin 4.77). Falls are not
+    # the loss's spread: the tail takes the rises only.
+    tracker = LossTracker()
+    values = [2.31, 0.069, 0.02, 0.01, 0.004, 0.003, 0.002, 0.0015, 0.0018, 0.0014, 0.0016]
+    values += [2.38, 2.48, 2.30]
+    seen = [(e, f["step"]) for i, v in enumerate(values) for e, f in tracker.observe(i, v)]
+    assert seen == [("loss_spike", 12)]

@@ -243,3 +243,43 @@ def test_a_fall_the_whole_network_shares_while_the_loss_climbs_is_vanishing(
     assert [(e, f["layer"], f["diagnosis"]) for e, f in found] == [
         ("alarm", k, "vanishing") for k in LAYERS
     ]
+
+
+@given(*FALLS)
+def test_an_explained_fall_moves_the_baseline_not_its_band(
+    norm: float, checks: int, decades: float
+) -> None:
+    # A fault-detection probe: explained falls entered the variance too, the band grew to
+    # 27 decades, and a later fall of one layer alone (weight decay 2.0: 19 decades) was
+    # never vanishing. An explained fall moves the mean; the spread stays.
+    alarms = GradientAlarms(dict(LAYERS), warmup=5)
+    start = {k: norm * (i + 1) for i, k in enumerate(LAYERS)}
+    steady(alarms, start, checks, loss=1.0)
+    spread = {k: b.std for k, b in alarms.baselines.items()}
+    fallen = dict(start)
+    for step in range(checks, checks + 20):  # the whole network keeps falling, 1.5 decades
+        fallen = {k: v / 10**1.5 for k, v in fallen.items()}  # a check: explained each time
+        assert alarms.observe(step, fallen, 1.0) == []
+    # the spread grows only while the mean catches up within the band, never by the falls
+    assert all(4 * b.std < decades for b in alarms.baselines.values()), spread
+    alone = {**fallen, "b": fallen["b"] * 10.0**-decades}  # then one layer falls alone
+    assert alarms.observe(checks + 20, alone, 1.0) == []
+    [(event, fields)] = alarms.observe(checks + 21, alone, 1.0)
+    assert (event, fields["layer"], fields["diagnosis"]) == ("alarm", "b", "vanishing")
+
+
+@given(*FALLS)
+def test_a_fall_with_the_loss_climbing_at_once_is_vanishing(
+    norm: float, checks: int, decades: float
+) -> None:
+    # The same probe: the gradients fell as the loss climbed to chance at the same checks;
+    # a median of the last 10 losses lagged 5 checks and explained the fall. The loss now
+    # is the median of the last 3.
+    alarms = GradientAlarms(dict(LAYERS), warmup=5)
+    start = {k: norm * (i + 1) for i, k in enumerate(LAYERS)}
+    steady(alarms, start, checks, loss=0.3)
+    fallen = {k: v * 10.0**-decades for k, v in start.items()}
+    assert alarms.observe(checks, fallen, 2.3) == []
+    assert alarms.observe(checks + 1, fallen, 2.3) == []  # 2 of the last 3 at chance now
+    found = alarms.observe(checks + 2, fallen, 2.3)
+    assert [(e, f["diagnosis"]) for e, f in found] == [("alarm", "vanishing")] * 3

@@ -25,8 +25,9 @@ null when the layer never had a finite non-zero norm) and one ``alarm_cleared`` 
 comes back. A fall below the band that the network explains is no ``vanishing``: the
 loss fell by at least ``loss_share`` of as many decades below its mean over the same
 checks (a converging network), or every layer fell with it (the layer is within its band
-of the median layer's fall) and the loss's recent median is within 0.2 decades (1.6 x) of the
-run's lowest. Non-finite norms and norms outside the band never enter a
+of the median layer's fall) and the loss now (median of the last 3 checks) is within 0.2
+decades (1.6 x) of the run's lowest median of 10; an explained fall moves the baseline's
+mean, not its spread. Non-finite norms and norms outside the band never enter a
 baseline, so a broken layer cannot drag its baseline along; an explained fall does.
 """
 
@@ -226,14 +227,20 @@ class LayerBaseline:
     loss_mean: float = 0.0
     loss_count: int = 0
 
-    def update(self, log_norm: float, alpha: float, log_loss: float | None = None) -> None:
+    def update(
+        self, log_norm: float, alpha: float, log_loss: float | None = None, *, shift: bool = False
+    ) -> None:
         """Add one finite log10 norm (plain mean for the first 1/alpha samples, then EWMA),
-        and the check's log10 loss when it has one."""
+        and the check's log10 loss when it has one. ``shift``: the norm is out of the band
+        for a reason the network explains; the mean follows it, the spread stays (a level
+        that moved is not a noisier one: folding the fall into the variance widened a
+        band to 27 decades, and no later fall was ever vanishing)."""
         self.count += 1
         weight = max(alpha, 1.0 / self.count)
         delta = log_norm - self.mean
         self.mean += weight * delta
-        self.var = (1.0 - weight) * (self.var + weight * delta * delta)
+        if not shift:
+            self.var = (1.0 - weight) * (self.var + weight * delta * delta)
         if log_loss is not None:
             self.loss_count += 1
             self.loss_mean += max(alpha, 1.0 / self.loss_count) * (log_loss - self.loss_mean)
@@ -269,9 +276,10 @@ class GradientAlarms:
     """A fall of d decades is explained when the loss fell by at least ``loss_share * d``
     decades below its level while the layer's baseline formed."""
     loss_rise: float = 0.2
-    """Decades the loss's recent median may stand above the lowest of the run for a fall the
-    whole network shares to be explained (Adam at 100 x its learning rate after
-    convergence: every layer's gradient fell two decades as the loss climbed to chance)."""
+    """Decades the loss now (median of the last 3 checks) may stand above the lowest median
+    of 10 checks of the run for a fall the whole network shares to be explained (Adam at
+    100 x its learning rate after convergence: every layer's gradient fell two decades as
+    the loss climbed to chance)."""
     _losses: deque[float] = field(default_factory=lambda: deque(maxlen=10))
     _best: float | None = None
     baselines: dict[str, LayerBaseline] = field(default_factory=dict)
@@ -307,10 +315,13 @@ class GradientAlarms:
         events: list[tuple[str, dict[str, Any]]] = []
         for layer, norm, base, distance in seen:
             diagnosis, sigma = self._diagnose(norm, base, distance)
-            if diagnosis == "vanishing" and self._explained(distance, base, log_loss, shift):
+            explained = diagnosis == "vanishing" and self._explained(
+                distance, base, log_loss, shift
+            )
+            if explained:
                 diagnosis = sigma = None  # the network converging, not this layer vanishing
             if diagnosis is None and norm is not None and norm > 0:
-                base.update(math.log10(norm), self.alpha, log_loss)
+                base.update(math.log10(norm), self.alpha, log_loss, shift=explained)
             side, run = self.out.get(layer, ("", 0))
             run = run + 1 if diagnosis == side else 1
             if diagnosis in ("vanishing", "exploding"):
@@ -388,8 +399,8 @@ class GradientAlarms:
         at least ``loss_share`` of the fall's decades (a converging network: a
         cross-entropy's gradient shrinks with it, a squared error's with its root), or the
         whole network's gradients fell with it (the median layer's fall; within the band of
-        it) while the loss's recent median is within ``loss_rise`` decades of the lowest of
-        the run."""
+        it) while the loss now (median of the last 3 checks) is within ``loss_rise`` decades of
+        the lowest median of 10 checks of the run."""
         if distance is None:
             return False
         rise = log_loss - base.loss_mean if log_loss is not None and base.loss_count >= 2 else None
@@ -400,11 +411,13 @@ class GradientAlarms:
         return shift is not None and distance - shift >= -self._band(base)
 
     def _climbed(self) -> float:
-        """Decades the loss's recent median (last 10 checks) stands above the lowest such
-        median of the run (0 until three checks had a positive finite loss)."""
+        """Decades the loss now (the median of the last 3 checks) stands above the lowest
+        median of 10 checks in the run (0 until three checks had a positive finite loss):
+        3 checks follow a climb within two checks, as a vanishing alarm needs."""
         if len(self._losses) < 3 or self._best is None:
             return 0.0
-        return math.log10(statistics.median(self._losses)) - math.log10(self._best)
+        now = statistics.median(list(self._losses)[-3:])
+        return math.log10(now) - math.log10(self._best)
 
 
 def _finite_sigma(sigma: float) -> float | None:

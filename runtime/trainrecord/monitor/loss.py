@@ -4,9 +4,11 @@ The baseline is the median of the last ``window_base`` (10) finite loss values s
 checks; the noise is estimated from the last ``window`` (20) of them as
 ``1.4826 * median(|successive difference|) / sqrt(2)`` (the standard deviation of white
 noise; robust to the loss's downward trend and to the big drops of the first checks).
-The *tail* is the 90th percentile of the same successive differences: per-batch losses are
-heavy-tailed (near convergence at batch 8, one batch in ten can be ten times the median),
-which their median does not see (for Gaussian noise 3 x the tail is about 7 noise units). After ``warmup`` checks a value
+The *tail* is the 90th percentile of the rises among the same successive differences:
+per-batch losses are heavy-tailed (near convergence at batch 8, one batch in ten can be
+ten times the median), which their median does not see, and a hard batch is a rise; the
+falls are left out, so the first checks' big drop does not blind the first 20 checks (for
+Gaussian noise 3 x the tail is about 7 noise units). After ``warmup`` checks a value
 is a spike when it exceeds the baseline by more than ``sigma`` noise units, ``tail`` (3)
 times the tail, ``ratio`` times the baseline's magnitude and ``floor`` times the
 largest baseline of the run (a converged loss of 1e-6 that ticks up to 1e-5 is no spike),
@@ -63,7 +65,8 @@ class LossTracker:
         values = list(self.values)
         diffs = [abs(b - a) for a, b in itertools.pairwise(values)]
         noise = 1.4826 * statistics.median(diffs) / math.sqrt(2.0) if diffs else 0.0
-        tail = statistics.quantiles(diffs, n=10)[-1] if len(diffs) >= 2 else 0.0
+        rises = [b - a for a, b in itertools.pairwise(values) if b > a]
+        tail = statistics.quantiles(rises, n=10)[-1] if len(rises) >= 2 else 0.0
         return max(
             self.sigma * noise,
             self.tail * tail,
