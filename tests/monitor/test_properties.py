@@ -130,6 +130,19 @@ def steady(alarms: GradientAlarms, norms: dict[str, float], checks: int, loss: f
 
 
 LAYERS = {"a": "Conv2d", "b": "Conv2d", "c": "Linear"}
+
+
+def steady_network(
+    norm: float, checks: int, loss: float
+) -> tuple[GradientAlarms, dict[str, float]]:
+    """Alarms over :data:`LAYERS` after ``checks`` steady checks at ``loss``, the layers'
+    norms ``norm`` times 1, 2, 3; and those norms."""
+    alarms = GradientAlarms(dict(LAYERS), warmup=5)
+    start = {k: norm * (i + 1) for i, k in enumerate(LAYERS)}
+    steady(alarms, start, checks, loss=loss)
+    return alarms, start
+
+
 FALLS = (
     st.floats(min_value=1e-4, max_value=1e2),  # a layer's steady norm
     st.integers(min_value=6, max_value=20),  # steady checks first
@@ -143,15 +156,12 @@ def test_a_fall_the_whole_network_shares_is_no_vanishing_alarm(
 ) -> None:
     # A user probe: a MobileNet converging (loss 1.4 -> 0.0002) had 32 of its 36 layers
     # called vanishing at once. A fall every layer shares is not one layer starving.
-    alarms = GradientAlarms(dict(LAYERS), warmup=5)
-    start = {k: norm * (i + 1) for i, k in enumerate(LAYERS)}
-    steady(alarms, start, checks, loss=1.0)
+    alarms, start = steady_network(norm, checks, loss=1.0)
     fallen = {k: v * 10.0**-decades for k, v in start.items()}
     for step in range(checks, checks + 4):  # the loss stays: only the network's shift explains
         assert alarms.observe(step, fallen, 1.0) == []
     # one layer falling alone, by as much, is vanishing (the second check in a row)
-    alone = GradientAlarms(dict(LAYERS), warmup=5)
-    steady(alone, start, checks, loss=1.0)
+    alone, _ = steady_network(norm, checks, loss=1.0)
     low = {**start, "b": start["b"] * 10.0**-decades}
     assert alone.observe(checks, low, 1.0) == []
     [(event, fields)] = alone.observe(checks + 1, low, 1.0)
@@ -187,9 +197,7 @@ def test_one_check_above_the_band_is_no_alarm_two_are(
 ) -> None:
     # A user probe: one hard batch late in training gave an exploding alarm cleared at the
     # next check (14.7 per 1000 steps at batch 8, check_every=1).
-    alarms = GradientAlarms(dict(LAYERS), warmup=5)
-    start = {k: norm for k in LAYERS}
-    steady(alarms, start, checks, loss=1.0)
+    alarms, start = steady_network(norm, checks, loss=1.0)
     high = {k: v * 10.0**decades for k, v in start.items()}
     assert alarms.observe(checks, high, 1.0) == []  # once
     assert alarms.observe(checks + 1, start, 1.0) == []  # back
@@ -231,9 +239,7 @@ def test_a_fall_the_whole_network_shares_while_the_loss_climbs_is_vanishing(
     # A user probe: Adam at 100 x its learning rate after convergence; every layer's
     # gradient fell two decades while the loss climbed to chance (0.66 -> 1.6), and the
     # network-wide clause explained the fall away (no alarm; no_gradient flapped).
-    alarms = GradientAlarms(dict(LAYERS), warmup=5)
-    start = {k: norm * (i + 1) for i, k in enumerate(LAYERS)}
-    steady(alarms, start, checks, loss=0.5)
+    alarms, start = steady_network(norm, checks, loss=0.5)
     fallen = {k: v * 10.0**-decades for k, v in start.items()}
     high = 0.5 * 10.0**climb
     for step in range(checks, checks + 10):  # the loss climbs first: its recent median moves
@@ -252,9 +258,7 @@ def test_an_explained_fall_moves_the_baseline_not_its_band(
     # A fault-detection probe: explained falls entered the variance too, the band grew to
     # 27 decades, and a later fall of one layer alone (weight decay 2.0: 19 decades) was
     # never vanishing. An explained fall moves the mean; the spread stays.
-    alarms = GradientAlarms(dict(LAYERS), warmup=5)
-    start = {k: norm * (i + 1) for i, k in enumerate(LAYERS)}
-    steady(alarms, start, checks, loss=1.0)
+    alarms, start = steady_network(norm, checks, loss=1.0)
     spread = {k: b.std for k, b in alarms.baselines.items()}
     fallen = dict(start)
     for step in range(checks, checks + 20):  # the whole network keeps falling, 1.5 decades
@@ -275,9 +279,7 @@ def test_a_fall_with_the_loss_climbing_at_once_is_vanishing(
     # The same probe: the gradients fell as the loss climbed to chance at the same checks;
     # a median of the last 10 losses lagged 5 checks and explained the fall. The loss now
     # is the median of the last 3.
-    alarms = GradientAlarms(dict(LAYERS), warmup=5)
-    start = {k: norm * (i + 1) for i, k in enumerate(LAYERS)}
-    steady(alarms, start, checks, loss=0.3)
+    alarms, start = steady_network(norm, checks, loss=0.3)
     fallen = {k: v * 10.0**-decades for k, v in start.items()}
     assert alarms.observe(checks, fallen, 2.3) == []
     assert alarms.observe(checks + 1, fallen, 2.3) == []  # 2 of the last 3 at chance now
