@@ -91,13 +91,25 @@ class ChunkResult:
         return self
 
 
+def in_milliseconds(t: float) -> bool:
+    """Whether the float ``t`` has at most three decimals in its shortest form, as
+    ``round(t, 3) == t`` says, about five times faster: ``k = round(t * 1000)`` and
+    ``k / 1000 == t`` (the division is correctly rounded, so it gives back ``t`` exactly
+    when ``t`` is the double nearest to a number of milliseconds; and for such a ``t`` the
+    product is within far less than 0.5 of ``k``). Beyond 1e12 seconds, and for a
+    non-finite ``t``, ``round(t, 3) == t`` decides."""
+    if -1e12 < t < 1e12:
+        return round(t * 1000.0) / 1000.0 == t
+    return round(t, 3) == t
+
+
 def time_problem(t: Any) -> str | None:
     """What is wrong with a line's time (``diary.time.precision``), or None: the seed's
     time is a float rounded to milliseconds, so an integer token or a float with more than
     three decimals in its shortest form (``repr``) is refused. (``round(t, 3) == t`` holds
     exactly when ``repr(t)`` has at most three decimals.)"""
     if t.__class__ is float:
-        if round(t, 3) == t:
+        if in_milliseconds(t):
             return None
         return (
             f"time: {t!r} has more than three decimals; time is Unix seconds rounded to "
@@ -286,7 +298,7 @@ def _scan(raw_all: bytes, first_line: int, *, strict: bool, plain: bool = False)
             event = value["event"]
             t = value["time"]
         seq = value["seq"]
-        if t.__class__ is not float or round(t, 3) != t:
+        if t.__class__ is not float or not in_milliseconds(t):
             failure = LineFailure(line_no, seq, "diary.time.precision", str(time_problem(t)))
             res.failure = _fail_schema_raw(line_no, raw) or failure
             break
