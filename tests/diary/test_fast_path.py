@@ -437,6 +437,39 @@ def test_the_alarms_if_then_is_checked_without_the_oracle(diagnosis: str, baseli
     assert fast == oracle == (number or (baseline is None and diagnosis == "no_gradient"))
 
 
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 3)
+    | st.floats(allow_nan=False)
+    | st.sampled_from(["vanishing", "exploding", "no_gradient", "Vanishing"]),
+    lambda inner: (
+        st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=2), inner, max_size=2)
+    ),
+    max_leaves=4,
+)
+
+
+@given(st.dictionaries(st.sampled_from(["diagnosis", "baseline", "layer"]), JSON_VALUES))
+@example({"diagnosis": "vanishing", "baseline": None})
+@example({"diagnosis": ["vanishing"], "baseline": None})
+@example({"diagnosis": 1, "baseline": True})
+def test_the_if_then_evaluator_agrees_with_the_oracle_on_any_json(line: dict[str, Any]) -> None:
+    # The evaluator of the alarm's if/then, alone (not behind the model's check), answers as
+    # JSON Schema does for any JSON values, arrays and objects included (unhashable: they
+    # equal no enum option).
+    import jsonschema
+
+    from trainrecord.diary.events import _if_then
+    from trainrecord.schemas import schema_by_id
+
+    schema = schema_by_id(event_schema("alarm"))
+    rule = _if_then(schema)
+    assert rule is not None
+    alone = {"if": schema["if"], "then": schema["then"]}
+    assert rule(line) == jsonschema.Draft202012Validator(alone).is_valid(line)
+
+
 @given(
     st.one_of(
         st.floats(allow_nan=False, allow_infinity=False),

@@ -260,7 +260,7 @@ def _scan(raw_all: bytes, first_line: int, *, strict: bool, plain: bool = False)
         except decode_error:
             value = None
         if value.__class__ is dict:
-            event = value.get("event")
+            event: Any = value.get("event")  # any JSON value: a str once a validator passed
             t = value.get("time")  # (before exact_body may put spelled floats in value)
             prev = value.pop("prev", None)
             digest_given = value.pop("hash", None)
@@ -289,7 +289,7 @@ def _scan(raw_all: bytes, first_line: int, *, strict: bool, plain: bool = False)
         if body is None:
             slow = _slow_line(raw, line_no)
             if slow.__class__ is LineFailure:
-                res.failure = slow  # type: ignore[assignment]
+                res.failure = slow
                 break
             value, body = slow  # type: ignore[misc]
             slow_body = True
@@ -298,7 +298,10 @@ def _scan(raw_all: bytes, first_line: int, *, strict: bool, plain: bool = False)
             event = value["event"]
             t = value["time"]
         seq = value["seq"]
-        if t.__class__ is not float or not in_milliseconds(t):
+        # in_milliseconds(t), its common case inline (a call per line costs 5 % of verify)
+        if t.__class__ is not float or not (
+            (-1e12 < t < 1e12 and round(t * 1000.0) / 1000.0 == t) or in_milliseconds(t)
+        ):
             failure = LineFailure(line_no, seq, "diary.time.precision", str(time_problem(t)))
             res.failure = _fail_schema_raw(line_no, raw) or failure
             break
@@ -312,9 +315,9 @@ def _scan(raw_all: bytes, first_line: int, *, strict: bool, plain: bool = False)
                 and _HEX64.fullmatch(prev)
                 and _HEX64.fullmatch(digest_given)
             ):
-                failure = _fail_schema_raw(line_no, raw)
-                if failure is not None:
-                    res.failure = failure
+                schema_failure = _fail_schema_raw(line_no, raw)
+                if schema_failure is not None:
+                    res.failure = schema_failure
                     break
             expect_seq, prev_hash = seq, prev
         # the common case first: every check holds
