@@ -133,3 +133,26 @@ def test_a_malformed_prev_is_a_format_failure_wherever_the_line_is(
     _same(parallel, serial)
     assert parallel.failure is not None and parallel.failure.rule == rule, parallel.summary()
     assert parallel.failure.line == index + 1
+
+
+def test_the_latest_sessions_run_start_is_found_in_any_range(
+    tmp_path: Path, small_ranges: None
+) -> None:
+    # A resumed writer hands the latest session's run_start to the Monitor (which compares
+    # architectures) from its one verification: serial and parallel find the same line.
+    from tests.diary.helpers import BODIES
+    from trainrecord.diary import DiaryWriter
+
+    run = tmp_path / "run"
+    write_run(run, repeat=30, seal=False)
+    with DiaryWriter(run, seal=False) as writer:  # a second session, in a later range
+        second = writer.append("run_start", {**BODIES["run_start"], "name": "second"})
+        for i in range(30):
+            writer.append("loss_spike", {**BODIES["loss_spike"], "step": 100 + i})
+    assert len(_ranges(run)) > 5
+    parallel, serial = verify(run, workers=2), verify(run, workers=1)
+    assert parallel.ok and serial.ok
+    assert parallel.last_run_start == serial.last_run_start == second
+    with DiaryWriter(run, seal=False) as resumed:
+        assert resumed.resumed_start == second
+    assert verify(run, workers=1).to_json().keys().isdisjoint({"last_run_start"})

@@ -630,8 +630,15 @@ def test_continuing_a_run_of_another_model_is_warned(
         pass
     assert not [r for r in caplog.records if "another model" in r.getMessage()]
     other = nn.Sequential(nn.Flatten(), nn.Linear(192, 8), nn.ReLU(), nn.Linear(8, 4))
-    with Monitor(other, sgd(other), run_dir, check_every=4, start_step=4):
-        pass
+    import trainrecord.diary.read as reading
+
+    def second_reading(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the diary was read again after the writer verified it")
+
+    with pytest.MonkeyPatch.context() as patch:  # one reading of the diary on resume
+        patch.setattr(reading, "read_diary", second_reading)
+        with Monitor(other, sgd(other), run_dir, check_every=4, start_step=4):
+            pass
     [said] = [r.getMessage() for r in caplog.records if "another model" in r.getMessage()]
     starts = events(read_run(run_dir), "run_start")
     assert f"{starts[0]['parameters']} parameters" in said

@@ -80,6 +80,8 @@ class ChunkResult:
     """Complete lines in the range, checked or not."""
     colons: int = 0
     """Colons the checked lines must hold when no name appears twice (see :func:`scan`)."""
+    last_start: bytes | None = None
+    """The raw text of the range's last verified run_start line, None when it has none."""
 
     def rebase(self, offset: int) -> ChunkResult:
         """The same result with line numbers moved down by ``offset`` lines."""
@@ -338,6 +340,8 @@ def _scan(raw_all: bytes, first_line: int, *, strict: bool, plain: bool = False)
                 colons += body.count(b":")
                 if event == "run_end":
                     res.run_ends.append((line_no, value["metrics_sha256"]))
+                elif event == "run_start":
+                    res.last_start = raw
                 prev_hash = digest
                 prev_event = event
                 expect_seq = seq + 1

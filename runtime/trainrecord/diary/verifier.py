@@ -14,6 +14,7 @@ order; the answer is the same as a single pass.
 from __future__ import annotations
 
 import hashlib
+import json
 import mmap
 import multiprocessing
 import os
@@ -64,6 +65,9 @@ class VerifyResult:
     signed: bool = False
     """record.sig was checked against the given public key and holds."""
     warnings: list[str] = field(default_factory=list)
+    last_run_start: dict[str, Any] | None = field(default=None, repr=False)
+    """The last run_start line of a diary that verifies (the latest session's), None
+    otherwise; not part of :meth:`to_json`."""
 
     @property
     def ok(self) -> bool:
@@ -207,6 +211,7 @@ def _join(results: list[ChunkResult]) -> tuple[int, LineFailure | None, ChunkRes
             total.lines += res.lines
             total.last_seq, total.last_hash = res.last_seq, res.last_hash
             total.last_event = res.last_event
+            total.last_start = res.last_start or total.last_start
             total.events.update(res.events)
             total.run_ends.extend(res.run_ends)
     return total.lines, None, total
@@ -334,6 +339,8 @@ def verify(
     if failure is None and lines:
         result.head_seq, result.head_hash = head.last_seq, head.last_hash
         result.complete = head.last_event == "run_end"
+        if head.last_start is not None:
+            result.last_run_start = json.loads(head.last_start)
     if failure is None and lines == 0 and not torn:  # (a lone torn line is a torn tail)
         failure = LineFailure(1, None, "diary.file.empty", "the diary has no complete line")
     if failure is None:

@@ -69,6 +69,9 @@ class DiaryWriter:
         self.seq = 0
         self.head = GENESIS
         self.last_event: str | None = None
+        self.resumed_start: dict[str, Any] | None = None
+        """The last run_start of the diary this writer resumed (its latest session), None
+        for a new diary."""
         self._closed = False
         existed = self.path.exists()
         self._file = AppendFile(self.path, fsync_policy=fsync_policy, fsync_interval=fsync_interval)
@@ -107,6 +110,7 @@ class DiaryWriter:
         self.seq = result.lines
         self.head = result.head_hash or GENESIS
         self.last_event = "run_end" if result.complete else RESUMED
+        self.resumed_start = result.last_run_start
         for name in (SEAL, SIGNATURE):  # the seal pins the old head; appending outdates it
             (self.run_dir / name).unlink(missing_ok=True)
 

@@ -335,21 +335,17 @@ class Monitor:
 
     def _warn_other_model(self, start: dict[str, Any]) -> None:
         """Log a warning when the diary this Monitor continues was written for a model of
-        other parameter names or shapes (its last ``run_start``'s architecture_sha256)."""
-        from trainrecord.diary.read import read_diary
-
-        try:
-            before = [line for line in read_diary(self.run_dir) if line.get("event") == "run_start"]
-        except (OSError, ValueError):
-            return  # unreadable: the writer's own checks speak for it
-        if before and before[-1].get("architecture_sha256") != start["architecture_sha256"]:
+        other parameter names or shapes (its last ``run_start``'s architecture_sha256, which
+        the writer found when it verified the diary: no second reading)."""
+        before = self._diary.resumed_start if self._diary is not None else None
+        if before is not None and before.get("architecture_sha256") != start["architecture_sha256"]:
             LOGGER.warning(
                 "trainrecord.Monitor: %s holds a run of another model (%s parameters, "
                 "architecture_sha256 %.12s...; this one: %s, %.12s...): its metrics rows and "
                 "events now mix two models; give a new run_dir to a different model",
                 self.run_dir,
-                before[-1].get("parameters"),
-                before[-1].get("architecture_sha256"),
+                before.get("parameters"),
+                before.get("architecture_sha256"),
                 start["parameters"],
                 start["architecture_sha256"],
             )
