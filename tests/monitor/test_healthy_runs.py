@@ -293,3 +293,30 @@ def test_an_event_the_spec_refuses_is_logged_and_training_goes_on(
     lines = read_run(run_dir)
     assert [line["event"] for line in lines] == ["run_start", "run_end"]
     assert lines[-1]["counts"].get("skipped_step", 0) == 0
+
+
+def test_round_robin_task_heads_the_checks_never_land_on_are_not_no_gradient(
+    run_dir: Path,
+) -> None:
+    # An integration probe trained three task heads in turn (step k trains head k % 3) at
+    # check_every=3: every check saw the same head with a gradient and the other two
+    # without one, and no_gradient alarms on both stayed open for the whole run. Their
+    # parameters changed between checks (the optimizer updated them at the other steps),
+    # so they learn. A head that is never trained (detached) is still no_gradient.
+    torch.manual_seed(0)
+    trunk = nn.Sequential(nn.Linear(20, 32), nn.ReLU())
+    heads = nn.ModuleList(nn.Linear(32, 4) for _ in range(4))  # heads[3]: never trained
+    model = nn.ModuleDict({"trunk": trunk, "heads": heads})
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    x, y = teacher(512)
+    with Monitor(model, optimizer, run_dir, check_every=3, log=False) as monitor:
+        for step in range(150):
+            i = slice(step * 32 % 512, step * 32 % 512 + 32)
+            out = heads[step % 3](trunk(x[i]))
+            loss = F.cross_entropy(out, y[i])
+            loss.backward()
+            monitor.step(loss)
+            optimizer.step()
+            optimizer.zero_grad()
+    alarms = events(read_run(run_dir), "alarm")
+    assert {(a["layer"], a["diagnosis"]) for a in alarms} == {("heads.3", "no_gradient")}

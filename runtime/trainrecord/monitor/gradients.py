@@ -21,7 +21,9 @@ The layer's band is ``m ± max(sigma_band * s, min_decades)``. After a warm-up o
 ``warmup`` checks, a layer outside its band on the same side at ``checks_in_a_row`` (2)
 checks raises one ``alarm`` (diagnosis ``vanishing`` or ``exploding``; ``no_gradient``,
 at once, when its norm is exactly zero or it has no gradient at all; its baseline is
-null when the layer never had a finite non-zero norm) and one ``alarm_cleared`` when it
+null when the layer never had a finite non-zero norm; a layer without a gradient whose
+parameters were updated since the last check is not judged: see
+:meth:`GradientNorms.trained_between`) and one ``alarm_cleared`` when it
 comes back. A fall below the band that the network explains is no ``vanishing``: the
 loss fell by at least ``loss_share`` of as many decades below its mean over the same
 checks (a converging network), or every layer fell with it (the layer is within its band
@@ -78,6 +80,27 @@ class GradientNorms:
             for _, p in layers[name]:
                 self.params.append(p)
                 self.owner.append(index)
+        self._versions: list[int] | None = None
+
+    def trained_between(self, grads: list[torch.Tensor | None]) -> set[str]:
+        """Layers without any gradient now (``grads`` as :meth:`grads` gave them) whose
+        parameters changed in place since the previous call (their version counters moved):
+        an optimizer updated them at steps between checks, as round-robin multi-task training
+        does with a task head the checks never land on. Such a layer learns; it is not
+        ``no_gradient``. (An optimizer leaves a parameter without a gradient untouched; a
+        parameter clamped in place under no_grad() every step would count as trained.)"""
+        versions = [p._version for p in self.params]
+        before, self._versions = self._versions, versions
+        if before is None or len(before) != len(versions):
+            return set()
+        gradless = [True] * len(self.names)
+        moved = [False] * len(self.names)
+        for owner, g, was, now in zip(self.owner, grads, before, versions, strict=True):
+            if g is not None:
+                gradless[owner] = False
+            elif was != now:
+                moved[owner] = True
+        return {name for name, a, b in zip(self.names, gradless, moved, strict=True) if a and b}
 
     def compute(self, scale: float = 1.0) -> tuple[dict[str, float | None], bool]:
         """Norm per layer (``None`` for a layer with no gradient at all), and whether any
@@ -288,10 +311,16 @@ class GradientAlarms:
     checks: int = 0
 
     def observe(
-        self, step: int, norms: dict[str, float | None], loss: float | None = None
+        self,
+        step: int,
+        norms: dict[str, float | None],
+        loss: float | None = None,
+        trained_between: set[str] | frozenset[str] = frozenset(),
     ) -> list[tuple[str, dict[str, Any]]]:
         """Update baselines with this check's norms (``loss``: the check's loss value, when
-        there is one); return the alarm events to write."""
+        there is one); return the alarm events to write. A layer in ``trained_between`` (no
+        gradient now, updated since the last check) is not judged at this check: its alarm
+        state stays."""
         self.checks += 1
         log_loss = math.log10(loss) if loss is not None and 0.0 < loss < math.inf else None
         if log_loss is not None:
@@ -303,6 +332,8 @@ class GradientAlarms:
         for layer, norm in norms.items():
             if norm is not None and not math.isfinite(norm):
                 continue  # a non-finite gradient is its own event; the alarm state stays
+            if norm is None and layer in trained_between:
+                continue  # trained at other steps (round-robin tasks): nothing to judge now
             base = self.baselines.get(layer)
             if base is None:  # (setdefault would build a LayerBaseline per layer per check)
                 base = self.baselines[layer] = LayerBaseline()

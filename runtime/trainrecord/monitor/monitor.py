@@ -560,7 +560,9 @@ class Monitor:
         # everything the check reads, gathered on the device and read back in one transfer
         loss_part, value = self._loss_part(step, loss)
         scale = self._scale()
-        gathered = self.norms.gather(self.norms.grads())
+        grads = self.norms.grads()
+        gathered = self.norms.gather(grads)
+        trained_between = self.norms.trained_between(grads)
         names, stat_parts = self._stat_parts(probe) if self.structure is not None else ([], None)
         scales = self._scale_vector() if stat_parts is not None else None
         parts = [loss_part, None if gathered is None else gathered.squares]
@@ -584,7 +586,7 @@ class Monitor:
                 n: v * self.dist.world_size for n, v in (probe.values if probe else {}).items()
             }
             rows = self._channels(step, names, stats, host[4], quiet, values)
-        self._gradients(step, value, read, scale, rows)
+        self._gradients(step, value, read, scale, rows, trained_between)
 
     def _gradients(
         self,
@@ -593,10 +595,12 @@ class Monitor:
         read: tuple[list[int], list[float]] | None,
         scale: tuple[float, float] | None,
         rows: dict[str, list[int]],
+        trained_between: set[str],
     ) -> None:
         """A check's gradient norms, their events and the loss's, and its metrics row
         (``read``: each gradient's owner and sum of squares; ``rows``: the producers' stuck
-        counts)."""
+        counts; ``trained_between``: layers without a gradient now that were updated since
+        the last check)."""
         norms, any_grad = self.norms.group(read, 1.0 if scale is None else scale[1])
         all_zero = any_grad and all(v == 0.0 for v in norms.values() if v is not None)
         if all_zero:
@@ -628,7 +632,7 @@ class Monitor:
                     "nonfinite_gradient", {"step": step, "severity": "critical", "layers": bad}
                 )
         if any_grad:
-            for event, fields in self.alarms.observe(step, norms, value):
+            for event, fields in self.alarms.observe(step, norms, value, trained_between):
                 self._emit(event, fields)
         row = {"step": step, "loss": value, "grad": norms, "stuck": rows}
         if self.dist.writer and self._record_error is None:
