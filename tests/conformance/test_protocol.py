@@ -123,3 +123,17 @@ def test_big_integers_reach_an_exec_harness_and_come_back_exactly() -> None:
         for value, valid in ((10**400, False), (2**1024 - 2**970, False), (BIG[3], True)):
             out = target.run("validate", {"schema": metrics, "instance": [{**row, "value": value}]})
             assert out.output["valid"] is valid, (value, out)
+
+
+@pytest.mark.parametrize("op", [["config_hash"], {"name": "config_hash"}, None, 3])
+def test_a_run_whose_op_is_no_name_is_answered_unsupported(op: object) -> None:
+    """The reference harness answers every run, one whose op is not an operation's name
+    included: a list or an object (unhashable: looked up in the table, it raised TypeError
+    and the harness died without an answer) is unsupported, as an unknown name is."""
+    from trainrecord_conformance.harness import answer
+    from trainrecord_conformance.operations import OPERATIONS
+
+    response = answer({"cmd": "run", "seq": 7, "op": op, "input": {}}, OPERATIONS)
+    assert response["seq"] == 7
+    assert response["outcome"] == "unsupported"
+    assert "is not supported" in response["message"]

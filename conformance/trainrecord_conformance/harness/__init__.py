@@ -24,7 +24,7 @@ VERSION = 1
 def answer(request: Mapping[str, Any], operations: Mapping[str, Operation]) -> dict[str, Any]:
     """The response to one run request."""
     seq, op = request.get("seq"), request.get("op")
-    if op not in operations:
+    if not isinstance(op, str) or op not in operations:  # (a list or object is unhashable)
         return {"seq": seq, "outcome": "unsupported", "message": f"operation {op} is not supported"}
     try:
         return {"seq": seq, "outcome": "ok", "output": operations[op](dict(request["input"]))}
