@@ -47,6 +47,7 @@ check-generated: venv ts-setup
 lint: venv
 	$(VENV)/bin/ruff check runtime conformance tests tools bench
 	$(VENV)/bin/ruff format --check runtime conformance tests tools bench
+	$(VENV)/bin/mypy
 
 test: venv ts-setup check-generated lint
 	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest -n 2 --dist loadgroup -q
@@ -62,4 +63,4 @@ bench: venv
 	for f in bench/*.py; do $(PY) $$f || exit 1; done
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis .mypy_cache

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -253,11 +253,13 @@ def _sites_at(flat: Flat, schema_id: str, steps: tuple, depth: int) -> Iterator[
     for c in flat.constraints:
         per_keyword.setdefault(c.keyword, set()).add(c.rule)
     for keyword, rules in per_keyword.items():
-        if len(rules) == 1 and None not in rules:
-            yield Site(schema_id, steps, next(iter(rules)), keyword)
-    for name, rules in flat.required.items():
-        if len(set(rules)) == 1 and rules[0] is not None:
-            yield Site(schema_id, steps, rules[0], "required", name)
+        rule = next(iter(rules)) if len(rules) == 1 else None
+        if rule is not None:
+            yield Site(schema_id, steps, rule, keyword)
+    for name, required_rules in flat.required.items():
+        rule = required_rules[0] if len(set(required_rules)) == 1 else None
+        if rule is not None:
+            yield Site(schema_id, steps, rule, "required", name)
     if flat.closed and len(set(flat.closed)) == 1 and flat.closed[0] is not None:
         yield Site(schema_id, steps, flat.closed[0], "additionalProperties")
     if flat.variant_rules and flat.variant_rules[0] is not None and not flat.approximate:
@@ -269,7 +271,9 @@ def _sites_at(flat: Flat, schema_id: str, steps: tuple, depth: int) -> Iterator[
         if len(children) > 1:
             yield from _alternation_site(subs, schema_id, (*steps, ("prop", name)))
         for i, child in enumerate(children):
-            step = (("prop", name),) if len(children) == 1 else (("prop", name), ("variant", i))
+            step: tuple[tuple[str, Any], ...] = (
+                (("prop", name),) if len(children) == 1 else (("prop", name), ("variant", i))
+            )
             yield from _sites_at(child, schema_id, steps + step, depth + 1)
     for kind, subs in (("item", flat.items), ("extra", flat.extra)):
         if not subs:
@@ -411,8 +415,13 @@ def _integer(flat: Flat) -> st.SearchStrategy[int]:
     )
     out = st.integers(low if low is not None else -(2**53), high if high is not None else 2**53)
     for m in flat.values("multipleOf"):
-        out = out.filter(lambda n, m=m: n % m == 0)
+        out = out.filter(_multiple_of(m))
     return out
+
+
+def _multiple_of(m: float) -> Callable[[int], bool]:
+    """The filter of ``multipleOf: m``: whether an integer is a multiple of ``m``."""
+    return lambda n: n % m == 0
 
 
 def _number(flat: Flat) -> st.SearchStrategy[float | int]:
@@ -503,7 +512,7 @@ def _gen_flat(
         return _object(flat, steps, site, depth, nonfinite)
     if _steps_match(steps, "item") or types == {"array"}:
         return _array(flat, steps, site, depth, nonfinite)
-    options = []
+    options: list[st.SearchStrategy[Any]] = []
     for name in sorted(types):
         if name == "null":
             options.append(st.none())

@@ -113,6 +113,12 @@ def validator(schema_id: str) -> Draft202012Validator:
     )
 
 
+def _keywords(error: ValidationError) -> dict[str, Any]:
+    """The subschema where ``error`` arose; {} for a boolean schema (``false``), which has
+    no keywords (an error with a context, from ``oneOf`` or ``anyOf``, is never one)."""
+    return error.schema if isinstance(error.schema, dict) else {}
+
+
 def _rule_for(error: ValidationError, fallback: str) -> str:
     rules = error.schema.get("x-rules") if isinstance(error.schema, dict) else None
     if isinstance(rules, dict):
@@ -128,7 +134,7 @@ def _selected_branch(error: ValidationError) -> list[ValidationError]:
     that fail on ``p`` itself are dropped, so a bad field is reported once, not per branch.
     """
     context = list(error.context or ())
-    prop = (error.schema.get("discriminator") or {}).get("propertyName")
+    prop = (_keywords(error).get("discriminator") or {}).get("propertyName")
     if error.validator != "oneOf" or not prop or not isinstance(error.instance, dict):
         return context
     at_prop = (*error.absolute_path, prop)
@@ -160,7 +166,7 @@ def _missing_discriminator_first(
     """When the instance lacks a discriminated ``oneOf``'s property (``kind``), the
     branches' ``required`` errors for it first: without it no branch can be chosen, so it is
     the most useful problem, as an unknown value is (:func:`_unknown_discriminator`)."""
-    prop = (error.schema.get("discriminator") or {}).get("propertyName")
+    prop = (_keywords(error).get("discriminator") or {}).get("propertyName")
     if not prop or not isinstance(error.instance, dict) or prop in error.instance:
         return subs
 
@@ -175,7 +181,7 @@ def _missing_discriminator_first(
 
 
 def _at_discriminator(error: ValidationError, sub: ValidationError) -> bool:
-    prop = (error.schema.get("discriminator") or {}).get("propertyName")
+    prop = (_keywords(error).get("discriminator") or {}).get("propertyName")
     return (
         bool(prop)
         and sub.validator == "const"
@@ -191,7 +197,7 @@ def _unknown_discriminator(
     consts = [sub for sub in subs if _at_discriminator(error, sub)]
     if len(consts) < 2:
         return None
-    prop = error.schema["discriminator"]["propertyName"]
+    prop = _keywords(error)["discriminator"]["propertyName"]
     values = ", ".join(str(v) for v in dict.fromkeys(sub.validator_value for sub in consts))
     merged = ValidationError.create_from(consts[0])
     merged.parent = consts[0].parent
@@ -202,7 +208,11 @@ def _unknown_discriminator(
 def _to_problems(leaf: ValidationError, fallback: str) -> list[Problem]:
     rule = _rule_for(leaf, fallback)
     path: tuple[str | int, ...] = tuple(leaf.absolute_path)
-    if leaf.validator == "required" and isinstance(leaf.instance, dict):
+    if (
+        leaf.validator == "required"
+        and isinstance(leaf.instance, dict)
+        and isinstance(leaf.validator_value, list)
+    ):
         names = [
             k
             for k in leaf.validator_value
@@ -214,7 +224,7 @@ def _to_problems(leaf: ValidationError, fallback: str) -> list[Problem]:
     if leaf.validator in ("additionalProperties", "unevaluatedProperties") and isinstance(
         leaf.instance, dict
     ):
-        allowed = set(leaf.schema.get("properties", {}))
+        allowed = set(_keywords(leaf).get("properties", {}))
         extra = sorted((k for k in leaf.instance if k not in allowed), key=str)
         return [
             Problem(rule, (*path, k), f"field {k!r} is not allowed here; remove it") for k in extra
@@ -228,7 +238,8 @@ def problems(instance: Any, schema_id: str) -> list[Problem]:
     ``schema_id`` is as for :func:`validator` (a ``#/pointer`` selects a part of a schema).
     """
     val = validator(schema_id)
-    fallback = f"{val.schema.get('x-format', 'schema')}.schema"
+    schema = val.schema if isinstance(val.schema, dict) else {}  # validator() gives a dict
+    fallback = f"{schema.get('x-format', 'schema')}.schema"
     found: list[Problem] = []
     for error in sorted(val.iter_errors(instance), key=lambda e: list(map(str, e.path))):
         for leaf in _leaf_errors(error):

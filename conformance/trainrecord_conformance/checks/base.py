@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
@@ -28,6 +28,16 @@ from trainrecord_conformance.targets import Target, TargetError
 Strategy = Callable[[Target], st.SearchStrategy[Any]]
 Body = Callable[["Context", Any], None]
 Edges = Callable[[Target], Sequence[Any]]
+
+
+A = TypeVar("A")
+R = TypeVar("R")
+
+
+def for_any_target(make: Callable[[A], R], arg: A) -> Callable[[Target], R]:
+    """A check's strategy or edges that do not depend on the target: ``make(arg)``, with
+    ``arg`` bound now (a lambda made in a loop would see the loop's last value)."""
+    return lambda target: make(arg)
 
 
 class Failed(AssertionError):

@@ -45,7 +45,7 @@ def vector_cases(form: str, *, nonfinite: bool = True) -> list[dict[str, Any]]:
     """The canonical vectors of one form (``line`` or ``config``), inputs as Python values;
     without ``nonfinite``, the cases with NaN or an infinity are left out."""
     folder = resources.files("trainrecord_spec").joinpath("vectors", "canonical")
-    out = []
+    out: list[dict[str, Any]] = []
     for entry in folder.iterdir():
         if entry.name.endswith(".json"):
             data = json.loads(entry.read_text(encoding="utf-8"))

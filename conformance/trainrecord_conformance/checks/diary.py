@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from trainrecord.canonical import GENESIS, canonical_line, line_hash, loads_strict
 from trainrecord_conformance import strategies as S
-from trainrecord_conformance.checks.base import Check, Context, Failed
+from trainrecord_conformance.checks.base import Check, Context, Failed, for_any_target
 from trainrecord_conformance.targets import Target
 
 EVENTS = "https://trainrecord.dev/schemas/diary/events/"
@@ -113,6 +113,11 @@ def edge_run() -> tuple[list, list, dict | None]:
     metrics row and run_end (three lines)."""
     row = S.simplest(S.valid_instances(METRICS_ROW))
     return edge_events(), [row], S.simplest(_event("run_end"))
+
+
+def seal_edges(choices: tuple[int, ...]) -> list[Any]:
+    """The fixed cases of a seal check: :func:`edge_run` with each of its ``choices``."""
+    return [(edge_run(), c) for c in choices]
 
 
 def spots(lines: int, variants: int = 1) -> list[int]:
@@ -417,7 +422,11 @@ def tamper_edges(rule: str) -> Callable[[Target], list[Any]]:
     def edges(target: Target) -> list[Any]:
         run = edge_run()
         if tamper is t_torn:  # the last line; also the only one (no complete line before it)
-            alone = (edge_events()[:1], [], None)
+            alone: tuple[list[Any], list[Any], dict[str, Any] | None] = (
+                edge_events()[:1],
+                [],
+                None,
+            )
             return [(r, c) for r in (run, alone) for c in (0, -1, -2)]
         if tamper in BY_LINE:
             return [(run, c) for c in spots(len(run[0]) + 1, variants)]
@@ -765,7 +774,7 @@ def checks() -> list[Check]:
             with_choice,
             seal_check(rule, signed, tamper, end),
             scale="io",
-            edges=lambda t, choices=choices: [(edge_run(), c) for c in choices],
+            edges=for_any_target(seal_edges, choices),
         )
         for rule, (tamper, signed, end, choices) in SEALS.items()
     ]

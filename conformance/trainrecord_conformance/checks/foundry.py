@@ -18,7 +18,14 @@ from typing import Any
 from hypothesis import strategies as st
 
 from trainrecord_conformance import strategies as S
-from trainrecord_conformance.checks.base import Check, Context, Failed, snapshot, written_json
+from trainrecord_conformance.checks.base import (
+    Check,
+    Context,
+    Failed,
+    for_any_target,
+    snapshot,
+    written_json,
+)
 from trainrecord_conformance.checks.foundry_written import (
     metrics_rows_findings,
     witness_findings,
@@ -778,9 +785,9 @@ def checks() -> list[Check]:
             rule,
             "write_witness refuses the environment",
             frozenset({"write_witness"}),
-            lambda t, r=rule: _env_case(r),
+            for_any_target(_env_case, rule),
             env_refused(rule),
-            edges=lambda t, r=rule: _env_edges(r),
+            edges=for_any_target(_env_edges, rule),
         )
         for rule in ENV_RULES
     ]
@@ -945,9 +952,9 @@ def checks() -> list[Check]:
             f"witness.env.{variable.lower()}.integer",
             "an integer spelled as allowed, at the 64-bit bounds too, is read as it",
             frozenset({"write_witness"}),
-            lambda t, v=variable: _env_integers(v),
+            for_any_target(_env_integers, variable),
             env_integer_read(variable),
-            edges=lambda t, v=variable: _env_integer_edges(v),
+            edges=for_any_target(_env_integer_edges, variable),
         )
         for variable in ENV_RANGES
     ]

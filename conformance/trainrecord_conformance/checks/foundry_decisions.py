@@ -144,7 +144,11 @@ def run_id_blank(ctx: Context, value: str) -> None:
     str.isspace does not count is not blank but not an integer either."""
     blank = value.isspace()
     rule = "witness.env.foundry_run_id." + ("blank" if blank else "integer")
-    data = {"dir": str(ctx.folder()), "env": {"FOUNDRY_RUN_ID": value}, "config": {}}
+    data: dict[str, Any] = {
+        "dir": str(ctx.folder()),
+        "env": {"FOUNDRY_RUN_ID": value},
+        "config": {},
+    }
     data.update({"device": "cpu", "wall_seconds": 0})
     result = ctx.run("write_witness", data)
     if result.outcome != "refused" or rule not in result.rules:

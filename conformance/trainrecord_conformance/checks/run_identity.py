@@ -36,7 +36,7 @@ METADATA = "metadata.json"
 RESERVED = ("run_id", "started_at")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
-_text = st.text(st.characters(exclude_categories=("Cs",)), max_size=8)
+_text = st.text(st.characters(exclude_categories=["Cs"]), max_size=8)
 _values = st.one_of(
     st.none(),
     st.booleans(),

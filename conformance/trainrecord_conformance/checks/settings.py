@@ -103,7 +103,10 @@ def settings_check(
         (url, every, tok), variant = case
         folder = ctx.folder(create=True)
         (folder / "ca.pem").write_text(ctx.service("settings-ca", _ca_pem), encoding="ascii")
-        tables = {"paths": {"data": "data"}, "report": {"url": url, "every": every}}
+        tables: dict[str, dict[str, Any]] = {
+            "paths": {"data": "data"},
+            "report": {"url": url, "every": every},
+        }
         env = {TOKEN_ENV: tok, "HOME": "/nonexistent"}
         out = ctx.ok("load_settings", _load(folder, tables, env))
         if out["url"] != url or out["every"] != every or out["ca_bundle"]:

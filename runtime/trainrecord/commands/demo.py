@@ -13,7 +13,7 @@ import argparse
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from trainrecord.commands import plain
 from trainrecord.extras import install_hint, missing_module
@@ -35,6 +35,14 @@ SHOWN = {
     "no_gradients",
     "sink_error",
 }
+
+
+class _Size(TypedDict, total=False):
+    """The model and data size of ``run_demo`` (``--tiny``: smaller than its defaults)."""
+
+    width: int
+    size: int
+    samples: int
 
 
 def register(subparsers: Any) -> None:
@@ -130,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     _clear(out)
-    size = dict(width=4, size=8, samples=512) if args.tiny else {}
+    size: _Size = {"width": 4, "size": 8, "samples": 512} if args.tiny else {}
     break_at = args.steps // 2
     mode = "watch and repair" if args.repair else "watch only"
     print(
@@ -151,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         callback=show,
         **size,
-    )  # type: ignore[arg-type]
+    )
     verdict = verify(out)
     counts = Counter(verdict.events)
     losses = dict(result.losses)

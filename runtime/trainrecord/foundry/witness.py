@@ -221,7 +221,7 @@ def witness_problems(data: Any, path: Path | None = None) -> list[Problem]:
     found += text_problems(data, TEXT_FIELDS, "witness")
     match = WITNESS_NAME.fullmatch(path.name) if path is not None else None
     attempt = data.get("attempt") if isinstance(data, dict) else None
-    if match and type(attempt) is int and 0 <= attempt != int(match.group(1)):
+    if path is not None and match and type(attempt) is int and 0 <= attempt != int(match.group(1)):
         found.append(
             Problem(
                 "witness.attempt.filename",

@@ -31,7 +31,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from trainrecord.monitor.structure import Structure, out_axis
+from trainrecord.monitor.structure import Structure, affine_of, bias_of, out_axis, weight_of
 
 MOMENTUM_KEYS = ("momentum_buffer", "exp_avg")
 """Optimizer-state entries that move a parameter when its gradient is zero."""
@@ -272,16 +272,18 @@ class Certifier:
     def _dead_from_weights(self, producer: Producer, candidates: list[int]) -> dict[int, str]:
         """channel -> route ("gamma" or "weights") for channels dead from their weights."""
         module, bn = producer.module, producer.bn_module
-        index = torch.tensor(candidates, dtype=torch.long, device=module.weight.device)
+        weight, module_bias, affine = weight_of(module), bias_of(module), affine_of(bn)
+        index = torch.tensor(candidates, dtype=torch.long, device=weight.device)
         with torch.no_grad():
             axis = out_axis(module)
-            rows = module.weight.index_select(axis, index).movedim(axis, 0)
+            rows = weight.index_select(axis, index).movedim(axis, 0)
             w_zero = rows.flatten(1).eq(0).all(dim=1)
-            bias = module.bias.index_select(0, index) if module.bias is not None else None
+            bias = module_bias.index_select(0, index) if module_bias is not None else None
             routes: dict[int, str] = {}
-            if bn is not None and getattr(bn, "weight", None) is not None:
-                gamma = bn.weight.index_select(0, index.to(bn.weight.device))
-                beta = bn.bias.index_select(0, index.to(bn.weight.device))
+            if affine is not None:
+                bn_weight, bn_bias = affine
+                gamma = bn_weight.index_select(0, index.to(bn_weight.device))
+                beta = bn_bias.index_select(0, index.to(bn_weight.device))
                 b_zero = bias.eq(0) if bias is not None else torch.ones_like(w_zero)
                 gamma_route = (gamma.eq(0) & beta.le(0)).tolist()
                 weight_route = (
@@ -318,20 +320,25 @@ class Certifier:
                 f"the output of {producer.name} has another consumer besides "
                 f"{producer.batchnorm or producer.relu}: gradient can reach its weights"
             ), []
-        device = module.weight.device
-        all_index = torch.tensor(sorted(routes), dtype=torch.long, device=device)
+        weight, bias = weight_of(module), bias_of(module)
+        all_index = torch.tensor(sorted(routes), dtype=torch.long, device=weight.device)
         slices: list[tuple[torch.Tensor, torch.Tensor, int]] = []
         params: list[torch.Tensor] = []
         if bn is not None:
-            bn_index = all_index.to(bn.weight.device)
-            slices += [(bn.weight, bn_index, 0), (bn.bias, bn_index, 0)]
-            params += [bn.weight, bn.bias]
+            affine = affine_of(bn)
+            # routes come from the BatchNorm's weight and bias: without them (affine=False)
+            # _dead_from_weights found none, and check() returned before asking
+            assert affine is not None
+            bn_weight, bn_bias = affine
+            bn_index = all_index.to(bn_weight.device)
+            slices += [(bn_weight, bn_index, 0), (bn_bias, bn_index, 0)]
+            params += [bn_weight, bn_bias]
         if uses_weights or bn is None:
-            slices.append((module.weight, all_index, out_axis(module)))
-            params.append(module.weight)
-            if module.bias is not None:
-                slices.append((module.bias, all_index, 0))
-                params.append(module.bias)
+            slices.append((weight, all_index, out_axis(module)))
+            params.append(weight)
+            if bias is not None:
+                slices.append((bias, all_index, 0))
+                params.append(bias)
         moving = _state_slices_zero(self.optimizer, slices)
         if moving:
             return (

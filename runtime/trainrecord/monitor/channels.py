@@ -30,7 +30,7 @@ import torch
 from torch import nn
 from torch.nn.modules.module import register_module_forward_hook
 
-from trainrecord.monitor.structure import first_tensor, in_transform, out_axis
+from trainrecord.monitor.structure import affine_of, first_tensor, in_transform, out_axis
 
 LEAVE_MOST = 0.4  # a producer at most (or all) leaves it below 40 % of its channels stuck
 LEAVE_ALL = 0.9  # ... and all below 90 %
@@ -215,9 +215,10 @@ def classify(
 def channel_scale(producer: nn.Module, batchnorm: nn.Module | None) -> torch.Tensor | None:
     """Per-channel scale on the host: |gamma| of the BatchNorm, else the norm of incoming
     weights."""
+    affine = affine_of(batchnorm)
     with torch.no_grad():
-        if batchnorm is not None and getattr(batchnorm, "weight", None) is not None:
-            return batchnorm.weight.detach().abs().float().cpu()
+        if affine is not None:
+            return affine[0].detach().abs().float().cpu()
     norms = incoming_norms(producer)
     return None if norms is None else norms.cpu()
 

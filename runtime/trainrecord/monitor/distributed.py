@@ -11,7 +11,7 @@ so per-layer norms and channel weights are not available on one rank: it is refu
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.distributed as dist
@@ -40,9 +40,9 @@ def unwrap(model: nn.Module) -> tuple[nn.Module, str | None]:
                 "any rank. Use DistributedDataParallel, or monitor an unsharded copy."
             )
         if isinstance(model, nn.parallel.DistributedDataParallel | nn.DataParallel):
-            kind, model = kind or name, model.module
+            kind, model = kind or name, cast(nn.Module, model.module)
         elif is_compiled_wrapper(model):
-            model = model._orig_mod
+            model = cast(nn.Module, model._orig_mod)  # a Module: is_compiled_wrapper checks
         else:
             return model, kind
 

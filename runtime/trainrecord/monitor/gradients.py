@@ -226,7 +226,7 @@ def squared_norms(grads: list[torch.Tensor]) -> tuple[torch.Tensor, list[int]]:
         norms = torch._foreach_norm(rest, 2.0, dtype=torch.float64 if wide else torch.float32)
         device = norms[0].device
         if any(n.device != device for n in norms):
-            norms = [n.to(device) for n in norms]
+            norms = tuple(n.to(device) for n in norms)
         pieces.append(torch.stack(norms).square())
         order += rest_at
     if len(pieces) == 2 and pieces[1].device != pieces[0].device:

@@ -48,6 +48,7 @@ from torch.nn.modules.module import (
 
 from trainrecord import __version__, sigterm
 from trainrecord.diary.architecture import architecture_sha256
+from trainrecord.diary.durability import FsyncPolicy
 from trainrecord.errors import RecordRefused
 from trainrecord.monitor.certificate import Certifier, Producer, producers_from
 from trainrecord.monitor.channels import (
@@ -182,7 +183,7 @@ class Monitor:
         channel_list_limit: int = 16,
         warmup: int = 5,
         decay_ratio: float = 1e-3,
-        fsync_policy: str | None = None,
+        fsync_policy: FsyncPolicy | None = None,
         start_step: int = 0,
     ) -> None:
         if not isinstance(model, nn.Module):
@@ -297,8 +298,11 @@ class Monitor:
             sink_list += list(sinks or [])
             from trainrecord.diary import DiaryWriter, MetricsWriter
 
-            kwargs = {"fsync_policy": fsync_policy} if fsync_policy is not None else {}
-            self._diary = DiaryWriter(self.run_dir, **kwargs)
+            self._diary = (
+                DiaryWriter(self.run_dir)
+                if fsync_policy is None
+                else DiaryWriter(self.run_dir, fsync_policy=fsync_policy)
+            )
             try:
                 self._metrics = MetricsWriter(self.run_dir)
             except BaseException:

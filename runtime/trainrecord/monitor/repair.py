@@ -23,7 +23,14 @@ from torch import nn
 
 from trainrecord.monitor.certificate import Producer
 from trainrecord.monitor.distributed import Distributed
-from trainrecord.monitor.structure import in_axis, out_axis
+from trainrecord.monitor.structure import (
+    affine_of,
+    bias_of,
+    in_axis,
+    out_axis,
+    running_stats_of,
+    weight_of,
+)
 
 
 @dataclass
@@ -64,40 +71,44 @@ class Repairer:
         ``consumer``'s input columns of channel ``c`` are ``c * block`` to
         ``c * block + block - 1`` (``block`` > 1: the channels were flattened)."""
         module, bn = producer.module, producer.bn_module
-        index = torch.tensor(channels, dtype=torch.long, device=module.weight.device)
+        weight, bias, affine = weight_of(module), bias_of(module), affine_of(bn)
+        index = torch.tensor(channels, dtype=torch.long, device=weight.device)
         axis = out_axis(module)
-        touched: list[tuple[torch.Tensor, int, torch.Tensor]] = [(module.weight, axis, index)]
-        if module.bias is not None:
-            touched.append((module.bias, 0, index))
-        if bn is not None and getattr(bn, "weight", None) is not None:
-            touched += [(bn.weight, 0, index), (bn.bias, 0, index)]
+        touched: list[tuple[torch.Tensor, int, torch.Tensor]] = [(weight, axis, index)]
+        if bias is not None:
+            touched.append((bias, 0, index))
+        if affine is not None:
+            touched += [(affine[0], 0, index), (affine[1], 0, index)]
         columns = index
         if consumer is not None:
             if block > 1:
                 offsets = torch.arange(block, device=index.device)
                 columns = (index.unsqueeze(1) * block + offsets).flatten()
-            touched.append((consumer[1].weight, in_axis(consumer[1]), columns))
+            touched.append((weight_of(consumer[1]), in_axis(consumer[1]), columns))
         before = [t.detach().clone() for t, _, _ in touched]
         with torch.no_grad():
-            fan_in, _ = nn.init._calculate_fan_in_and_fan_out(module.weight)  # as torch's
+            fan_in, _ = nn.init._calculate_fan_in_and_fan_out(weight)  # as torch's
             bound = 1.0 / math.sqrt(fan_in) if fan_in else 0.0
-            shape = list(module.weight.shape)
+            shape = list(weight.shape)
             shape[axis] = len(channels)
-            new = self._draw(torch.Size(shape), bound, module.weight)
-            module.weight.index_copy_(axis, index, new)
-            if module.bias is not None:
-                module.bias.index_fill_(0, index, 0.0)
+            new = self._draw(torch.Size(shape), bound, weight)
+            weight.index_copy_(axis, index, new)
+            if bias is not None:
+                bias.index_fill_(0, index, 0.0)
             if bn is not None:
-                bn_index = index.to(bn.weight.device) if bn.weight is not None else index
-                if getattr(bn, "weight", None) is not None:
-                    bn.weight.index_fill_(0, bn_index, 1.0)
-                    bn.bias.index_fill_(0, bn_index, 0.0)
-                if getattr(bn, "running_mean", None) is not None:
-                    bn.running_mean.index_fill_(0, bn_index, 0.0)
-                    bn.running_var.index_fill_(0, bn_index, 1.0)
+                bn_index = index.to(affine[0].device) if affine is not None else index
+                if affine is not None:
+                    affine[0].index_fill_(0, bn_index, 1.0)
+                    affine[1].index_fill_(0, bn_index, 0.0)
+                running = running_stats_of(bn)
+                if running is not None:
+                    running[0].index_fill_(0, bn_index, 0.0)
+                    running[1].index_fill_(0, bn_index, 1.0)
             if consumer is not None:
-                weight = consumer[1].weight
-                weight.index_fill_(in_axis(consumer[1]), columns.to(weight.device), 0.0)
+                consumer_weight = weight_of(consumer[1])
+                consumer_weight.index_fill_(
+                    in_axis(consumer[1]), columns.to(consumer_weight.device), 0.0
+                )
         if self.dist is not None:
             self.dist.broadcast([t for t, _, _ in touched])
         slices = self._reset_state(touched)

@@ -158,7 +158,10 @@ class SinkDispatcher:
         self.on_error = on_error
         self.failures = 0
         self._seen: set[tuple[str, str]] = set()
-        self._queue: queue.Queue[tuple[str, dict[str, Any]] | None] = queue.Queue()
+        # (kind, payload) for the sinks; (FLUSH, an Event to set) from flush(); None: stop
+        self._queue: queue.Queue[tuple[str, dict[str, Any] | threading.Event] | None] = (
+            queue.Queue()
+        )
         self._thread = threading.Thread(target=self._run, name="trainrecord-sinks", daemon=True)
         # metrics rows are queued only when a sink does something with them (the logging
         # and callback sinks do not): no thread wake-up on every check for nothing
@@ -179,7 +182,7 @@ class SinkDispatcher:
             if item is None:
                 return
             kind, payload = item
-            if kind == FLUSH:
+            if isinstance(payload, threading.Event):  # flush(): all before it is delivered
                 payload.set()
                 continue
             for sink in self.sinks:
@@ -203,7 +206,7 @@ class SinkDispatcher:
         """Wait (at most ``timeout`` seconds) until everything queued so far is delivered."""
         if self.sinks and self._thread.is_alive():
             done = threading.Event()
-            self._queue.put((FLUSH, done))  # type: ignore[arg-type]
+            self._queue.put((FLUSH, done))
             done.wait(timeout)
 
     def stop(self) -> None:

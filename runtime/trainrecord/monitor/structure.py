@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -62,7 +62,38 @@ def in_axis(module: nn.Module) -> int:
 
 def out_channels(module: nn.Module) -> int:
     """A producer's number of output channels."""
-    return int(module.weight.shape[out_axis(module)])
+    return int(weight_of(module).shape[out_axis(module)])
+
+
+# ``nn.Module`` types every attribute it looks up (parameters, buffers, submodules) as
+# ``Tensor | Module``: these read the ones the monitor uses, typed as what they are.
+
+
+def weight_of(module: nn.Module) -> torch.Tensor:
+    """The weight of a producer or of a consumer (Conv, ConvTranspose, Linear: they always
+    have one; a parametrization's is a computed tensor, not a Parameter)."""
+    return cast(torch.Tensor, module.weight)
+
+
+def bias_of(module: nn.Module) -> torch.Tensor | None:
+    """The bias of a producer or of a consumer; None when it has none (``bias=False``)."""
+    return cast("torch.Tensor | None", module.bias)
+
+
+def affine_of(bn: nn.Module | None) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """A BatchNorm's (weight, bias); None without a BatchNorm, or when it has neither
+    (``affine=False``)."""
+    if bn is None or getattr(bn, "weight", None) is None:
+        return None
+    return cast(torch.Tensor, bn.weight), cast(torch.Tensor, bn.bias)
+
+
+def running_stats_of(bn: nn.Module) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """A BatchNorm's (running_mean, running_var); None when it keeps none
+    (``track_running_stats=False``)."""
+    if getattr(bn, "running_mean", None) is None:
+        return None
+    return cast(torch.Tensor, bn.running_mean), cast(torch.Tensor, bn.running_var)
 
 
 BATCHNORMS: tuple[type[nn.Module], ...] = (

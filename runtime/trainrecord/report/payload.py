@@ -365,8 +365,8 @@ def _eta(state: JobState, status: str, now: float) -> int | None:
             return None
         per_word = max(0.0, now - state.work_started) / done
         return max(0, round(per_word * max(0, state.words_total - state.words_done)))
-    durations = [e.get("duration_seconds") for e in state.history]
-    durations = [d for d in durations if isinstance(d, int | float) and math.isfinite(d)]
+    given = [e.get("duration_seconds") for e in state.history]
+    durations = [d for d in given if isinstance(d, int | float) and math.isfinite(d)]
     if not durations or state.epochs_total is None:
         return None
     left = state.epochs_total - len(state.history) - _epoch_share(state)

@@ -81,13 +81,23 @@ class Secrets:
     user: str | None = field(default_factory=_current_user)
     pid: int | None = field(default_factory=os.getpid)
 
+    def usable_home(self) -> str | None:
+        """The home folder when it is worth replacing (not ``/`` or empty), else None."""
+        home = self.home
+        return home if home and home not in ("/", "~") and len(home) > 1 else None
+
+    def usable_user(self) -> str | None:
+        """The user name to look for (any non-empty name; see :func:`_user_pattern`), else
+        None."""
+        return self.user or None
+
     def home_usable(self) -> bool:
         """A home folder worth replacing (not ``/`` or empty)."""
-        return bool(self.home) and self.home not in ("/", "~") and len(self.home) > 1
+        return self.usable_home() is not None
 
     def user_usable(self) -> bool:
         """A user name to look for (any non-empty name; see :func:`_user_pattern`)."""
-        return bool(self.user)
+        return self.usable_user() is not None
 
 
 def _home_pattern(home: str) -> re.Pattern[str]:
@@ -131,8 +141,9 @@ def _scrub_file_url(match: re.Match[str], s: Secrets) -> str:
     encoded home folder or user name (``/home/zo%C3%AB``) is found too; the host goes."""
     path = unquote(match.group(3))
     local = (match.group(2)[1:] + path) if match.group(2) else path
-    if s.home_usable():
-        home = s.home.replace("\\", "/")  # type: ignore[union-attr]
+    usable_home = s.usable_home()
+    if usable_home is not None:
+        home = usable_home.replace("\\", "/")
         at_home = _home_pattern(home).match(local.replace("\\", "/"))
         if at_home:
             return f"{match.group(1)}//~{local[at_home.end() :]}"
@@ -149,12 +160,14 @@ def scrub_message(text: str, secrets: Secrets | None = None) -> str:
     out = _FILE_URL.sub(lambda m: _scrub_file_url(m, s), out)  # before the home folder
     if s.token:
         out = out.replace(s.token, "<token>")  # a token percent-encoded in a file URL
-    if s.home_usable():
-        out = _home_pattern(s.home).sub("~", out)  # type: ignore[arg-type]
+    home = s.usable_home()
+    if home is not None:
+        out = _home_pattern(home).sub("~", out)
     out = _ABS_POSIX.sub(lambda m: ".../" + (m.group(1) or m.group(2) or ""), out)
     out = _ABS_WINDOWS.sub(lambda m: "...\\" + m.group(1), out)
-    if s.user_usable():
-        out = _user_pattern(s.user).sub("<user>", out)  # type: ignore[arg-type]
+    user = s.usable_user()
+    if user is not None:
+        out = _user_pattern(user).sub("<user>", out)
     out = _PID_WORD.sub(_scrub_pids, out)
     if s.pid:
         out = _pid_pattern(s.pid).sub("<pid>", out)
@@ -181,8 +194,9 @@ def privacy_problems(payload: Any, secrets: Secrets | None = None) -> list[Probl
     s = secrets or Secrets()
     rule = "report.privacy.secrets"
     found: list[Problem] = []
-    home = _home_pattern(s.home) if s.home_usable() else None  # type: ignore[arg-type]
-    user = _user_pattern(s.user) if s.user_usable() else None  # type: ignore[arg-type]
+    usable_home, usable_user = s.usable_home(), s.usable_user()
+    home = _home_pattern(usable_home) if usable_home is not None else None
+    user = _user_pattern(usable_user) if usable_user is not None else None
     pid = _pid_pattern(s.pid) if s.pid else None
     token = _token_pattern(s.token) if s.token else None
     for path, text in _strings(payload):

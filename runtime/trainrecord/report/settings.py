@@ -35,6 +35,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 from urllib.parse import unquote, urlsplit
 
 from trainrecord.errors import RecordRefused
@@ -201,21 +202,20 @@ def token_outside_host(text: str, token: str) -> bool:
 
 def check_every(every: object) -> float:
     """Return ``every`` as seconds when it is a finite number greater than 0."""
-    ok = (
+    if (
         isinstance(every, int | float)
         and not isinstance(every, bool)
         and math.isfinite(every)
         and every > 0
+    ):
+        return float(every)
+    raise RecordRefused.one(
+        "report.settings.every",
+        ("report", "every"),
+        "every is the number of seconds between progress reports; "
+        "set it to a number greater than 0",
+        every,
     )
-    if not ok:
-        raise RecordRefused.one(
-            "report.settings.every",
-            ("report", "every"),
-            "every is the number of seconds between progress reports; "
-            "set it to a number greater than 0",
-            every,
-        )
-    return float(every)  # type: ignore[arg-type]
 
 
 def _is_ca_file(path: str) -> bool:
@@ -348,13 +348,15 @@ def load_settings(
             show_value=False,
         )
     token = env.get(TOKEN_ENV, "")
-    url = section.get("url")
+    # url and every go in as written: ReportSettings.__post_init__ checks them (a missing
+    # url or a string every is refused there, with the rule that names it)
+    url = cast(str, section.get("url"))
     ca = section.get("ca_bundle")
     if ca is not None:
         ca = str((path.parent / str(ca)).resolve())
     return ReportSettings(
         url=url,
-        every=section.get("every", 60),  # type: ignore[arg-type]
+        every=section.get("every", 60),
         token=token,
         ca_bundle=ca,
         ca_environ={k: env[k] for k in CA_VARIABLES if k in env},
