@@ -46,10 +46,14 @@ exit status: 0 listed, 2 usage error (an unknown option, no rule matching --rule
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line parser."""
+    from trainrecord import __version__
     from trainrecord_conformance.targets import DEFAULT_TIMEOUT
 
     parser = argparse.ArgumentParser(
         prog="trainrecord-conformance", description="Check an implementation, rule by rule."
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"trainrecord-conformance {__version__}"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     run = sub.add_parser(
@@ -89,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout",
         type=float,
         default=DEFAULT_TIMEOUT,
-        help="seconds a harness may take per operation",
+        help=f"seconds a harness may take per operation (default {DEFAULT_TIMEOUT:g})",
     )
     run.add_argument(
         "--token", help="bearer token for an http(s) target (default: CORREAD_REPORT_TOKEN)"

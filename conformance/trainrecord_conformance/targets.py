@@ -29,6 +29,7 @@ import tempfile
 import time
 import traceback
 from abc import ABC, abstractmethod
+from pathlib import Path
 from typing import Any
 
 from trainrecord.errors import RecordRefused
@@ -197,10 +198,20 @@ class ExecTarget(Target):
         self.send_line(protocol.encode(message))
 
     def _died(self, what: str) -> TargetError:
-        code = self._proc.poll() if self._proc is not None else None
+        code = None
+        if self._proc is not None:
+            # its stdout closed just now: the exit status follows within moments (poll()
+            # alone raced it and said "exit status None")
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                code = self._proc.wait(2.0)
         tail = self.stderr_tail()
         self.kill()
-        return TargetError(f"{what} (exit status {code}); stderr: {tail[-600:]}")
+        status = (
+            f"exit status {code}"
+            if code is not None
+            else "its output closed, but the process was still running 2 s later: killed"
+        )
+        return TargetError(f"{what} ({status}); stderr: {tail[-600:]}")
 
     def _receive(self, timeout: float) -> Any:
         assert self._proc is not None and self._proc.stdout is not None
@@ -353,6 +364,24 @@ def harness_command() -> str:
     return f"{shlex.quote(sys.executable)} -m trainrecord_conformance.harness"
 
 
+NODE_HARNESS = Path(__file__).resolve().parent.parent / "implementations" / "node" / "harness.js"
+"""The Node implementation's harness, found from this package's place in the checkout
+(``conformance/trainrecord_conformance/`` beside ``conformance/implementations/node/``),
+never from the working directory."""
+
+
+def node_command() -> str:
+    """The command line of the ``node`` target; ValueError when the package does not sit in
+    a checkout (a ``pip install .`` copies only the Python packages)."""
+    if not NODE_HARNESS.is_file():
+        raise ValueError(
+            f"the node target needs a checkout of trainrecord: {NODE_HARNESS} does not exist "
+            "(this trainrecord_conformance was installed without it); run "
+            '--target "exec:node <checkout>/conformance/implementations/node/harness.js"'
+        )
+    return f"node {shlex.quote(str(NODE_HARNESS))}"
+
+
 def make_target(
     spec: str,
     *,
@@ -367,8 +396,7 @@ def make_target(
     if spec == "harness":
         return ExecTarget(harness_command(), name="harness", timeout=timeout)
     if spec == "node":
-        script = os.path.join("conformance", "implementations", "node", "harness.js")
-        return ExecTarget(f"node {script}", name="node", timeout=timeout)
+        return ExecTarget(node_command(), name="node", timeout=timeout)
     if spec.startswith("exec:"):
         return ExecTarget(spec[5:], timeout=timeout)
     if spec.startswith(("http://", "https://")):

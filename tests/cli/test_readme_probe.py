@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ from trainrecord.diary import DiaryWriter, MetricsWriter, architecture_sha256
 
 CONFORMANCE = [sys.executable, "-m", "trainrecord_conformance.cli"]
 TRAINRECORD = [sys.executable, "-m", "trainrecord.cli"]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def conformance(*args: str) -> subprocess.CompletedProcess[str]:
@@ -164,3 +166,59 @@ def test_conformance_rules_matching_nothing_is_a_usage_error() -> None:
     out = conformance("rules", "--rules", "no.such.rule*")
     assert out.returncode == 2 and out.stdout == ""
     assert "no rule matches" in out.stderr
+
+
+def test_conformance_version_and_the_timeout_default_in_help() -> None:
+    """``trainrecord --version`` worked and ``trainrecord-conformance --version`` was a usage
+    error; ``run --help`` did not say what ``--timeout`` defaults to (a docs probe)."""
+    from trainrecord import __version__
+    from trainrecord_conformance.targets import DEFAULT_TIMEOUT
+
+    out = conformance("--version")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"trainrecord-conformance {__version__}"
+    text = " ".join(conformance("run", "--help").stdout.split())
+    assert f"per operation (default {DEFAULT_TIMEOUT:g})" in text
+
+
+@pytest.mark.skipif(
+    shutil.which("node") is None
+    or not (ROOT / "conformance" / "implementations" / "node" / "node_modules").is_dir(),
+    reason="needs Node.js and npm ci in conformance/implementations/node",
+)
+def test_node_target_runs_from_outside_the_checkout(tmp_path: Path) -> None:
+    """``--target node`` named its harness relative to the working directory: from any other
+    folder node said "Cannot find module" (a docs probe). It is found from the package."""
+    out = subprocess.run(
+        [*CONFORMANCE, "run", "--target", "node", "--rules", "canonical.config", "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["implementation"]["language"] == "javascript"
+
+
+def test_a_harness_that_exits_at_once_is_reported_with_its_exit_status(tmp_path: Path) -> None:
+    """The harness's stdout closes a moment before the process is reaped: the message said
+    "exit status None". It waits for the status now."""
+    script = tmp_path / "harness.py"
+    script.write_text("import sys\nsys.stderr.write('no luck\\n')\nsys.exit(3)\n")
+    out = conformance("run", "--target", f"exec:{sys.executable} {script}")
+    assert out.returncode == 2
+    assert "the harness exited without answering (exit status 3)" in out.stderr
+    assert "None" not in out.stderr and "no luck" in out.stderr
+
+
+def test_node_target_without_a_checkout_says_what_to_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An installed copy of the package has no Node implementation beside it: a usage error
+    naming the exec: form, not a harness that cannot start."""
+    from trainrecord_conformance import targets
+
+    monkeypatch.setattr(targets, "NODE_HARNESS", tmp_path / "harness.js")
+    with pytest.raises(ValueError, match=r"needs a checkout.*exec:node <checkout>"):
+        targets.make_target("node")
