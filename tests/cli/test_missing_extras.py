@@ -128,6 +128,21 @@ def test_the_hint_pins_the_torch_the_makefile_installs() -> None:
     assert f"TORCH_PIN ?= {TORCH_PIN}\n" in makefile
 
 
+def test_every_extra_includes_the_runtime_and_every_module_has_its_extra() -> None:
+    """The README: "Each extra below includes runtime". tensorboard did not (a docs probe):
+    ``.[tensorboard]`` alone gave a sink without the writer it feeds."""
+    import tomllib
+
+    from trainrecord.extras import EXTRA_OF
+
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    extras = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]
+    for name, requirements in extras.items():
+        if name != "runtime":  # trainrecord[runtime], or dev's trainrecord[runtime,plot,...]
+            assert any(r.startswith("trainrecord[") and "runtime" in r for r in requirements), name
+    assert set(EXTRA_OF.values()) <= set(extras)
+
+
 def test_the_demo_without_matplotlib_still_runs_and_says_how_to_plot(
     blocker: Path, tmp_path: Path
 ) -> None:

@@ -99,7 +99,8 @@ def test_model_outputs_are_the_graph_when_no_loss_tensor_is_given(run_dir: Path)
 
 
 def test_ddp_prefix_is_not_in_layer_names_and_fsdp_is_refused(run_dir: Path) -> None:
-    from trainrecord.monitor.distributed import UnsupportedModel, unwrap
+    from trainrecord.monitor import UnsupportedModel  # where the README's FSDP note sends users
+    from trainrecord.monitor.distributed import unwrap
 
     model = MiniResNet()
     wrapped = nn.DataParallel(model)
@@ -111,8 +112,9 @@ def test_ddp_prefix_is_not_in_layer_names_and_fsdp_is_refused(run_dir: Path) -> 
     class FullyShardedDataParallel(nn.Module):  # what the monitor sees of an FSDP wrapper
         pass
 
-    with pytest.raises(UnsupportedModel, match="FSDP"):
+    with pytest.raises(UnsupportedModel, match="FSDP") as refused:
         Monitor(FullyShardedDataParallel(), None, run_dir / "fsdp")
+    assert isinstance(refused.value, TypeError)
     assert not (run_dir / "fsdp").exists()
 
 

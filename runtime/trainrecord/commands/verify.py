@@ -24,9 +24,10 @@ EXIT = {"ok": 0, "failed": 1, "torn": 3}
 
 DESCRIPTION = """\
 Verify a training record: diary.jsonl (every line strict JSON and valid against its event
-schema, seq from 0 and contiguous, prev linking, hash recomputed, run_start first, run_end
-last when present), metrics.jsonl against run_end.metrics_sha256, and the seal record.json
-with record.sig (pass --key to check the signature).
+schema, seq from 0 and contiguous, prev linking, hash recomputed, run_start first, and
+after a run_end only a run_start: a resumed run's next session), metrics.jsonl against
+each run_end.metrics_sha256, and the seal record.json with record.sig (pass --key to
+check the signature).
 
 exit status: 0 everything holds, 1 verification failed, 3 torn last line only (a crash
 while writing; the lines before it verify), 2 usage error."""
