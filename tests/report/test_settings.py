@@ -108,6 +108,35 @@ def test_a_ca_bundle_that_is_not_pem_certificates_is_refused(tmp_path: Path) -> 
     refused("report.settings.ca_bundle", ca_bundle=str(garbage))
 
 
+def test_a_ca_refusal_shows_the_path_as_given_with_home_and_token_scrubbed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A docs probe: REQUESTS_CA_BUNDLE=/tmp/nothere/ca.pem was refused "(got 'ca.pem')", the
+    value shown not the value set. The whole path is shown now; only the home folder (as
+    ~) and the token are scrubbed, as in every other message."""
+    toml = tmp_path / "paths.toml"
+    toml.write_text('[report]\nurl = "https://example.org/r"\nevery = 60\n')
+    home = tmp_path / "home" / "someone"
+    monkeypatch.setenv("HOME", str(home))
+    for given, shown in [
+        ("/tmp/nothere/ca.pem", "'/tmp/nothere/ca.pem'"),
+        ("/nonexist", "'/nonexist'"),
+        ("certs/ca.pem", "'certs/ca.pem'"),
+        (f"{home}/certs/ca.pem", "'~/certs/ca.pem'"),
+        (f"/srv/{TOKEN}/ca.pem", "'/srv/<token>/ca.pem'"),
+    ]:
+        env = {"CORREAD_REPORT_TOKEN": TOKEN, "CURL_CA_BUNDLE": given}
+        with pytest.raises(RecordRefused) as info:
+            load_settings(toml, env=env)
+        assert info.value.problems[0].value == shown, str(info.value)
+        assert str(home) not in str(info.value) and TOKEN not in str(info.value)
+    long = "/data/" + "x" * 300 + "/ca.pem"  # past 200 characters: the end is kept
+    value = refused("report.settings.ca_bundle", ca_bundle=long).problems[0].value
+    assert value is not None and value.endswith("xx/ca.pem'") and value.startswith("'...")
+    value = refused("report.settings.ca_bundle", ca_bundle=str(home / "ca.pem")).problems[0].value
+    assert value == "'~/ca.pem'"
+
+
 def test_load_settings_reads_paths_toml_and_the_environment(tmp_path: Path) -> None:
     import trustme
 

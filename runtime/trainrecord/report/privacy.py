@@ -13,6 +13,8 @@ Public API:
   that names the user or holds a process id (rule ``report.privacy.secrets``). What the
   check finds, the scrub removes: a scrubbed message always passes.
 * :class:`Secrets`: what this process must never send (token, home, user, pid).
+* :func:`scrub_home` ``(text, secrets=None) -> str``: only the token and the home folder
+  (``~``); for paths in messages shown locally, such as a settings refusal.
 
 A ``file:`` URL's path is scrubbed as a plain path, percent-decoded first: ``file://~/x``
 for the home folder, ``file://.../x`` for any other (the host is dropped). The token is the
@@ -173,6 +175,20 @@ def scrub_message(text: str, secrets: Secrets | None = None) -> str:
         out = _pid_pattern(s.pid).sub("<pid>", out)
     if len(out) > MAX_MESSAGE:
         out = out[: MAX_MESSAGE - 1] + "…"
+    return out
+
+
+def scrub_home(text: str, secrets: Secrets | None = None) -> str:
+    """``text`` with the token (as written or percent-encoded) as ``<token>`` and the home
+    folder as ``~``, and nothing else changed: for a path in a message shown on this machine
+    (a settings refusal), where the whole path is what the user must fix."""
+    s = secrets or Secrets()
+    out = str(text)
+    if s.token:
+        out = _token_pattern(s.token).sub("<token>", out)
+    home = s.usable_home()
+    if home is not None:
+        out = _home_pattern(home).sub("~", out)
     return out
 
 

@@ -38,7 +38,8 @@ from pathlib import Path
 from typing import cast
 from urllib.parse import unquote, urlsplit
 
-from trainrecord.errors import RecordRefused
+from trainrecord.errors import Problem, RecordRefused
+from trainrecord.report.privacy import Secrets, scrub_home
 
 TOKEN_ENV = "CORREAD_REPORT_TOKEN"
 """The one place the token comes from."""
@@ -249,11 +250,11 @@ class ReportSettings:
         object.__setattr__(self, "every", check_every(self.every))
         check_token(self.token)
         if self.ca_bundle is not None and not _is_ca_file(self.ca_bundle):
-            raise RecordRefused.one(
-                "report.settings.ca_bundle",
+            raise _ca_refused(
                 ("report", "ca_bundle"),
                 "ca_bundle must name an existing PEM file of CA certificates",
-                Path(self.ca_bundle).name,
+                self.ca_bundle,
+                self.token,
             )
         if self.ca_environ is not None:
             kept = {k: str(self.ca_environ[k]) for k in CA_VARIABLES if self.ca_environ.get(k)}
@@ -261,12 +262,12 @@ class ReportSettings:
             name, path = _ca_variable(kept)
             unused = self.ca_bundle is not None
             if name is not None and not unused and not Path(path).exists():  # file or folder
-                raise RecordRefused.one(
-                    "report.settings.ca_bundle",
+                raise _ca_refused(
                     (name,),
                     f"{name} must name an existing file (or folder) of CA certificates; "
                     "fix it or unset it",
-                    Path(path).name,
+                    path,
+                    self.token,
                 )
 
     @property
@@ -282,6 +283,16 @@ class ReportSettings:
             return self.ca_bundle
         _, path = _ca_variable(os.environ if self.ca_environ is None else self.ca_environ)
         return path or True
+
+
+def _ca_refused(field: tuple[str, ...], message: str, path: str, token: str) -> RecordRefused:
+    """A ``report.settings.ca_bundle`` refusal showing the path as it was given (the token and
+    the home folder scrubbed, as in every message: ``~/certs/ca.pem``), whole, since the
+    folder is often what is wrong; a path past 200 characters keeps its end."""
+    shown = scrub_home(path, Secrets(token=token or None))
+    if len(shown) > 200:
+        shown = "..." + shown[-197:]
+    return RecordRefused([Problem("report.settings.ca_bundle", field, message, repr(shown))])
 
 
 def _ca_variable(env: Mapping[str, str]) -> tuple[str | None, str]:
