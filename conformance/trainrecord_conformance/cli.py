@@ -19,6 +19,7 @@ import sys
 from collections.abc import Sequence
 
 from trainrecord.cli import missing_dependency, run_parser
+from trainrecord.commands import whole_number
 
 # The suite's modules (hypothesis, jsonschema, requests...) are imported in the functions
 # below, so that an install without the conformance extra gets one line naming it.
@@ -79,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--examples",
-        type=int,
+        type=whole_number(1, what="examples"),
         metavar="N",
         help="examples per check (default: from HYPOTHESIS_PROFILE)",
     )

@@ -72,11 +72,17 @@ def loads_strict(text: str | bytes) -> Any:
     last, others the first): a record that reads differently in two tools cannot be trusted.
     Bytes must be UTF-8 without a byte order mark (RFC 8259): ``json.loads`` alone would
     also take UTF-16 and UTF-32 bytes, and a UTF-8 BOM. Every refusal is a ``ValueError``
-    (``UnicodeDecodeError`` or ``json.JSONDecodeError``).
+    (``UnicodeDecodeError``, ``json.JSONDecodeError``, or a plain one for nesting deeper
+    than the parser's recursion allows).
     """
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8")  # strict: a BOM then fails as JSON, as it should
-    return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
+    try:
+        return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
+    except RecursionError:  # [[[[... a thousand deep: no record nests so; never a crash
+        raise ValueError(
+            "arrays or objects nested too deeply to parse (no record nests beyond a few levels)"
+        ) from None
 
 
 def dumps_strict(obj: Any, *, indent: int | None = None) -> str:

@@ -136,7 +136,9 @@ def _dispatch(
     except RecordRefused as exc:
         print(f"{where}: refused: {exc}", file=sys.stderr)
         return 2
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
+    except BrokenPipeError:
+        raise  # stdout's reader gone: run_parser's to judge (exit 141), not a file error
+    except OSError as exc:  # a file or folder: missing, in the way, read-only, full disk ...
         named = f": {exc.filename}" if exc.filename is not None else ""
         print(f"{where}: {exc.strerror or type(exc).__name__}{named}", file=sys.stderr)
         return 2

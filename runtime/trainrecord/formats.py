@@ -12,7 +12,9 @@ content (a witness has ``run_record_format``, a report has ``"schema": 2``, ...)
 
 from __future__ import annotations
 
+import errno
 import fnmatch
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -241,8 +243,12 @@ def check_file(path: Path, fmt: Format | None = None) -> tuple[Format | None, li
     """Detect (unless given) the format of ``path`` and return it with every problem.
 
     Returns ``(None, [])`` when the format cannot be told. Raises ``OSError`` when the file
-    cannot be read.
+    cannot be read, or is no regular file (a FIFO would block the reading for good).
     """
+    if not stat.S_ISREG(path.stat().st_mode):
+        raise OSError(
+            errno.EINVAL, "not a regular file (a FIFO, socket or device): give a record file"
+        )
     raw = path.read_bytes()
     try:
         text = raw.decode("utf-8")

@@ -232,7 +232,16 @@ def test_a_missing_content_length_is_411(receiver: ReportServer) -> None:
 
 
 @pytest.mark.parametrize(
-    "body", [b"not json", b'{"a": NaN}', b"\xff\xfe{}", b"", b'{"a": 1', b'{"a": 1, "a": 2}']
+    "body",
+    [
+        b"not json",
+        b'{"a": NaN}',
+        b"\xff\xfe{}",
+        b"",
+        b'{"a": 1',
+        b'{"a": 1, "a": 2}',
+        b"[" * 50_000 + b"]" * 50_000,  # a RecursionError in the handler dropped the connection
+    ],
 )
 def test_a_body_that_is_not_strict_json_is_400(receiver: ReportServer, body: bytes) -> None:
     assert post(receiver, body).status_code == 400

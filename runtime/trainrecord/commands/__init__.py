@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 _ROLE = re.compile(r":[a-z]+:`([^`]*)`")
@@ -24,3 +26,28 @@ def run_dir_problem(run_dir: Path) -> str | None:
         return f"does not exist: {run_dir}"
     what = "a file" if run_dir.is_file() else "a broken link" if not run_dir.exists() else None
     return f"not a directory: {run_dir}" + (f" ({what})" if what else "")
+
+
+def whole_number(
+    minimum: int, maximum: int | None = None, what: str = "", hint: str = ""
+) -> Callable[[str], int]:
+    """An argparse ``type`` for a whole number from ``minimum`` to ``maximum`` (inclusive):
+    any other text is a usage error (exit 2) naming the range, ``what`` is counted and
+    ``hint``, never a traceback from deep inside (``serve --port 99999`` raised
+    OverflowError from socketserver)."""
+    span = f"{minimum} or more" if maximum is None else f"from {minimum} to {maximum}"
+    unit = f" {what}" if what else ""
+    extra = f" ({hint})" if hint else ""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a whole number; give {span}{unit}{extra}"
+            ) from None
+        if value < minimum or (maximum is not None and value > maximum):
+            raise argparse.ArgumentTypeError(f"{value}{unit}; give {span}{extra}")
+        return value
+
+    return parse

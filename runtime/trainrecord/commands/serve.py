@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from trainrecord.commands import whole_number
 from trainrecord.errors import RecordRefused
 
 
@@ -39,7 +40,10 @@ def register(subparsers: Any) -> None:
         help="address to bind (plain HTTP only on loopback; default 127.0.0.1)",
     )
     parser.add_argument(
-        "--port", type=int, default=8787, help="port (default 8787; 0: any free one)"
+        "--port",
+        type=whole_number(0, 65535, hint="0: any free one"),
+        default=8787,
+        help="port (default 8787; 0: any free one)",
     )
     parser.add_argument(
         "--db", default="reports.sqlite", help="SQLite file (default reports.sqlite)"

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trainrecord.commands import run_dir_problem
+from trainrecord.commands import run_dir_problem, whole_number
 from trainrecord.diary import verify
 
 EXIT = {"ok": 0, "failed": 1, "torn": 3}
@@ -57,19 +57,8 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def _workers(text: str) -> int:
-    """``--workers``: a whole number of processes, at least 1 (argparse: usage error, exit 2)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a whole number; give 1 or more processes"
-        ) from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(
-            f"{value} processes; give 1 or more (or leave --workers out to use every CPU)"
-        )
-    return value
+_workers = whole_number(1, what="processes", hint="or leave --workers out to use every CPU")
+"""``--workers``: a whole number of processes, at least 1 (argparse: usage error, exit 2)."""
 
 
 def _is_private_key(path: Path) -> bool:

@@ -8,6 +8,7 @@ error message: errors name the file, never its content.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from pathlib import Path
@@ -25,7 +26,10 @@ def generate_keypair(
     *,
     overwrite: bool = False,
 ) -> tuple[Path, Path, str]:
-    """Write a new key pair; return (private path, public path, fingerprint)."""
+    """Write a new key pair; return (private path, public path, fingerprint). Missing
+    folders are made; a file where a folder must be is a ``NotADirectoryError`` naming it;
+    when the public key cannot be written, the private key written is removed (no half
+    pair)."""
     priv = Path(private_path)
     pub = Path(public_path) if public_path else priv.with_name(priv.name + ".pub")
     for path in (priv, pub):
@@ -39,18 +43,39 @@ def generate_keypair(
     pem = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
-    priv.parent.mkdir(parents=True, exist_ok=True)
+    for path in (priv, pub):  # both checked before any folder is made
+        _no_file_in_the_way(path.parent)
+    for path in (priv, pub):
+        path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(priv, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as fh:
         fh.write(pem)
     os.chmod(priv, 0o600)
     public = key.public_key()
-    pub.write_bytes(
-        public.public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    try:
+        pub.write_bytes(
+            public.public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
         )
-    )
+    except BaseException:
+        priv.unlink(missing_ok=True)
+        raise
     return priv, pub, fingerprint(public)
+
+
+def _no_file_in_the_way(folder: Path) -> None:
+    """Raise ``NotADirectoryError`` naming the file that stands where ``folder`` or one of
+    its parents must be (``mkdir`` says only "File exists")."""
+    for part in (folder, *folder.parents):
+        if part.exists() or part.is_symlink():
+            if not part.is_dir():
+                raise NotADirectoryError(
+                    errno.ENOTDIR,
+                    "not a folder (a file is in the way of the key's path)",
+                    str(part),
+                )
+            break
 
 
 def _read(source: Any) -> tuple[bytes, str]:

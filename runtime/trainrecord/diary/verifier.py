@@ -13,6 +13,7 @@ order; the answer is the same as a single pass.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import mmap
@@ -282,6 +283,23 @@ def _tty_progress() -> ProgressFn:
     return show
 
 
+def _missing(path: Path) -> str:
+    """How a diary that is not there is missing: a plain absence, or a link that leads
+    nowhere (to a path that does not exist, or round in a loop), which ``ls`` still lists."""
+    if not path.is_symlink():
+        return "does not exist"
+    loop = "is a link that loops back on itself; point it at the record's diary"
+    try:
+        path.resolve(strict=True)
+    except RuntimeError:  # (Python 3.11 and 3.12: a loop raises RuntimeError, later ELOOP)
+        return loop
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return loop
+        return f"is a link to {os.readlink(path)}, which does not exist; point it at the diary"
+    return "does not exist"
+
+
 def verify(
     run_dir: str | os.PathLike[str],
     *,
@@ -307,7 +325,7 @@ def verify(
             str(run),
             "failed",
             0,
-            failure=LineFailure(0, None, "diary.file.empty", f"{path} does not exist"),
+            failure=LineFailure(0, None, "diary.file.empty", f"{path} {_missing(path)}"),
         )
     size = path.stat().st_size
     if size == 0:

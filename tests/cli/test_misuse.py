@@ -1,0 +1,103 @@
+"""Command-line misuse found by a probe, each as a real process: one line on stderr and exit
+status 2 (or the file's problem with its rule and exit 1), never a traceback, a hang or a
+half-made key pair."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.diary.helpers import cli
+
+CONFORMANCE = [sys.executable, "-m", "trainrecord_conformance.cli"]
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def one_line(out: subprocess.CompletedProcess[str], status: int = 2) -> str:
+    err = out.stderr.strip()
+    assert out.returncode == status, (out.returncode, out.stdout[-500:], out.stderr[-2000:])
+    assert "Traceback" not in err and "\n" not in err, err
+    return err
+
+
+def test_validate_refuses_a_fifo_instead_of_waiting_for_a_writer(tmp_path: Path) -> None:
+    fifo = tmp_path / "metrics.json"
+    os.mkfifo(fifo)
+    err = one_line(cli("validate", fifo))  # cli() times out (a hang) after 120 s
+    assert err == (
+        f"{fifo}: error: cannot read the file: not a regular file (a FIFO, socket or device): "
+        "give a record file"
+    )
+
+
+def test_json_nested_deeper_than_the_parser_goes_is_a_problem_of_the_file(tmp_path: Path) -> None:
+    (tmp_path / "metrics.json").write_text(DEEP)
+    out = cli("validate", tmp_path / "metrics.json")
+    assert out.returncode == 1 and not out.stderr, out.stderr[-2000:]
+    assert "[metrics.file.json]" in out.stdout and "nested too deeply" in out.stdout
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "diary.jsonl").write_text(DEEP + "\n")
+    out = cli("verify", run)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert "[diary.file.json]" in out.stdout and "nested too deeply" in out.stdout
+    assert "nested too deeply" in one_line(cli("show", run))
+
+
+@pytest.mark.parametrize("port", ["-1", "99999", "abc"])
+def test_serve_refuses_a_port_outside_0_to_65535(port: str) -> None:
+    out = cli("serve", "--port", port)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert "argument --port:" in out.stderr and "give from 0 to 65535" in out.stderr
+
+
+def test_keygen_names_the_file_in_the_way_and_writes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("")
+    err = one_line(cli("keygen", tmp_path / "afile" / "key"))
+    assert err.endswith(f"a file is in the way of the key's path): {tmp_path / 'afile'}"), err
+    err = one_line(cli("keygen", tmp_path / "new" / "key", "--public", tmp_path / "afile" / "k"))
+    assert "a file is in the way" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]  # no folder made either
+
+
+def test_keygen_removes_the_private_key_when_the_public_one_cannot_be_written(
+    tmp_path: Path,
+) -> None:
+    # /proc takes no new file, not even from root (file modes do not stop root)
+    public = Path("/proc/self/trainrecord-test-key.pub")
+    if not Path("/proc/self").is_dir():
+        pytest.skip("no /proc here")
+    err = one_line(cli("keygen", tmp_path / "key", "--public", public))
+    assert str(public) in err
+    assert not (tmp_path / "key").exists()
+
+
+@pytest.mark.parametrize("examples", ["-3", "0", "many"])
+def test_conformance_refuses_examples_below_one(examples: str) -> None:
+    out = subprocess.run(
+        [*CONFORMANCE, "run", "--target", "python", "--examples", examples],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert "argument --examples:" in out.stderr and "give 1 or more" in out.stderr
+
+
+def test_verify_says_a_diary_link_leads_nowhere_or_loops(tmp_path: Path) -> None:
+    dangling, looping = tmp_path / "a", tmp_path / "b"
+    dangling.mkdir()
+    looping.mkdir()
+    (dangling / "diary.jsonl").symlink_to(tmp_path / "nowhere" / "x")
+    (looping / "diary.jsonl").symlink_to("diary.jsonl")
+    out = cli("verify", dangling)
+    assert out.returncode == 1, out.stderr
+    assert f"is a link to {tmp_path / 'nowhere' / 'x'}, which does not exist" in out.stdout
+    out = cli("verify", looping)
+    assert out.returncode == 1, out.stderr
+    assert "is a link that loops back on itself" in out.stdout
