@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tests.typescript.node_harness import require_node
+from tests.typescript.node_harness import Harness, require_node
 
 pytestmark = [pytest.mark.xdist_group("node-conformance"), pytest.mark.slow]
 
@@ -146,3 +146,13 @@ def _protocol_operations() -> set[str]:
 
     walk(schema)
     return found
+
+
+@pytest.mark.parametrize("op", [["config_hash"], {"name": "config_hash"}, None, 3])
+def test_a_run_whose_op_is_no_name_is_answered_unsupported(harness: Harness, op: object) -> None:
+    """As the Python harness answers: only a string names an operation (the Node harness
+    took String(["config_hash"]), which is "config_hash", and ran it)."""
+    response = harness.request({"cmd": "run", "seq": 7, "op": op, "input": {}})
+    assert response["seq"] == 7
+    assert response["outcome"] == "unsupported", response
+    assert "is not supported" in response["message"]

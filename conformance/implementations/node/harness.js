@@ -60,9 +60,10 @@ function toPy(v) {
  */
 async function run(request) {
   const seq = typeof request.seq === "bigint" ? request.seq : 0n;
-  const op = String(request.op);
-  const fn = Object.prototype.hasOwnProperty.call(OPERATIONS, op) ? OPERATIONS[/** @type {Operation} */ (op)] : undefined;
-  if (fn === undefined) return { seq, outcome: "unsupported", message: `operation ${op} is not supported` };
+  // only a string names an operation: String(["config_hash"]) would run config_hash
+  const op = typeof request.op === "string" ? request.op : undefined;
+  const fn = op !== undefined && Object.prototype.hasOwnProperty.call(OPERATIONS, op) ? OPERATIONS[/** @type {Operation} */ (op)] : undefined;
+  if (fn === undefined) return { seq, outcome: "unsupported", message: `operation ${op ?? dumpsCompact(request.op ?? null)} is not supported` };
   try {
     const output = await fn(obj(request.input));
     return { seq, outcome: "ok", output: toPy(output) };
