@@ -139,8 +139,9 @@ def _dispatch(
     except BrokenPipeError:
         raise  # stdout's reader gone: run_parser's to judge (exit 141), not a file error
     except OSError as exc:  # a file or folder: missing, in the way, read-only, full disk ...
+        said = exc.strerror or type(exc).__name__
         named = f": {exc.filename}" if exc.filename is not None else ""
-        print(f"{where}: {exc.strerror or type(exc).__name__}{named}", file=sys.stderr)
+        print(f"{where}: {said}{'' if str(exc.filename) in said else named}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as exc:
         return missing_dependency(exc, where, extra)

@@ -58,9 +58,13 @@ def test_serve_refuses_a_port_outside_0_to_65535(port: str) -> None:
 def test_keygen_names_the_file_in_the_way_and_writes_nothing(tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("")
     err = one_line(cli("keygen", tmp_path / "afile" / "key"))
-    assert err.endswith(f"a file is in the way of the key's path): {tmp_path / 'afile'}"), err
-    err = one_line(cli("keygen", tmp_path / "new" / "key", "--public", tmp_path / "afile" / "k"))
-    assert "a file is in the way" in err
+    assert err == (
+        f"trainrecord keygen: the key's folder {tmp_path / 'afile'} is a file, not a folder; "
+        "give a folder (it is made when missing)"
+    )
+    public = tmp_path / "afile" / "deeper" / "k.pub"
+    err = one_line(cli("keygen", tmp_path / "new" / "key", "--public", public))
+    assert f"sits under {tmp_path / 'afile'}, which is a file" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]  # no folder made either
 
 
@@ -101,3 +105,17 @@ def test_verify_says_a_diary_link_leads_nowhere_or_loops(tmp_path: Path) -> None
     out = cli("verify", looping)
     assert out.returncode == 1, out.stderr
     assert "is a link that loops back on itself" in out.stdout
+
+
+def test_open_run_names_the_file_in_the_way_of_its_folder(tmp_path: Path) -> None:
+    # open_run on a file said "File exists" (mkdir's words) about a path that is a file
+    from trainrecord.report import open_run
+
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "loop").symlink_to("loop")
+    for folder, kind in ((tmp_path / "afile", "a file"), (tmp_path / "loop", "a link to no")):
+        with pytest.raises(NotADirectoryError) as caught:
+            open_run(folder / "run")
+        assert caught.value.filename == str(folder)
+        assert f"sits under {folder}, which is {kind}" in str(caught.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "loop"]

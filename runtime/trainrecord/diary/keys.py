@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from trainrecord.errors import RecordRefused
+from trainrecord.folders import blocked_by, in_the_way
 
 
 def generate_keypair(
@@ -44,7 +45,11 @@ def generate_keypair(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
     for path in (priv, pub):  # both checked before any folder is made
-        _no_file_in_the_way(path.parent)
+        part = blocked_by(path.parent)
+        if part is not None:
+            raise NotADirectoryError(
+                errno.ENOTDIR, in_the_way(path.parent, part, "the key's folder"), str(part)
+            )
     for path in (priv, pub):
         path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(priv, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -62,20 +67,6 @@ def generate_keypair(
         priv.unlink(missing_ok=True)
         raise
     return priv, pub, fingerprint(public)
-
-
-def _no_file_in_the_way(folder: Path) -> None:
-    """Raise ``NotADirectoryError`` naming the file that stands where ``folder`` or one of
-    its parents must be (``mkdir`` says only "File exists")."""
-    for part in (folder, *folder.parents):
-        if part.exists() or part.is_symlink():
-            if not part.is_dir():
-                raise NotADirectoryError(
-                    errno.ENOTDIR,
-                    "not a folder (a file is in the way of the key's path)",
-                    str(part),
-                )
-            break
 
 
 def _read(source: Any) -> tuple[bytes, str]:

@@ -22,23 +22,18 @@ from typing import Any
 
 from trainrecord.canonical import loads_strict
 from trainrecord.errors import RecordRefused
+from trainrecord.folders import blocked_by, in_the_way
 
 
 def check_folder(results_dir: Path, rule: str) -> None:
     """Refuse (``rule``) a ``results_dir`` that is, or sits under, something not a folder.
 
     Creates nothing; called before the results directory is made."""
-    for part in (results_dir, *results_dir.parents):
-        if part.exists() or part.is_symlink():
-            if part.is_dir():
-                return
-            where = "is" if part == results_dir else f"sits under {part}, which is"
-            raise RecordRefused.one(
-                rule,
-                ("results_dir",),
-                f"results_dir {results_dir} {where} a file, not a folder; give a folder "
-                "(it is created when missing)",
-            )
+    part = blocked_by(results_dir)
+    if part is not None:
+        raise RecordRefused.one(
+            rule, ("results_dir",), in_the_way(results_dir, part, "results_dir")
+        )
 
 
 def _fsync_dir(folder: Path) -> None:

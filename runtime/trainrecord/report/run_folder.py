@@ -52,6 +52,7 @@ from typing import Any
 
 from trainrecord.canonical import dumps_strict
 from trainrecord.errors import RecordRefused
+from trainrecord.folders import make_folder
 from trainrecord.foundry import files
 from trainrecord.report.payload import JobState, Kind, local_time, mended_entry
 from trainrecord.report.seq import SEQ_FILE, SeqClock
@@ -287,7 +288,7 @@ def open_run(
         made.append(missing)  # deepest first
         missing = missing.parent
     new_folder = bool(made)
-    path.mkdir(parents=True, exist_ok=True)
+    make_folder(path, "the run folder")
     target = path / METADATA
     for _ in range(10):
         record = {"run_id": str(uuid.uuid4()), "started_at": local_time(), **fields}
