@@ -83,6 +83,24 @@ def counterexample_lines(value: Any) -> list[str]:
     return lines
 
 
+SHOWN_REQUESTS = 5
+"""Requests of a failing example shown in the summary, the last ones (``--json``: all)."""
+
+
+def request_lines(requests: list[Any], kept: str) -> list[str]:
+    """The harness requests of the failing example, one run line each, to send to the
+    harness by hand; where the files they name are kept."""
+    if not requests:
+        return [kept] if kept else []
+    lines = [
+        f"requests of the failing example, as your harness got them{'; ' if kept else ''}{kept}:"
+    ]
+    if len(requests) > SHOWN_REQUESTS:
+        lines.append(f"  ({len(requests) - SHOWN_REQUESTS} earlier requests: see --json)")
+    lines += [f"  {as_json(r)}" for r in requests[-SHOWN_REQUESTS:]]
+    return lines
+
+
 def summary(outcomes: list[RuleOutcome], target: str, implementation: dict[str, Any]) -> str:
     """The human report: failures and errors in detail, then a table per format."""
     lines = [
@@ -100,6 +118,7 @@ def summary(outcomes: list[RuleOutcome], target: str, implementation: dict[str, 
                 lines.append(f"    {c.message}")
                 if c.counterexample is not None:
                     lines += [f"    {line}" for line in counterexample_lines(c.counterexample)]
+                lines += [f"    {line}" for line in request_lines(c.requests, c.kept)]
         lines.append("")
     per_format: dict[str, Counter[str]] = {}
     for o in outcomes:
@@ -115,6 +134,20 @@ def summary(outcomes: list[RuleOutcome], target: str, implementation: dict[str, 
     if not_covered:
         lines.append("")
         lines.append(f"{len(not_covered)} rules are not covered by the suite (see --json for why).")
+    skipped = [o for o in outcomes if o.status == "skipped"]
+    if skipped:
+        missing = sorted(
+            {
+                op.strip()
+                for o in skipped
+                for c in o.checks
+                if c.message.startswith("not supported: ")
+                for op in c.message.removeprefix("not supported: ").split(",")
+                if op.strip() and " " not in op.strip()
+            }
+        )
+        because = f": the target does not offer {', '.join(missing)}" if missing else ""
+        lines.append(f"{len(skipped)} rules were skipped{because} (see --json for each rule).")
     seconds = sum(o.seconds for o in outcomes)
     verdict = "FAILED" if total["fail"] or total["error"] else "OK"
     lines.append(f"{verdict}: {len(outcomes)} rules in {seconds:.1f} s")

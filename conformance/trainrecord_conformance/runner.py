@@ -56,6 +56,10 @@ class CheckOutcome:
     message: str = ""
     counterexample: Any = None
     examples: int = 0
+    requests: list[Any] = field(default_factory=list)
+    """The harness requests of the failing example, as run lines (:mod:`.kept`)."""
+    kept: str = ""
+    """Where the files those requests name are kept (or why they are not)."""
 
 
 @dataclass
@@ -82,6 +86,8 @@ class RuleOutcome:
                     "message": c.message,
                     "counterexample": _jsonable(c.counterexample),
                     "examples": c.examples,
+                    "requests": _jsonable(c.requests),
+                    "kept": c.kept,
                 }
                 for c in self.checks
             ],
@@ -160,6 +166,7 @@ def run_check(
             return
         state["last"] = value
         state["count"] += 1
+        ctx.sent.clear()
         try:
             check.body(ctx, value)
         except TargetError as exc:
@@ -176,16 +183,14 @@ def run_check(
     try:
         prop()
     except Failed as exc:
-        return CheckOutcome(check.name, "fail", str(exc), state["last"], state["count"])
+        return _failed(check, ctx, str(exc), state)
     except (StrategyDrift, Unsatisfiable, FailedHealthCheck) as exc:
         return CheckOutcome(check.name, "error", f"suite strategy: {exc}"[:800])
     except Exception as exc:
         failed = _failed_inside(exc)
         if failed is not None:
             note = " (it did not fail on every replay: a race or other nondeterminism)"
-            return CheckOutcome(
-                check.name, "fail", str(failed) + note, state["last"], state["count"]
-            )
+            return _failed(check, ctx, str(failed) + note, state)
         tail = "".join(traceback.format_exception(exc))[-800:]
         return CheckOutcome(
             check.name,
@@ -201,6 +206,20 @@ def run_check(
         return CheckOutcome(check.name, "skipped", f"not supported: {skipped}")
     note = f"examples not run: {skipped}" if skipped else ""
     return CheckOutcome(check.name, "pass", note, examples=state["count"])
+
+
+def _failed(check: Check, ctx: Context, message: str, state: dict[str, Any]) -> CheckOutcome:
+    """A failed check's outcome, with the requests of its failing example and the files
+    they name kept (:func:`.kept.keep`)."""
+    from trainrecord_conformance.kept import keep
+
+    try:
+        requests, kept = keep(ctx.root, ctx.sent, check.name)
+    except OSError as exc:  # the verdict stands without them
+        requests, kept = [], f"the files of the failing example could not be kept: {exc}"
+    return CheckOutcome(
+        check.name, "fail", message, state["last"], state["count"], requests=requests, kept=kept
+    )
 
 
 def _failed_inside(exc: BaseException) -> Failed | None:

@@ -78,6 +78,9 @@ class Context:
     _services: dict[str, Any] = field(default_factory=dict)
     _validated: set[str] = field(default_factory=set)
     _unsupported: set[str] = field(default_factory=set)
+    sent: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """The requests of the example running now (operation, input): the runner clears it
+    before each example and shows it when a check fails."""
 
     def folder(self, create: bool = False) -> Path:
         """A fresh path under the run's temporary root (not created unless asked)."""
@@ -100,6 +103,7 @@ class Context:
         from ``validate`` for a schema raises :class:`Unsupported` (the example is skipped);
         a harness must answer one schema the same way all run long.
         """
+        self.sent.append((op, data))
         result = self.target.run(op, data)
         if result.outcome == "error":
             raise TargetError(
