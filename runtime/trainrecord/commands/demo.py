@@ -66,7 +66,9 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of data and model (default 0)")
     parser.add_argument(
-        "--tiny", action="store_true", help="a few-second version on a smaller model and 8x8 images"
+        "--tiny",
+        action="store_true",
+        help="a quicker version on a smaller model and 8x8 images (about a third of the time)",
     )
     parser.set_defaults(func=run)
 
