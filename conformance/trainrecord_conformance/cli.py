@@ -129,7 +129,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from trainrecord_conformance import report
     from trainrecord_conformance.runner import run_rules, select
-    from trainrecord_conformance.targets import TargetError, make_target
+    from trainrecord_conformance.targets import TargetError, make_target, shown_target
 
     worst = 0
     rule_ids = select(args.rules)
@@ -144,6 +144,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     ]
     for spec in specs:
+        shown = shown_target(spec)  # a URL's password or query values never printed
         try:
             target = make_target(
                 spec,
@@ -153,7 +154,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 read_url=args.read_url,
             )
         except (ValueError, TargetError, OSError) as exc:
-            print(f"trainrecord-conformance: cannot start target {spec}: {exc}", file=sys.stderr)
+            print(f"trainrecord-conformance: cannot start target {shown}: {exc}", file=sys.stderr)
             return 2
         with target:
             outcomes = run_rules(
@@ -164,9 +165,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                 progress=None if args.json else report.Progress(),
             )
             if args.json:
-                print(report.to_json(outcomes, spec, target.implementation))
+                print(report.to_json(outcomes, shown, target.implementation))
             else:
-                print(report.summary(outcomes, spec, target.implementation))
+                print(report.summary(outcomes, shown, target.implementation))
         worst = max(worst, report.exit_status(outcomes))
     return worst
 

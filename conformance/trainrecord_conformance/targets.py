@@ -342,12 +342,14 @@ class HttpTarget(Target):
         ca_file: str | None = None,
         read_url: str | None = None,
     ) -> None:
-        self.name = url
+        from trainrecord.report.settings import redact_url
+
+        self.name = redact_url(url)  # what the output shows: never a password or a query value
         self.url = url
         self.token = token if token is not None else os.environ.get("CORREAD_REPORT_TOKEN")
         self.ca_file = ca_file
         self.read_url = read_url
-        self.implementation = {"name": url, "language": "http"}
+        self.implementation = {"name": self.name, "language": "http"}
         self.operations = frozenset({"serve"} | ({"serve_read"} if read_url else set()))
 
     def server(self) -> tuple[str, str | None, str | None, str | None]:
@@ -357,6 +359,17 @@ class HttpTarget(Target):
     def run(self, op: str, data: dict[str, Any]) -> Result:
         """A server target has no harness operations."""
         raise TargetError(f"{op} is not an operation of a reporting server")
+
+
+def shown_target(spec: str) -> str:
+    """A target as the output shows it: an http(s) URL as ``redact_url`` writes it (a
+    password as ``user:***@``, query values and the fragment as ``***``), anything else as
+    given."""
+    if spec.startswith(("http://", "https://")):
+        from trainrecord.report.settings import redact_url
+
+        return redact_url(spec)
+    return spec
 
 
 def harness_command() -> str:

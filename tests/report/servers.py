@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import quote
 
 
 @dataclass
@@ -41,12 +42,14 @@ class Received:
 class Behaviour:
     """What the server answers: a status, a body, headers; or hang, garbage, close; or the
     answer dripped one byte every ``drip`` seconds, from its first byte (``drip``) or after
-    the status line and headers (``drip_body``)."""
+    the status line and headers (``drip_body``). ``echo``: the body with ``{auth}`` replaced
+    by the request's Authorization header as it arrived and ``{auth%}`` by it
+    percent-encoded (a debug server or proxy that echoes what it was sent)."""
 
     status: int = 200
     body: bytes = b'{"ok": true}'
     headers: dict[str, str] = field(default_factory=dict)
-    mode: str = "answer"  # answer | hang | garbage | close | drip | drip_body
+    mode: str = "answer"  # answer | hang | garbage | close | drip | drip_body | echo
     drip: float = 0.15
 
 
@@ -84,12 +87,17 @@ class _Handler(BaseHTTPRequestHandler):
         if b.mode in ("drip", "drip_body"):
             self._drip(b)
             return
+        body = b.body
+        if b.mode == "echo":
+            auth = self.headers.get("Authorization") or ""
+            body = body.replace(b"{auth}", auth.encode("latin-1"))
+            body = body.replace(b"{auth%}", quote(auth, safe="").encode("ascii"))
         self.send_response(b.status)
         for key, value in b.headers.items():
             self.send_header(key, value)
-        self.send_header("Content-Length", str(len(b.body)))
+        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(b.body)
+        self.wfile.write(body)
 
     def _drip(self, b: Behaviour) -> None:
         head = (

@@ -28,11 +28,14 @@ RULE_TESTS: dict[str, list[str]] = {
         "test_a_missing_or_unusable_token_is_refused",
         "test_load_settings_without_the_token_variable_raises",
         "test_a_token_in_paths_toml_is_refused_and_not_shown",
+        "test_a_token_in_paths_toml_under_any_name_is_refused_without_showing_it",
     ],
     "report.settings.url_scheme": [
         "test_unsafe_urls_are_refused",
         "test_safe_urls_are_accepted",
         "test_a_url_with_a_bad_host_character_is_refused",
+        "test_a_refused_url_shows_no_query_value_or_fragment",
+        "test_a_url_without_scheme_and_host_is_not_shown",
     ],
     "report.settings.url_credentials": [
         "test_urls_with_credentials_are_refused_without_showing_them"
@@ -44,6 +47,11 @@ RULE_TESTS: dict[str, list[str]] = {
     "report.settings.every": [
         "test_every_must_be_a_positive_number",
         "test_serve_refuses_an_every_that_is_not_a_finite_number_above_0",
+        "test_a_tiny_every_is_allowed",
+    ],
+    "report.settings.unknown_key": [
+        "test_an_unknown_report_key_is_refused_naming_the_closest_known_key",
+        "test_every_unknown_key_is_listed_at_once",
     ],
     "report.transport.post_url": [
         "test_post_goes_to_the_url_as_configured_with_exactly_three_headers",
@@ -83,6 +91,8 @@ RULE_TESTS: dict[str, list[str]] = {
     "report.transport.snapshot_raises": [
         "test_report_status_raises_with_the_status_and_300_characters",
         "test_report_status_raises_on_a_timeout",
+        "test_report_status_never_raises_with_the_token_a_server_echoes",
+        "test_the_body_is_scrubbed_before_it_is_cut",
     ],
     "report.transport.never_slows": [
         "test_calls_never_wait_for_a_hanging_server",

@@ -11,7 +11,9 @@ without finished_at, unsorted lesioned units), naming the rule; a consistent inp
 build.
 
 Through ``report_status``: a report that does not get through raises with the status code
-and the first 300 characters of the response body.
+and the first 300 characters of the response body; a server that echoes the Authorization
+header (as sent, percent-encoded, or across the 300-character cut) never gets the token, or
+the start of it, into the raised message (:mod:`trainrecord_conformance.checks.echo`).
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ import itertools
 import re
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from hypothesis import strategies as st
 
 from trainrecord_conformance import strategies as S
 from trainrecord_conformance.checks.base import Check, Context, Failed
+from trainrecord_conformance.checks.echo import FORMS, EchoServer
 from trainrecord_conformance.checks.receiver import answer_body
 from trainrecord_conformance.checks.reporting import REPORT, _vector_reports, receiver, token
 from trainrecord_conformance.checks.settings import _encode
@@ -593,6 +596,56 @@ def snapshot_raises(ctx: Context, case: tuple[dict[str, Any], str, int, int]) ->
         raise Failed("the raised message carries more than the body's first 300 characters")
 
 
+def _echo_cases(t: Target) -> st.SearchStrategy[tuple[int, str, str]]:
+    """(HTTP code, echo form, token) for report_status through the echoing server."""
+    codes = st.sampled_from([400, 401, 403, 404, 422, 500, 502, 503])
+    tokens = st.text("0123456789abcdef", min_size=16, max_size=16).map(lambda h: f"tok-{h}")
+    return st.tuples(codes, st.sampled_from(FORMS), tokens)
+
+
+ECHO_TOKEN = "s3cr%t-T0k!ab"
+"""A token with a ``%`` and a character percent-encoding changes (the edges)."""
+
+
+def _echo_edges(t: Target) -> list[tuple[int, str, str]]:
+    """Every echo form, with a plain and an awkward token, at 401 and 500."""
+    return [(code, form, ECHO_TOKEN) for code in (401, 500) for form in FORMS] + [
+        (500, form, "tok-0123456789abcdef") for form in FORMS
+    ]
+
+
+def snapshot_hides_the_token(ctx: Context, case: tuple[int, str, str]) -> None:
+    """A snapshot answered by a server that echoes the Authorization header raises with a
+    message that holds neither the token (as sent or percent-encoded) nor its start."""
+    code, form, tok = case
+    server = ctx.service("echo-receiver", EchoServer)
+    state = base_state(_vector_reports()[0])
+    state["running"] = False
+    url = f"{server.base}/echo/{code}/{form}/api/runs"
+    out = ctx.ok(
+        "report_status",
+        {"url": url, "token": tok, "state": state, "status": "stopped", "ca_file": None},
+    )
+    if not out["raised"]:
+        raise Failed(f"a {code} answer did not raise")
+    message = out["message"]
+    leaked = [
+        name
+        for name, text in (
+            ("the token", tok),
+            ("the token percent-encoded", quote(tok, safe="")),
+            ("the token's first 10 characters", tok[:10]),
+        )
+        if text in message
+    ]
+    if leaked:
+        raise Failed(
+            f"the raised message shows {leaked[0]} a server echoed ({form}): {message[:400]!r}"
+        )
+    if str(code) not in message:
+        raise Failed(f"the raised message does not name the status {code}: {message[:200]!r}")
+
+
 def checks() -> list[Check]:
     """Every payload and report_status check."""
     rules = (
@@ -639,6 +692,15 @@ def checks() -> list[Check]:
             STATUS,
             lambda t: status_cases(),
             snapshot_raises,
+            scale="io",
+        ),
+        Check(
+            "report.transport.snapshot_raises",
+            "report_status() shows no token a server echoes",
+            STATUS,
+            _echo_cases,
+            snapshot_hides_the_token,
+            edges=_echo_edges,
             scale="io",
         ),
     ]

@@ -4,8 +4,13 @@ The suite writes a ``paths.toml`` and gives the environment; a valid one loads w
 url and every, and each broken variant is refused naming its rule: no url
 (``report.settings.url_missing``), a ca_bundle that names no file
 (``report.settings.ca_bundle``), an every that is not a finite number above 0
-(``report.settings.every``), a token missing from the environment or put in the file
-(``report.settings.token``), a paths.toml that is not valid TOML (``report.settings.toml``).
+(``report.settings.every``), a token missing from the environment or put in the file, as
+``token`` or under any key named like a secret (``api_token``, ``Auth``) or holding its
+value (``report.settings.token``), a paths.toml that is not valid TOML
+(``report.settings.toml``), a key ``[report]`` does not have (``evry``, ``URL``:
+``report.settings.unknown_key``, the message naming the key and never its value). A refused
+URL's query values and fragment (``?api_key=...``) are never in the message, nor is the
+token in any settings refusal.
 A URL holding the token (as its user name or password, in its path, query or fragment, as
 written or percent-encoded) is refused with ``report.settings.token`` and a message that
 never shows the token; a short token that is only part of the host name by chance is no
@@ -94,10 +99,18 @@ def _load(folder: Path, tables: dict[str, Any], env: dict[str, str]) -> dict[str
     return {"path": str(path), "env": env}
 
 
+Shown = Callable[[str, str, Any], str | None]
+"""What a refusal's message must not show: ``shown(message, token, variant)`` says what it
+showed, or None."""
+
+
 def settings_check(
-    rule: str, broken: Callable[[dict[str, Any], dict[str, str], Any], tuple[dict, dict]]
+    rule: str,
+    broken: Callable[[dict[str, Any], dict[str, str], Any], tuple[dict, dict]],
+    shown: Shown | None = None,
 ) -> Callable[[Context, Any], None]:
-    """The valid settings load as written; ``broken`` of them is refused naming ``rule``."""
+    """The valid settings load as written; ``broken`` of them is refused naming ``rule``
+    (and, with ``shown``, without showing what it must not)."""
 
     def body(ctx: Context, case: tuple[tuple[str, float, str], Any]) -> None:
         (url, every, tok), variant = case
@@ -116,7 +129,10 @@ def settings_check(
         if not out["ca_bundle"]:
             raise Failed("a ca_bundle naming an existing PEM file was not loaded")
         bad_tables, bad_env = broken(tables, env, variant)
-        ctx.refused("load_settings", _load(folder, bad_tables, bad_env), rule)
+        result = ctx.refused("load_settings", _load(folder, bad_tables, bad_env), rule)
+        leak = shown(result.message, tok, variant) if shown is not None else None
+        if leak:
+            raise Failed(f"the refusal shows {leak}: {result.message[:300]!r}")
 
     return body
 
@@ -153,9 +169,12 @@ def _every(tables: dict, env: dict, variant: Any) -> tuple[dict, dict]:
 
 
 def _token(tables: dict, env: dict, variant: Any) -> tuple[dict, dict]:
-    if variant == "in the file":
-        report = {**tables["report"], "token": env[TOKEN_ENV]}
+    if variant.endswith("in the file"):  # "<key> in the file" (the key token when bare)
+        key = variant[: -len(" in the file")] or "token"
+        report = {**tables["report"], key: env[TOKEN_ENV]}
         return {**tables, "report": report}, {k: v for k, v in env.items() if k != TOKEN_ENV}
+    if variant == "held by another key":  # its value, whatever the key's name
+        return {**tables, "report": {**tables["report"], "note": env[TOKEN_ENV]}}, env
     if variant == "unset":
         return tables, {k: v for k, v in env.items() if k != TOKEN_ENV}
     return tables, {**env, TOKEN_ENV: variant}
@@ -297,8 +316,57 @@ load_settings names no file or folder (spec/README.md, Settings)."""
 BAD_EVERY = [0, 0.0, -0.0, True, False, "60", math.inf, -math.inf, math.nan, -1, -5e-324]
 """every at and below its bound, of the wrong type, not finite."""
 BAD_TOML = ["[report\n", "url = \n", "= 1\n", "[report]\nx = 'a\n"]
-BAD_TOKENS = ["unset", "in the file", "", " ", "tok en", "tok\nen", "\ttok", "tök", "tok\x7f"]
-"""No token, one in the file, and tokens with a character outside 0x21-0x7E."""
+BAD_TOKENS = [
+    "unset",
+    "in the file",
+    "api_token in the file",
+    "Auth in the file",
+    "API-Key in the file",
+    "held by another key",
+    "",
+    " ",
+    "tok en",
+    "tok\nen",
+    "\ttok",
+    "tök",
+    "tok\x7f",
+]
+"""No token, one in the file (as token, under a key named like a secret, or as the value of
+another key), and tokens with a character outside 0x21-0x7E."""
+
+
+def _no_token(message: str, tok: str, variant: Any) -> str | None:
+    """A token refusal never shows the token."""
+    return "the token" if tok in message else None
+
+
+UNKNOWN_KEYS = ["evry", "URL", "Every", "ca-bundle", "urls", "every_seconds", "colour", "report"]
+"""Keys ``[report]`` does not have: misspelt, in another case, another separator, unknown."""
+UNKNOWN_VALUE = "v4lue-of-an-unknown-key"
+
+
+def _unknown(tables: dict, env: dict, variant: Any) -> tuple[dict, dict]:
+    return {**tables, "report": {**tables["report"], variant: UNKNOWN_VALUE}}, env
+
+
+def _unknown_shown(message: str, tok: str, variant: Any) -> str | None:
+    """The refusal names the key, and shows neither its value nor the token."""
+    if variant not in message:
+        return f"no name of the key {variant!r} (it must name it)"
+    if UNKNOWN_VALUE in message:
+        return "the unknown key's value"
+    return _no_token(message, tok, variant)
+
+
+def _url_secrets(message: str, tok: str, variant: Any) -> str | None:
+    """A refused URL is shown without its query values or fragment (``?api_key=***``)."""
+    rest, _, fragment = variant.partition("#")
+    query = rest.partition("?")[2]
+    secrets = [part.partition("=")[2] or part for part in query.split("&")] + [fragment]
+    leaked = [s for s in secrets if len(s) >= 4 and s in message]
+    return f"the URL's query value or fragment {leaked[0]!r}" if leaked else None
+
+
 BAD_URLS = [
     "http://example.org/api/runs",
     "http://10.1.2.3:8080/r",
@@ -320,13 +388,17 @@ BAD_URLS = [
     "http://[::1%25lo]/r",
     "https://reports.example.org\\api/runs",
     "https://reports%2Eexample.org/r",
+    "http://example.org/api/runs?api_key=Q7s3cr3tQ&v=2#F7s3cr3tF",
+    "ftp://reports.example.org/r?sig=Q7s3cr3tQ",
+    "http://10.1.2.3:8080/r?Q7s3cr3tQ",
 ]
 """Plain http:// to a host that is not loopback (just past 127.0.0.0/8 and ::1), no scheme,
 another scheme, no host written after "scheme://" (a WHATWG parser would find one), white
 space around the URL; a loopback address written as only a resolver or a WHATWG parser
 reads it (127.1, hexadecimal, one number, octal, a percent-escape, IPv4-mapped, with a
 zone), a backslash (a WHATWG parser reads it as /) and an escape in the host: the host is
-judged as written (spec/README.md, Settings)."""
+judged as written (spec/README.md, Settings). The last three carry a secret in their query
+and fragment, which the refusal must not show."""
 
 
 def _in_url_edges(t: Target) -> list[tuple[Any, ...]]:
@@ -344,15 +416,18 @@ def _in_url_edges(t: Target) -> list[tuple[Any, ...]]:
     return out
 
 
-def listed(rule: str, what: str, variants: list[Any], vary: Any) -> Check:
+def listed(
+    rule: str, what: str, variants: list[Any], vary: Any, shown: Shown | None = None
+) -> Check:
     """A check of ``rule`` through load_settings: valid settings changed by ``vary`` with
-    each of ``variants`` are refused; every variant is tried first, then random draws."""
+    each of ``variants`` are refused (showing nothing ``shown`` finds); every variant is
+    tried first, then random draws."""
     return Check(
         rule,
         what,
         LOAD,
         lambda t: st.tuples(valid_settings(t), st.sampled_from(variants)),
-        settings_check(rule, vary),
+        settings_check(rule, vary, shown),
         edges=_fixed(variants),
     )
 
@@ -375,6 +450,7 @@ def checks() -> list[Check]:
             "https://, or http:// only to localhost or a loopback IP",
             BAD_URLS,
             _url,
+            _url_secrets,
         ),
         listed("report.settings.ca_bundle", "a ca_bundle that names no file", CA_MISSING, _ca),
         Check(
@@ -398,6 +474,14 @@ def checks() -> list[Check]:
             "the token only from CORREAD_REPORT_TOKEN, printable ASCII without spaces",
             BAD_TOKENS,
             _token,
+            _no_token,
+        ),
+        listed(
+            "report.settings.unknown_key",
+            "no key in [report] but url, every and ca_bundle",
+            UNKNOWN_KEYS,
+            _unknown,
+            _unknown_shown,
         ),
         Check(
             "report.settings.token",

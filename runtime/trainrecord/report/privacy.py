@@ -12,6 +12,11 @@ Public API:
   payload that holds the token, the home folder or an absolute path, and an error message
   that names the user or holds a process id (rule ``report.privacy.secrets``). What the
   check finds, the scrub removes: a scrubbed message always passes.
+* :func:`scrub_token` ``(text, token) -> str``: only the token (as written or
+  percent-encoded) becomes ``<token>``, the first step of :func:`scrub_message`; for text
+  that is not ours to rewrite, such as the start of a server's answer
+  (:class:`~trainrecord.report.transport.Outcome` ``body``, which a server echoing the
+  Authorization header would fill with the token).
 * :class:`Secrets`: what this process must never send (token, home, user, pid).
 * :func:`scrub_home` ``(text, secrets=None) -> str``: only the token and the home folder
   (``~``); for paths in messages shown locally, such as a settings refusal.
@@ -153,12 +158,16 @@ def _scrub_file_url(match: re.Match[str], s: Secrets) -> str:
     return f"{match.group(1)}//.../{last}"
 
 
+def scrub_token(text: str, token: str | None) -> str:
+    """``text`` with ``token``, as written or percent-encoded, replaced by ``<token>``; the
+    rest as it was (for text that is no message of ours, such as a server's answer)."""
+    return _token_pattern(token).sub("<token>", text) if token else text
+
+
 def scrub_message(text: str, secrets: Secrets | None = None) -> str:
     """An error message safe to send: no token, home, absolute path, user name or pid."""
     s = secrets or Secrets()
-    out = str(text)
-    if s.token:
-        out = _token_pattern(s.token).sub("<token>", out)
+    out = scrub_token(str(text), s.token)
     out = _FILE_URL.sub(lambda m: _scrub_file_url(m, s), out)  # before the home folder
     if s.token:
         out = out.replace(s.token, "<token>")  # a token percent-encoded in a file URL

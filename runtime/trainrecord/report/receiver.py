@@ -45,6 +45,7 @@ from typing import Any
 from trainrecord.canonical import loads_strict
 from trainrecord.errors import RecordRefused
 from trainrecord.report.payload import problems
+from trainrecord.report.privacy import scrub_token
 from trainrecord.report.settings import check_token, is_loopback_host
 from trainrecord.report.store import ReportStore
 
@@ -129,7 +130,10 @@ class ReportHandler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def log_message(self, format: str, *args: Any) -> None:
-        log.info("%s %s", self.address_string(), format % args)
+        # the request line is the client's: a client that put the token in its URL (as a
+        # query, say) must not put it into this log, as written or percent-encoded
+        line = scrub_token(format % args, self.server.expected.decode("ascii"))
+        log.info("%s %s", self.address_string(), line)
 
     def _send(
         self,

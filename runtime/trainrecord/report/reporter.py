@@ -104,7 +104,7 @@ class Reporter:
         seq_path: str | os.PathLike[str] | None = None,
         flush_timeout: float = 5.0,
     ) -> None:
-        if run is not None and run.run_id != state.run_id:
+        if run is not None and isinstance(state, JobState) and run.run_id != state.run_id:
             # A mix-up of two runs, not a refused start: neither run is undone.
             raise ValueError(
                 "run is another run's folder: state.run_id must be run.run_id "
@@ -132,8 +132,7 @@ class Reporter:
         seq_path: str | os.PathLike[str] | None,
     ) -> None:
         """Check the job at once (raise before any work starts) and set the Reporter up."""
-        if not isinstance(settings, ReportSettings):
-            raise TypeError("settings must be a ReportSettings (see load_settings)")
+        _check_arguments(settings, state)
         self.settings = settings
         self.state = state
         self.run = run
@@ -397,6 +396,22 @@ class Reporter:
             )
 
 
+def _check_arguments(settings: object, state: object) -> None:
+    """A TypeError naming the argument and what to pass, for a wrong ``settings`` or
+    ``state`` (``Reporter(settings, None)`` raised "'NoneType' object has no attribute
+    'snapshot'" from deep inside)."""
+    if not isinstance(settings, ReportSettings):
+        raise TypeError(
+            f"settings must be a ReportSettings (see load_settings), got {type(settings).__name__}"
+        )
+    if not isinstance(state, JobState):
+        raise TypeError(
+            "state must be the JobState of the job being reported (run.job_state(kind, "
+            "config, ...) for a run folder from open_run, or JobState(kind=..., run_id=..., "
+            f"name=..., config=...)), got {type(state).__name__}"
+        )
+
+
 def report_status(
     settings: ReportSettings,
     state: JobState,
@@ -413,6 +428,7 @@ def report_status(
     ``in progress`` (and epochs_first is known), else null. sent_at is the clock time now,
     whatever seq is.
     """
+    _check_arguments(settings, state)
     clock = _seq_clock(seq, seq_path)
     snap = state.snapshot()
     snap.running = False

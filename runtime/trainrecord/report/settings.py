@@ -16,17 +16,25 @@ Public API:
 * :func:`check_url` and :func:`is_loopback_host`: the URL rules on their own;
   :func:`check_token_not_in_url`: the token is not in the URL (``ReportSettings`` runs it
   first, so ``load_settings`` and a directly built ``ReportSettings`` refuse alike).
+* :func:`redact_url` ``(url) -> str``: a URL as it may be shown in a message: scheme, host,
+  port and path as written; a password (or a lone user name) in it, every query value and
+  the fragment as ``***``. Every refusal that echoes a URL shows it so.
+* :data:`REPORT_KEYS`: the keys ``[report]`` may hold; any other is refused
+  (``report.settings.unknown_key``, naming the key and the closest known one; a key named
+  like a secret, such as ``api_token``, under ``report.settings.token``), never showing a
+  value.
 
 Rules (``spec/rules/reporting.json``): ``report.settings.url_missing``,
 ``report.settings.token`` (set, and printable ASCII without spaces: ``0x21``-``0x7E``),
 ``report.settings.url_scheme``, ``report.settings.url_credentials``,
 ``report.settings.ca_bundle``, ``report.settings.every``, ``report.settings.toml`` (also
 a paths.toml that cannot be read: missing, a folder, no permission; a refusal naming the
-file, not a bare ``FileNotFoundError``).
+file, not a bare ``FileNotFoundError``), ``report.settings.unknown_key``.
 """
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import math
 import os
@@ -47,6 +55,14 @@ CLIENT_TIMEOUT_S = 10.0
 """§2: the client waits at most this long for an answer (the whole exchange)."""
 CA_VARIABLES = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
 """Environment variables naming CA certificates to trust, first set (non-empty) wins."""
+REPORT_KEYS = ("url", "every", "ca_bundle")
+"""The keys of ``[report]`` in paths.toml (§1: url and every; ca_bundle, a decision of
+spec/README.md). Any other is refused: the seed allows no other, and a misspelt key
+(``evry = 5``) would otherwise leave its default in force without a word."""
+SECRET_WORDS = ("token", "secret", "password", "passwd", "bearer", "auth", "apikey", "credential")
+"""A ``[report]`` key whose name holds one of these (in any case, ``-`` and ``_`` left out:
+``api_token``, ``API-Key``, ``auth``) is taken for a token put in the file:
+``report.settings.token``, the token comes only from ``CORREAD_REPORT_TOKEN``."""
 
 
 def is_loopback_host(host: str | None) -> bool:
@@ -129,16 +145,45 @@ def check_url(url: object) -> str:
             "report.settings.url_scheme",
             ("report", "url"),
             "the URL must be https://host/... (http:// only for localhost)",
-            url,
+            redact_url(url),
+            # shown only as scheme://host...: without them nothing tells where a secret is
+            show_value=bool(parts.scheme and host),
         )
     if scheme == "http" and not is_loopback_host(host):
         raise RecordRefused.one(
             "report.settings.url_scheme",
             ("report", "url"),
             "plain http:// is refused unless the host is localhost or a loopback IP; use https://",
-            url,
+            redact_url(url),
         )
     return url
+
+
+def redact_url(url: str) -> str:
+    """``url`` as a message may show it: the scheme, host, port and path as written; a
+    password in it as ``user:***@`` (a lone user name, often a token, as ``***@``), each
+    query value as ``name=***`` (a part without ``=`` as ``***``) and the fragment as
+    ``***``. Plain string rules, the same in every implementation: the fragment follows the
+    first ``#``, the query the first ``?`` before it; the authority follows the first
+    ``://`` up to the first ``/``, ``?`` or ``#``, and its user info precedes its last
+    ``@``."""
+    rest, hash_, fragment = url.partition("#")
+    rest, mark, query = rest.partition("?")
+    if query:
+        query = "&".join(
+            (part.partition("=")[0] + "=***" if "=" in part else "***") if part else part
+            for part in query.split("&")
+        )
+    start = rest.find("://")
+    if start >= 0:
+        start += 3
+        end = min([i for i in (rest.find("/", start),) if i >= 0] or [len(rest)])
+        at = rest.rfind("@", start, end)
+        if at >= 0:
+            user, colon, _ = rest[start:at].partition(":")
+            shown = f"{user}:***" if colon else "***"
+            rest = rest[:start] + shown + rest[at:]
+    return rest + mark + query + hash_ + ("***" if fragment else "")
 
 
 def check_token(token: object) -> str:
@@ -304,6 +349,34 @@ def _ca_variable(env: Mapping[str, str]) -> tuple[str | None, str]:
     return None, ""
 
 
+def _key_problem(key: str, value: object, token: str) -> Problem | None:
+    """Why ``key`` may not stand in ``[report]``, or None for one of :data:`REPORT_KEYS`.
+    A key named like a secret (:data:`SECRET_WORDS`), or holding the token's value, is a
+    token in the file (``report.settings.token``); any other unknown key is
+    ``report.settings.unknown_key``, naming the closest known key (difflib, case
+    ignored). Never shows the value."""
+    if key in REPORT_KEYS and not (token and value == token):
+        return None
+    folded = key.lower().replace("_", "").replace("-", "")
+    if any(word in folded for word in SECRET_WORDS) or (token and value == token):
+        return Problem(
+            "report.settings.token",
+            ("report", key),
+            f"remove {key!r} from paths.toml: the token is never read from a file; "
+            f"export {TOKEN_ENV}=<token> instead",
+        )
+    close = difflib.get_close_matches(key.lower(), REPORT_KEYS, n=1)
+    known = ", ".join(REPORT_KEYS)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return Problem(
+        "report.settings.unknown_key",
+        ("report", key),
+        f"[report] has no key {key!r}; {hint}the keys are {known} (an unknown key is "
+        "refused, not ignored: a misspelt one would leave its default in force); "
+        "rename or remove it",
+    )
+
+
 def _unreadable(path: Path, exc: OSError) -> str:
     """Why paths.toml could not be read, naming the file (its absolute path, so a name
     taken against the wrong working directory shows where it was looked for), and what to
@@ -351,14 +424,10 @@ def load_settings(
             ("report",),
             "add a [report] section with url and every to paths.toml",
         )
-    if "token" in section:
-        raise RecordRefused.one(
-            "report.settings.token",
-            ("report", "token"),
-            f"remove the token from paths.toml; export {TOKEN_ENV} instead",
-            show_value=False,
-        )
     token = env.get(TOKEN_ENV, "")
+    problems = [_key_problem(key, value, token) for key, value in section.items()]
+    if any(problems):
+        raise RecordRefused([p for p in problems if p is not None])
     # url and every go in as written: ReportSettings.__post_init__ checks them (a missing
     # url or a string every is refused there, with the rule that names it)
     url = cast(str, section.get("url"))

@@ -12,10 +12,11 @@ Public API:
   happened.
 * :class:`Outcome`: ``ok``, ``status`` (HTTP status or None), ``category`` (accepted,
   unauthorized, invalid, redirect, failed, timeout, tls, network), ``body`` (first 300
-  characters of the answer) and ``message`` (a warning a person can act on; never the
-  token).
+  characters of the answer, the token in it as ``<token>``: a server or proxy that echoes
+  the request's headers would otherwise hand it back) and ``message`` (a warning a person
+  can act on; never the token).
 * :class:`ReportNotDelivered`: raised by synchronous sends (``report_status()``) with the
-  status code and the first 300 characters of the body.
+  status code and the first 300 characters of the body (so never the token either).
 * :func:`new_session`: a ``requests.Session`` with ``trust_env`` off (no .netrc auth can
   replace the token, no proxy from the environment for loopback), no default headers, and
   the adapter that holds the deadline and sends the request target exactly as configured
@@ -50,6 +51,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError
 from urllib3.util import SKIP_HEADER
 
+from trainrecord.report.privacy import scrub_token
 from trainrecord.report.settings import ReportSettings, is_loopback_host
 
 USER_AGENT = "CORread-reporter/2"
@@ -268,12 +270,14 @@ def _proxies(url: str) -> dict[str, str]:
     return dict(requests.utils.get_environ_proxies(url))
 
 
-def _preview(resp: requests.Response) -> str:
+def _preview(resp: requests.Response, token: str) -> str:
+    """The answer's first 300 characters, the token in it (as written or percent-encoded)
+    replaced by ``<token>`` before the cut, so that no part of it is left at the end."""
     try:
         raw = resp.raw.read(_READ_LIMIT, decode_content=True) or b""
     except Exception:  # a server that breaks off mid-body: the status still counts
         raw = b""
-    return raw.decode("utf-8", errors="replace")[:BODY_PREVIEW]
+    return scrub_token(raw.decode("utf-8", errors="replace"), token)[:BODY_PREVIEW]
 
 
 def classify(status: int, body: str) -> Outcome:
@@ -371,7 +375,7 @@ def _exchange(settings: ReportSettings, body: bytes, sess: requests.Session) -> 
             stream=True,
         )
         try:
-            return classify(resp.status_code, _preview(resp))
+            return classify(resp.status_code, _preview(resp, settings.token))
         finally:
             resp.close()
     except requests.exceptions.SSLError:

@@ -101,14 +101,24 @@ const tokenPattern = (token, flags = "") => {
 const pidPattern = (pid, flags = "") => py(String.raw`(?<![\d.])` + String(pid) + String.raw`(?![\d.])`, flags);
 
 /**
+ * `text` with the token, as written or percent-encoded, replaced by `<token>`; the rest as
+ * it was (for text that is no message of ours, such as a server's answer), as scrub_token
+ * in Python.
+ * @param {string} text
+ * @param {string | null | undefined} token
+ */
+function scrubToken(text, token) {
+  return token ? text.replace(tokenPattern(token, "g"), "<token>") : text;
+}
+
+/**
  * An error message safe to send: no token, home, absolute path, user name or pid.
  * @param {string} text
  * @param {Secrets} [secrets]
  */
 function scrubMessage(text, secrets = new Secrets()) {
   const s = secrets;
-  let out = String(text);
-  if (s.token) out = out.replace(tokenPattern(s.token, "g"), "<token>");
+  let out = scrubToken(String(text), s.token);
   if (s.homeUsable()) out = out.replace(homePattern(/** @type {string} */ (s.home), "g"), "~");
   out = out.replace(py(ABS_POSIX, "g"), (_m, last, only) => `.../${last || only || ""}`);
   out = out.replace(py(ABS_WINDOWS, "g"), (_m, last) => `...\\${last}`);
@@ -164,4 +174,4 @@ function privacyProblems(payload, secrets = new Secrets()) {
   return found;
 }
 
-module.exports = { Secrets, scrubMessage, privacyProblems, MAX_MESSAGE };
+module.exports = { Secrets, scrubToken, scrubMessage, privacyProblems, MAX_MESSAGE };

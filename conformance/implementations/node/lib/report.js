@@ -10,8 +10,8 @@
  * in all for the whole exchange (connect, send, read the answer), however the server
  * spreads its bytes, after which the request is destroyed and the outcome is a timeout; no
  * retry. It never throws for a network or server failure: the Outcome says what
- * happened (ok, status, category, the first 300 characters of the answer, a message a
- * person can act on, never the token).
+ * happened (ok, status, category, the first 300 characters of the answer with the token
+ * in it as `<token>`, a message a person can act on, never the token).
  *
  * sendReport (the send_report operation, as the Python harness does it): check the
  * settings, check and encode the report (payload.encodeReport), POST it once.
@@ -24,7 +24,7 @@ const https = require("node:https");
 const { urlToHttpOptions } = require("node:url");
 const { CA_VARIABLES, reportSettings } = require("./settings");
 const { encodeReport } = require("./payload");
-const { Secrets } = require("./privacy");
+const { Secrets, scrubToken } = require("./privacy");
 
 /** @typedef {import("./pyjson").PyValue} PyValue */
 /** @typedef {import("./settings").Settings} Settings */
@@ -54,9 +54,16 @@ function classify(status, body) {
   return { ok: false, status, category: "failed", body, message: `the server failed (HTTP ${status})` };
 }
 
-/** The first 300 characters (code points) of the answer's first 4 KiB, as UTF-8. @param {Buffer} raw */
-function preview(raw) {
-  const text = new TextDecoder("utf-8").decode(raw.subarray(0, READ_LIMIT));
+/**
+ * The first 300 characters (code points) of the answer's first 4 KiB, as UTF-8, the token
+ * in it (as written or percent-encoded) replaced by `<token>` before the cut, so that no
+ * part of it is left at the end (a server or proxy echoing the Authorization header would
+ * otherwise hand it back into ReportNotDelivered's message).
+ * @param {Buffer} raw
+ * @param {string} token
+ */
+function preview(raw, token) {
+  const text = scrubToken(new TextDecoder("utf-8").decode(raw.subarray(0, READ_LIMIT)), token);
   return Array.from(text).slice(0, BODY_PREVIEW).join("");
 }
 
@@ -206,7 +213,7 @@ function postReport(settings, body) {
       const parts = [];
       let size = 0;
       const status = res.statusCode ?? 0;
-      const finish = () => done(classify(status, preview(Buffer.concat(parts))));
+      const finish = () => done(classify(status, preview(Buffer.concat(parts), settings.token)));
       res.on("data", (/** @type {Buffer} */ c) => {
         if (size < READ_LIMIT) parts.push(c);
         size += c.length;

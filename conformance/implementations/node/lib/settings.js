@@ -16,7 +16,15 @@
  *
  * loadSettings(pathsToml, env) reads `[report]` url, every (default 60) and ca_bundle
  * (relative to the file's folder) from paths.toml, and the token only from
- * env.CORREAD_REPORT_TOKEN: a token in the file is refused.
+ * env.CORREAD_REPORT_TOKEN: a token in the file is refused. Any other key of `[report]` is
+ * refused, every one at once, never showing its value, as in Python: one named like a
+ * secret (SECRET_WORDS: api_token) or holding the token's value under
+ * `report.settings.token`, any other under `report.settings.unknown_key`, naming the
+ * closest known key as Python's difflib.get_close_matches finds it (closeMatch).
+ *
+ * redactUrl(url): a URL as a message may show it (scheme, host, port and path as written;
+ * a password, a lone user name, each query value and the fragment as `***`), as redact_url
+ * in Python; the url_scheme refusals show the URL so.
  */
 "use strict";
 
@@ -35,6 +43,11 @@ const CLIENT_TIMEOUT_MS = 10_000;
 /** Environment variables naming CA certificates to trust (as requests reads them): the
  * first set and not empty wins, when ca_bundle is not set. */
 const CA_VARIABLES = ["REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"];
+/** The keys `[report]` may hold (spec/README.md, Settings); any other is refused. */
+const REPORT_KEYS = ["url", "every", "ca_bundle"];
+/** A `[report]` key whose name (lower case, without "-" and "_") holds one of these is a
+ * token put in the file (`report.settings.token`). */
+const SECRET_WORDS = ["token", "secret", "password", "passwd", "bearer", "auth", "apikey", "credential"];
 
 const IPV4_PART = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
 /** A dotted-decimal IPv4 address: four decimal parts 0-255 without leading zeros. */
@@ -124,7 +137,114 @@ function checkUrl(url) {
   }
   if (parsed.protocol === "https:") return parsed;
   if (parsed.protocol === "http:" && isLoopback(host)) return parsed;
-  throw Refused.one("report.settings.url_scheme", ["report", "url"], "the URL must be https://host/... (plain http:// only for localhost or a loopback IP)");
+  throw Refused.one("report.settings.url_scheme", ["report", "url"], `the URL must be https://host/... (plain http:// only for localhost or a loopback IP) (got '${redactUrl(url)}')`);
+}
+
+/**
+ * `url` as a message may show it, by the plain string rules of redact_url in Python: the
+ * fragment (after the first "#") as `***`; in the query (after the first "?" before it)
+ * each value as `name=***`, a part without "=" as `***`; in the authority (after the first
+ * "://" up to the next "/") a user info (before its last "@") as `user:***` with a
+ * password, `***` without; the scheme, host, port and path as written.
+ * @param {string} url
+ */
+function redactUrl(url) {
+  const cut = (/** @type {string} */ text, /** @type {string} */ sep) => {
+    const at = text.indexOf(sep);
+    return at < 0 ? [text, "", ""] : [text.slice(0, at), sep, text.slice(at + 1)];
+  };
+  const [beforeHash, hash, fragment] = cut(url, "#");
+  let [rest, mark, query] = cut(beforeHash, "?");
+  if (query) {
+    query = query
+      .split("&")
+      .map((part) => (part === "" ? part : part.includes("=") ? `${part.slice(0, part.indexOf("="))}=***` : "***"))
+      .join("&");
+  }
+  let start = rest.indexOf("://");
+  if (start >= 0) {
+    start += 3;
+    const slash = rest.indexOf("/", start);
+    const end = slash >= 0 ? slash : rest.length;
+    const at = rest.lastIndexOf("@", end - 1);
+    if (at >= start) {
+      const shown = rest.slice(start, at).includes(":") ? `${rest.slice(start, at).split(":", 1)[0]}:***` : "***";
+      rest = rest.slice(0, start) + shown + rest.slice(at);
+    }
+  }
+  return rest + mark + query + hash + (fragment ? "***" : "");
+}
+
+/**
+ * Python's difflib.SequenceMatcher(None, a, b).ratio() for short strings (no junk): twice
+ * the characters of the matching blocks over the total length, the blocks found as
+ * difflib finds them (the longest match, earliest in a, then in b; then both sides).
+ * @param {string} a
+ * @param {string} b
+ */
+function ratio(a, b) {
+  const x = Array.from(a);
+  const y = Array.from(b);
+  if (x.length + y.length === 0) return 1;
+  let matched = 0;
+  /** @type {Array<[number, number, number, number]>} */
+  const todo = [[0, x.length, 0, y.length]];
+  while (todo.length) {
+    const [alo, ahi, blo, bhi] = /** @type {[number, number, number, number]} */ (todo.pop());
+    let [bi, bj, size] = [alo, blo, 0];
+    for (let i = alo; i < ahi; i++) {
+      for (let j = blo; j < bhi; j++) {
+        let k = 0;
+        while (i + k < ahi && j + k < bhi && x[i + k] === y[j + k]) k++;
+        if (k > size) [bi, bj, size] = [i, j, k];
+      }
+    }
+    if (size > 0) {
+      matched += size;
+      todo.push([alo, bi, blo, bj], [bi + size, ahi, bj + size, bhi]);
+    }
+  }
+  return (2 * matched) / (x.length + y.length);
+}
+
+/**
+ * The known key closest to `key` (in lower case), as difflib.get_close_matches(word,
+ * REPORT_KEYS, n=1) finds it (ratio of the possibility against the word at least 0.6,
+ * the best score, a tie to the greater string), or null.
+ * @param {string} key
+ */
+function closeMatch(key) {
+  const word = key.toLowerCase();
+  /** @type {[number, string] | null} */
+  let best = null;
+  for (const known of REPORT_KEYS) {
+    const score = ratio(known, word);
+    if (score >= 0.6 && (best === null || score > best[0] || (score === best[0] && known > best[1]))) best = [score, known];
+  }
+  return best === null ? null : best[1];
+}
+
+/**
+ * Why `key` may not stand in `[report]`, or null for a known key (see the module comment).
+ * @param {string} key
+ * @param {unknown} value
+ * @param {unknown} token
+ * @returns {import("./refused").Problem | null}
+ */
+function keyProblem(key, value, token) {
+  const isToken = typeof token === "string" && token !== "" && value === token;
+  if (REPORT_KEYS.includes(key) && !isToken) return null;
+  const folded = key.toLowerCase().replace(/[_-]/g, "");
+  if (isToken || SECRET_WORDS.some((w) => folded.includes(w))) {
+    return { rule: "report.settings.token", path: ["report", key], message: `remove '${key}' from paths.toml: the token is never read from a file; export ${TOKEN_ENV}=<token> instead` };
+  }
+  const close = closeMatch(key);
+  const hint = close === null ? "" : `did you mean '${close}'? `;
+  return {
+    rule: "report.settings.unknown_key",
+    path: ["report", key],
+    message: `[report] has no key '${key}'; ${hint}the keys are ${REPORT_KEYS.join(", ")} (an unknown key is refused, not ignored: a misspelt one would leave its default in force); rename or remove it`,
+  };
 }
 
 /**
@@ -300,9 +420,9 @@ function loadSettings(pathsToml, env) {
   if (section === null || typeof section !== "object" || Array.isArray(section) || section instanceof toml.TomlDateTime) {
     throw Refused.one("report.settings.url_missing", ["report"], "add a [report] section with url and every to paths.toml");
   }
-  if (Object.prototype.hasOwnProperty.call(section, "token")) {
-    throw Refused.one("report.settings.token", ["report", "token"], `remove the token from paths.toml; export ${TOKEN_ENV} instead`);
-  }
+  const envToken = Object.prototype.hasOwnProperty.call(env, TOKEN_ENV) ? env[TOKEN_ENV] : "";
+  const problems = Object.entries(section).flatMap(([key, value]) => keyProblem(key, value, envToken) ?? []);
+  if (problems.length) throw new Refused(problems);
   const ca = section.ca_bundle;
   let caBundle = null;
   if (ca !== undefined && ca !== null) {
@@ -325,4 +445,4 @@ function loadSettings(pathsToml, env) {
   return { ...settings, caEnviron };
 }
 
-module.exports = { TOKEN_ENV, CA_VARIABLES, pyUnquote, checkTokenNotInUrl, checkUrl, checkToken, checkEvery, isLoopback, isCaFile, reportSettings, loadSettings };
+module.exports = { TOKEN_ENV, CA_VARIABLES, REPORT_KEYS, pyUnquote, checkTokenNotInUrl, checkUrl, checkToken, checkEvery, isLoopback, isCaFile, redactUrl, closeMatch, reportSettings, loadSettings };
