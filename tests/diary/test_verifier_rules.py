@@ -247,6 +247,37 @@ def test_every_verifier_or_writer_rule_has_a_case() -> None:
     assert ids == covered, (sorted(ids - covered), sorted(covered - ids))
 
 
+def test_a_run_end_without_metrics_jsonl_fails_even_when_it_names_no_bytes(
+    tmp_path: Path,
+) -> None:
+    """diary.metrics.sha256 (decided in spec/README, the seed is silent): a run_end names
+    the digest of metrics.jsonl, and a missing file is not an empty one. With the file gone
+    the record fails on the first run_end's line, even when that digest is the SHA-256 of
+    no bytes (a run that wrote no row), where an empty metrics.jsonl verifies. A diary with
+    no run_end names no digest and needs no metrics.jsonl."""
+    import hashlib
+
+    from tests.diary.helpers import BODIES
+    from trainrecord.diary import DiaryWriter
+
+    run = tmp_path / "ended"
+    empty = hashlib.sha256(b"").hexdigest()
+    with DiaryWriter(run, seal=False) as w:
+        w.append("run_start", BODIES["run_start"])
+        w.append("run_end", {**BODIES["run_end"], "metrics_sha256": empty})
+    (run / "metrics.jsonl").write_bytes(b"")
+    assert verify(run).ok
+    (run / "metrics.jsonl").unlink()
+    result = verify(run)
+    assert result.status == "failed" and result.failure is not None
+    assert (result.failure.rule, result.failure.line) == ("diary.metrics.sha256", 2)
+    crashed = tmp_path / "crashed"
+    with DiaryWriter(crashed, seal=False) as w:
+        w.append("run_start", BODIES["run_start"])
+    assert not (crashed / "metrics.jsonl").exists()
+    assert verify(crashed).ok
+
+
 def _line_of(run: Path, event: str) -> int:
     return next(i for i, x in enumerate(_lines(run)) if json.loads(x)["event"] == event)
 

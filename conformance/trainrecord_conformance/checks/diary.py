@@ -2,9 +2,10 @@
 
 The suite builds its own diaries (:func:`build_run`: events drawn from the event schemas,
 chained with the canonical line hash that the canonical vectors pin), then breaks one
-thing (a changed value, a wrong prev, a seq gap, a torn tail, a line after run_end, a
-changed metrics.jsonl, a tampered seal or signature ...) and asks ``verify_diary`` to find
-exactly that, on the right line. Seals are written with the reference runtime
+thing (a changed value, a wrong prev, a seq gap, a resumed session numbered from 0 again,
+a torn tail, a changed line before a torn tail, a line after run_end, a changed or missing
+metrics.jsonl, a metrics row that breaks the row schema, a tampered seal or signature ...)
+and asks ``verify_diary`` to find exactly that, on the right line. Seals are written with the reference runtime
 (``trainrecord.diary.write_seal``): a seal is data any verifier must read.
 
 The writer (``write_diary``) is checked by reading what it wrote with the suite's own
@@ -212,19 +213,38 @@ def t_prev(folder: Path, lines: list[dict[str, Any]], choice: int) -> int | None
     return k
 
 
-SEQ_CHANGES = (1, 2, 3, -1)
-"""How a tamper moves a seq: a gap of one, two or three, a repeat of the line before."""
+SEQ_CHANGES = (1, 2, 3, -1, None)
+"""How a tamper moves a seq: a gap of one, two or three, a repeat of the line before; or
+(None) a resumed session that counts from 0 again (:func:`_seq_restart`)."""
 
 
 def t_seq(folder: Path, lines: list[dict[str, Any]], choice: int) -> int | None:
     """A line's seq off by one of :data:`SEQ_CHANGES` (the first line's: starting at 1 for
-    a repeat)."""
+    a repeat), or a resumed session numbered from 0 after the run's lines."""
     k, variant = _spot(lines, choice, len(SEQ_CHANGES))
+    step = SEQ_CHANGES[variant]
+    if step is None:
+        return _seq_restart(folder, lines, k)
     lines = [dict(x) for x in lines]
-    change = SEQ_CHANGES[variant] if k > 0 else abs(SEQ_CHANGES[variant])
+    change = step if k > 0 else abs(step)
     lines[k]["seq"] = lines[k]["seq"] + change
     write_lines(folder / "diary.jsonl", rechain(lines, k))
     return k
+
+
+def _seq_restart(folder: Path, lines: list[dict[str, Any]], k: int) -> int:
+    """After the run's lines, a resumed session (the run's run_start, then its next ``k``
+    events) chained on from the last hash, as a resume appends it, but with seq counting
+    from 0 again: the seed's seq runs "from 0, contiguous" over the whole file, so its
+    run_start is the first bad line. With seq continued, the same diary verifies."""
+    events = [{key: v for key, v in x.items() if key not in RESERVED} for x in lines]
+    t = lines[-1]["time"]
+    resumed = [
+        {**event, "seq": i, "time": round(t + (i + 1) * 0.25, 3)}
+        for i, event in enumerate(events[: k + 1])
+    ]
+    write_lines(folder / "diary.jsonl", rechain([*lines, *resumed], len(lines)))
+    return len(lines)
 
 
 BAD_LINES: tuple[bytes | None, ...] = (
@@ -294,11 +314,16 @@ def t_run_end(folder: Path, lines: list[dict[str, Any]], choice: int) -> int | N
 
 
 def t_metrics_sha(folder: Path, lines: list[dict[str, Any]], choice: int) -> int | None:
-    """A row appended to metrics.jsonl, or one space added inside its last row (still the
-    same JSON, one byte more)."""
+    """A row appended to metrics.jsonl, one space added inside its last row (still the
+    same JSON, one byte more), or metrics.jsonl removed: a run_end names the digest of a
+    file that is not there, even when that digest is the SHA-256 of no bytes (a run that
+    wrote no row) -- a missing file is not an empty one."""
     path = folder / "metrics.jsonl"
+    if choice % 3 == 2:
+        path.unlink()
+        return None
     data = path.read_bytes()
-    if choice % 2 and data:
+    if choice % 3 == 1 and data:
         path.write_bytes(data[:-2] + b" }\n")
         return None
     row = {"step": 10**6 + choice, "loss": 1.0, "grad": {}, "stuck": {}}
@@ -398,7 +423,7 @@ TAMPERS: dict[str, tuple[Tamper, bool, bool, int]] = {
     "diary.file.empty": (t_empty, False, False, 2),
     "diary.order.run_start": (t_run_start, True, False, 2),
     "diary.order.run_end": (t_run_end, True, True, 2),
-    "diary.metrics.sha256": (t_metrics_sha, False, True, 2),
+    "diary.metrics.sha256": (t_metrics_sha, False, True, 3),
     "diary.metrics.json": (t_metrics_json, False, False, 4),
     "diary.hash.format": (t_hash_format, True, False, len(FORMAT_CHANGES)),
     "diary.time.precision": (t_time, True, False, len(TIME_CHANGES)),
@@ -416,7 +441,8 @@ def tamper_edges(rule: str) -> Callable[[Target], list[Any]]:
     """The fixed cases of a tamper check: :func:`edge_run` with each variant of the tamper,
     on the first and the last line where it picks a line (a torn tail: one byte of the last
     line, all of it but its newline, all but its last character; of a run's third line, and
-    of a run of one line, which leaves no complete line)."""
+    of a run of one line, which leaves no complete line; a removed metrics.jsonl also after
+    a run with no metrics row, whose run_end names the SHA-256 of no bytes)."""
     tamper, _, _, variants = TAMPERS[rule]
 
     def edges(target: Target) -> list[Any]:
@@ -430,6 +456,8 @@ def tamper_edges(rule: str) -> Callable[[Target], list[Any]]:
             return [(r, c) for r in (run, alone) for c in (0, -1, -2)]
         if tamper in BY_LINE:
             return [(run, c) for c in spots(len(run[0]) + 1, variants)]
+        if tamper is t_metrics_sha:  # metrics.jsonl removed after a run that wrote no row
+            return [(run, c) for c in range(variants)] + [((run[0], [], run[2]), 2)]
         return [(run, c) for c in range(variants)]
 
     return edges
@@ -450,6 +478,115 @@ def tamper_check(rule: str) -> Callable[[Context, Any], None]:
         expect_failure(ctx, folder, rule, line if names_line else None)
 
     return body
+
+
+HIDDEN: tuple[tuple[Tamper, str, int], ...] = (
+    (t_hash, "diary.chain.hash", 3),
+    (t_prev, "diary.chain.prev", 2),
+    (t_json, "diary.file.json", len(BAD_LINES)),
+)
+"""What a torn tail must not hide: a complete line before it changed (tamper, the rule it
+breaks, its variants)."""
+
+
+def _tear(path: Path, cut: int) -> None:
+    """Cut the file's last line after 1 to all of its bytes but the newline (as
+    :func:`t_torn`: a negative ``cut`` counts from the end)."""
+    data = path.read_bytes()
+    start = data.rfind(b"\n", 0, len(data) - 1) + 1
+    path.write_bytes(data[: start + 1 + cut % (len(data) - 1 - start)])
+
+
+def torn_after_bad_line(ctx: Context, case: tuple[tuple[list, list, dict | None], Any]) -> None:
+    """A complete line changed (one of :data:`HIDDEN`), then the last line torn: a torn
+    tail is reported only when "the lines before it still verify", so the verdict is the
+    changed line's failure (status failed, on that line), never torn. A verifier that calls
+    any diary with an unterminated last line torn, unread, lets a tampered record pass as
+    a crash."""
+    (events, rows, end), (which, variant, spot, cut) = case
+    if len(events) + (end is not None) < 2:
+        end = {"event": "run_end", "steps": 1, "checks": 1, "counts": {}}
+    folder = ctx.folder()
+    lines = build_run(folder, events, rows, end)
+    expect_ok(ctx, folder)
+    tamper, rule, variants = HIDDEN[which % len(HIDDEN)]
+    k = spot % (len(lines) - 1)
+    tamper(folder, lines, variant % variants * len(lines) + k)
+    _tear(folder / "diary.jsonl", cut)
+    expect_failure(ctx, folder, rule, k)
+
+
+def hidden_cases(target: Target) -> st.SearchStrategy[Any]:
+    """(run, (tamper, variant, line, cut)) for :func:`torn_after_bad_line`."""
+    how = st.tuples(
+        st.integers(0, len(HIDDEN) - 1),
+        st.integers(0, len(BAD_LINES) - 1),
+        st.integers(0, 100),
+        st.integers(-100, 100),
+    )
+    return st.tuples(runs(target), how)
+
+
+def hidden_edges(target: Target) -> list[Any]:
+    """Each variant of each :data:`HIDDEN` tamper once, on :func:`edge_run`'s first and
+    second line in turn (its third is torn), cut to one byte or to all but its newline."""
+    return [
+        (edge_run(), (which, v, v % 2, -(v % 2)))
+        for which, (_, _, variants) in enumerate(HIDDEN)
+        for v in range(variants)
+    ]
+
+
+def row_rules() -> list[str]:
+    """The rules of the metrics row schema (a site in it, or a hand-written breaking
+    strategy)."""
+    from trainrecord_conformance.checks.schema import HAND_BROKEN
+
+    found = {
+        r for r in S.schema_rules() if any(s.schema_id == METRICS_ROW for s in S.rule_sites(r))
+    }
+    return sorted(found | {r for r in HAND_BROKEN if r.startswith("diary_metrics.")})
+
+
+def _broken_rows(rule: str) -> st.SearchStrategy[S.Broken]:
+    from trainrecord_conformance.checks.schema import HAND_BROKEN
+
+    if rule in HAND_BROKEN:
+        return HAND_BROKEN[rule](rule)
+    return S.breaking_instances(rule, schema_id=METRICS_ROW)
+
+
+def bad_row(rule: str) -> Callable[[Context, Any], None]:
+    """A run verifies; with a row that breaks ``rule`` of the metrics row schema put among
+    its rows (run_end's metrics_sha256 pinned to the new file) it fails naming ``rule``:
+    the verifier checks every row against the row schema, not only that it is JSON."""
+
+    def body(ctx: Context, case: tuple[tuple[list, list, dict | None], S.Broken, int]) -> None:
+        (events, rows, end), broken, where = case
+        folder = ctx.folder()
+        build_run(folder, events, rows, end)
+        expect_ok(ctx, folder)
+        k = where % (len(rows) + 1)
+        build_run(folder, events, [*rows[:k], broken.instance, *rows[k:]], end)
+        expect_failure(ctx, folder, rule, None)
+
+    return body
+
+
+def bad_row_cases(rule: str) -> Callable[[Target], st.SearchStrategy[Any]]:
+    """(run, a row breaking ``rule``, where among the run's rows it goes)."""
+    return lambda target: st.tuples(runs(target), _broken_rows(rule), st.integers(0, 1000))
+
+
+def bad_row_edges(rule: str) -> Callable[[Target], list[Any]]:
+    """:func:`edge_run` with each of the rule's edge instances (or the simplest hand-written
+    one) before its row."""
+
+    def edges(target: Target) -> list[Any]:
+        found = [b for _, b in S.edge_cases(rule, schema_id=METRICS_ROW)]
+        return [(edge_run(), b, 0) for b in found or [S.simplest(_broken_rows(rule))]]
+
+    return edges
 
 
 # --------------------------------------------------------------------------- seals
@@ -765,6 +902,29 @@ def checks() -> list[Check]:
             edges=tamper_edges(rule),
         )
         for rule in TAMPERS
+    ]
+    out.append(
+        Check(
+            "diary.file.torn",
+            "a torn tail does not hide a bad line before it",
+            frozenset({"verify_diary"}),
+            hidden_cases,
+            torn_after_bad_line,
+            scale="io",
+            edges=hidden_edges,
+        )
+    )
+    out += [
+        Check(
+            rule,
+            "verify_diary checks metrics.jsonl's rows against the row schema",
+            frozenset({"verify_diary"}),
+            bad_row_cases(rule),
+            bad_row(rule),
+            scale="io",
+            edges=bad_row_edges(rule),
+        )
+        for rule in row_rules()
     ]
     out += [
         Check(
