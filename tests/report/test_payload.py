@@ -220,6 +220,13 @@ def test_eta_is_null_until_the_first_epoch_and_when_not_running() -> None:
         ]
         is None
     )
+    # a snapshot of a run still in progress (report_status() from another process) has none
+    # either: only the training process knows the time per epoch
+    snapshot = build_report(
+        state, event="snapshot", status="in progress", seq=4, sent_at=local_time()
+    )
+    assert snapshot["eta_seconds"] is None
+    assert consistency_problems({**snapshot, "eta_seconds": 60})[0].rule == "report.consistency.eta"
 
 
 def test_lesion_initial_validation_goes_null_then_intact_then_both() -> None:
@@ -313,6 +320,10 @@ def _report(**over: object) -> dict:
         ({"finished_at": "2026-10-05T21:48:05-04:00"}, "report.consistency.finished_at"),
         ({"history": [training_epoch(0)]}, "report.consistency.epochs_completed"),
         ({"eta_seconds": 10}, "report.consistency.eta"),
+        (
+            {"event": "snapshot", "eta_seconds": 10, "history": [training_epoch(0)]},
+            "report.consistency.eta",
+        ),
     ],
 )
 def test_inconsistent_reports_are_refused_with_their_rule(over: dict, rule: str) -> None:

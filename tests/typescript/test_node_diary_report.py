@@ -366,9 +366,27 @@ def test_report_arrives_with_headers_and_valid_body(harness: Harness, server: An
     assert headers["Content-Type"] == "application/json"
     assert headers["Authorization"] == "Bearer s3cret"
     assert headers["User-Agent"] == "CORread-reporter/2"
+    # exactly the three headers, plus the two HTTP needs (node:http's Connection removed)
+    names = {k.lower() for k in headers}
+    assert names == {"content-type", "authorization", "user-agent", "host", "content-length"}
     sent = json.loads(body.decode("utf-8"))
     assert sent == report
     assert schemas.problems(sent, REPORT_SCHEMA) == []
+
+
+def test_a_snapshot_with_an_eta_is_refused_before_sending(harness: Harness, server: Any) -> None:
+    """report.consistency.eta: eta_seconds is null in every snapshot, also of a run in
+    progress (only the training process knows it): Node's send_report refuses one that
+    carries an ETA before anything is sent, as Python's consistency_problems does."""
+    from trainrecord.report import consistency_problems
+
+    srv = server()
+    report = {**_valid_report(), "event": "snapshot", "status": "in progress", "eta_seconds": 60}
+    report["error"] = report["finished_at"] = None
+    assert "report.consistency.eta" in {p.rule for p in consistency_problems(report)}
+    got = harness.run("send_report", url=_url(srv), token=TOKEN, report=report)
+    assert got["refused"] and "report.consistency.eta" in got["rules"], got
+    assert srv.seen == []
 
 
 @pytest.mark.parametrize("status", [201, 204, 401, 403, 400, 422, 404, 500, 503])

@@ -220,6 +220,9 @@ def _consistency_edges() -> dict[str, list[dict[str, Any]]]:
         )
         for history in (False, True)
     ] + [edge_input("progress", "in progress", "wordset")]
+    snapshots = [  # of a running job with finished epochs (words drawn): still no ETA
+        edge_input("snapshot", "in progress", kind) for kind in ("lesion", "wordset")
+    ]
     lesion = ("epoch_end", "in progress")
     return {
         "report.consistency.event_status": [
@@ -248,7 +251,7 @@ def _consistency_edges() -> dict[str, list[dict[str, Any]]]:
             if event != "epoch_end" and (event == "snapshot" or status == "in progress")
         ],
         "report.consistency.epochs_completed": epochs,
-        "report.consistency.eta": epochs,
+        "report.consistency.eta": epochs + snapshots,
         "report.consistency.lesioned_units": [
             *(
                 edge_input(*lesion, config={"lesioned_units": units})
@@ -269,7 +272,7 @@ def consistency_edges(rule: str) -> Callable[[Target], list[dict[str, Any]]]:
     them; no history and one epoch of it, of each kind; units with a repeat or one pair
     swapped, one unit, none, and a word channel of one unit or one past it; a word set
     snapshot under every status (only a complete one keeps words_done) and its progress
-    and started reports."""
+    and started reports; a snapshot of a running job of each kind (no ETA)."""
     return lambda target: _consistency_edges()[rule]
 
 
@@ -317,6 +320,11 @@ def _problem(rule: str, report: dict[str, Any], case: dict[str, Any]) -> str | N
     if rule == "report.consistency.eta" and report.get("eta_seconds") is not None:
         if status != "in progress":
             return f"eta_seconds {report['eta_seconds']} with status {status!r}"
+        if event == "snapshot":
+            return (
+                f"eta_seconds {report['eta_seconds']} in a snapshot (null in every snapshot: "
+                "only the training process knows the time per epoch or word)"
+            )
         if training and not history:
             return f"eta_seconds {report['eta_seconds']} before the first epoch finished"
     lesion = report.get("kind") == "lesion"

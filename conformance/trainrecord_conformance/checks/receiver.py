@@ -26,6 +26,8 @@ class Request:
     path: str
     headers: dict[str, str]
     body: bytes
+    names: tuple[str, ...] = ()
+    """Every header's name as it arrived, in lower case and in order, repeats kept."""
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -38,7 +40,13 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         self.server.record(
-            Request(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+            Request(
+                self.command,
+                self.path,
+                {k.lower(): v for k, v in self.headers.items()},
+                body,
+                tuple(k.lower() for k, _ in self.headers.items()),
+            )
         )
         parts = self.path.split("/")
         if len(parts) > 2 and parts[1] == "status" and parts[2].isdigit():

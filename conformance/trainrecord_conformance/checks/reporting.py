@@ -104,8 +104,15 @@ def post_url(ctx: Context, case: tuple[Any, str]) -> None:
         )
 
 
+HTTP_NEEDS = ("host", "content-length")
+"""The headers HTTP itself needs besides §2's three (spec/README: "exactly the three
+headers, plus Host and Content-Length")."""
+
+
 def headers(ctx: Context, report: Any) -> None:
-    """Content-Type, Authorization and User-Agent as §2 says."""
+    """Content-Type, Authorization and User-Agent as §2 says, and no other header than
+    Host and Content-Length, each once: no Accept-Encoding, Accept or Connection (a
+    ``requests`` session adds all three, node:http adds ``Connection``)."""
     tok = token()
     got = _one_arrival(ctx, receiver(ctx).fresh(), report, tok)
     wanted = {
@@ -117,6 +124,18 @@ def headers(ctx: Context, report: Any) -> None:
         have = got.headers.get(name, "")
         if (have.split(";")[0].strip() if name == "content-type" else have) != value:
             raise Failed(f"header {name} is {have!r}, expected {value!r}")
+    allowed = {*wanted, *HTTP_NEEDS}
+    extra = [n for n in got.names if n not in allowed]
+    twice = sorted({n for n in got.names if got.names.count(n) > 1})
+    missing = [n for n in HTTP_NEEDS if n not in got.names]
+    if extra or twice or missing:
+        raise Failed(
+            f"the request's headers are {list(got.names)}: exactly Content-Type, "
+            "Authorization and User-Agent, plus Host and Content-Length, each once"
+            + (f"; not {extra}" if extra else "")
+            + (f"; {twice} more than once" if twice else "")
+            + (f"; {missing} missing" if missing else "")
+        )
 
 
 def body(ctx: Context, report: Any) -> None:
@@ -292,7 +311,7 @@ def checks() -> list[Check]:
         ),
         Check(
             "report.transport.headers",
-            "the three headers of §2",
+            "the three headers of §2, and only Host and Content-Length besides",
             SEND,
             reports,
             headers,

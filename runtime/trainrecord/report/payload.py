@@ -511,6 +511,14 @@ def consistency_problems(payload: Mapping[str, Any]) -> list[Problem]:
                 "eta_seconds is null unless status is in progress",
             )
         )
+    elif payload.get("eta_seconds") is not None and event == "snapshot":
+        out.append(
+            Problem(
+                "report.consistency.eta",
+                ("eta_seconds",),
+                "eta_seconds is null in every snapshot (only the training process knows it)",
+            )
+        )
     if payload.get("kind") == "lesion":
         cfg = payload.get("config") or {}
         units = cfg.get("lesioned_units") or []

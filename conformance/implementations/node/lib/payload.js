@@ -367,6 +367,7 @@ function consistencyProblems(payload) {
     }
   }
   if (present("eta_seconds") && status !== "in progress") add("report.consistency.eta", ["eta_seconds"], "eta_seconds is null unless status is in progress");
+  else if (present("eta_seconds") && event === "snapshot") add("report.consistency.eta", ["eta_seconds"], "eta_seconds is null in every snapshot (only the training process knows it)");
   if (payload.kind === "lesion") {
     const cfg = isObject(payload.config) ? payload.config : {};
     const units = Array.isArray(cfg.lesioned_units) ? cfg.lesioned_units : [];
