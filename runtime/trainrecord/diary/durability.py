@@ -62,6 +62,18 @@ FsyncPolicy = Literal["always", "interval", "critical"]
 FSYNC_POLICIES: tuple[str, ...] = ("always", "interval", "critical")
 
 
+def check_fsync_policy(fsync_policy: object) -> None:
+    """Refuse an ``fsync_policy`` that is not one of :data:`FSYNC_POLICIES` (rule
+    ``diary.writer.fsync_policy``); the writers call it before they make any file."""
+    if not isinstance(fsync_policy, str) or fsync_policy not in FSYNC_POLICIES:
+        raise RecordRefused.one(
+            "diary.writer.fsync_policy",
+            ["fsync_policy"],
+            f"fsync_policy must be one of {', '.join(FSYNC_POLICIES)}",
+            fsync_policy,
+        )
+
+
 class AppendFile:
     """An append-only file written line by line, locked against other writers."""
 
@@ -74,13 +86,7 @@ class AppendFile:
         lock_rule: str = "diary.writer.locked",
         unit: str = "line",
     ) -> None:
-        if fsync_policy not in FSYNC_POLICIES:
-            raise RecordRefused.one(
-                "diary.writer.fsync_policy",
-                ["fsync_policy"],
-                f"fsync_policy must be one of {', '.join(FSYNC_POLICIES)}",
-                fsync_policy,
-            )
+        check_fsync_policy(fsync_policy)
         self.path = path
         self.unit = unit  # what one line is called in error messages ("line", "row")
         self.fsync_policy = fsync_policy

@@ -10,12 +10,26 @@ returns it. Non-finite floats in ``fields`` become the strings "NaN", "Infinity"
 of its line behind and refuses every later line, with a
 :class:`~trainrecord.errors.RecordWriteError`. On close the writer seals the record
 (record.json, and record.sig when given a signing key), unless a write failed.
+
+Every argument is checked before any file or folder is made (:mod:`trainrecord.arguments`;
+a signing key is loaded then too, not at close after the whole run). A DiaryWriter that
+made diary.jsonl and refuses its first line, or closes without one, removes the file again
+while it is empty: a 0-byte diary.jsonl is a record that fails verification
+(``diary.file.empty``). An empty metrics.jsonl is kept: it is the record of no rows, which a
+run_end names (``diary.metrics.sha256``: a missing file is not an empty one).
+
+Resuming a signed record: appending outdates the seal and its signature (they pin the old
+head), so the writer removes record.json and record.sig. With ``signing_key=`` it signs the
+new seal at close; without one the record is sealed unsigned, and a warning (logger
+``trainrecord.diary``) names record.sig, the key that had signed it, and how to sign again,
+when the writer resumes and again when it seals.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import time
 from pathlib import Path
@@ -27,23 +41,143 @@ try:
 except ImportError:  # pragma: no cover - orjson is a runtime dependency; json still works
     orjson = None  # type: ignore[assignment]
 
-from trainrecord.canonical import GENESIS, canonical_line
-from trainrecord.diary.durability import AppendFile, FsyncPolicy, fsync_dir
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from trainrecord import arguments
+from trainrecord.canonical import GENESIS, canonical_line, loads_strict
+from trainrecord.diary.durability import AppendFile, FsyncPolicy, check_fsync_policy, fsync_dir
 from trainrecord.diary.events import (
     COMMON_FIELDS,
     METRICS_ROW_SCHEMA,
     check_line,
     fast_problems,
 )
+from trainrecord.diary.keys import fingerprint, load_private_key
 from trainrecord.diary.nonfinite import encode
 from trainrecord.diary.verifier import DIARY, METRICS, SEAL, SIGNATURE, verify
 from trainrecord.errors import RecordRefused
+
+LOGGER = logging.getLogger("trainrecord.diary")
 
 RESUMED = "(resumed)"
 """``last_event`` of a writer that resumed a diary without run_end (a crashed session)."""
 
 SYNC_EVENTS = frozenset({"run_start", "run_end"})
 """Events that are always fsynced, besides every event of severity critical."""
+
+
+def signing_key_from(source: Any, call: str = "DiaryWriter") -> Ed25519PrivateKey | None:
+    """The Ed25519 private key ``signing_key=`` names (a key object, PEM bytes or the path
+    of a PEM file), loaded now: a writer finds a missing or wrong key when it is made, not
+    at close after the whole run. A refusal has rule ``seal.key.format`` and names the
+    file, never its content; None stays None."""
+    if source is None or isinstance(source, Ed25519PrivateKey):
+        return source
+    if isinstance(source, Ed25519PublicKey):
+        raise RecordRefused.one(
+            "seal.key.format",
+            ["signing_key"],
+            f"{call}(signing_key=...) is a public key: signing needs the private key (the "
+            "file trainrecord keygen wrote without .pub)",
+        )
+    if isinstance(source, bytes):
+        return load_private_key(source)
+    if not isinstance(source, (str, os.PathLike)) or not os.fspath(source):
+        raise arguments.ArgumentRefused(  # (the value is not shown: it may be a secret)
+            call,
+            "signing_key",
+            "signing_key must be the path of an Ed25519 private key file (trainrecord keygen "
+            "writes one), its PEM bytes, a key object, or None; got "
+            + ("''" if isinstance(source, str) else f"a {type(source).__name__}"),
+        )
+    path = Path(os.fspath(source))
+    how = (
+        "pass the private key file trainrecord keygen wrote (`trainrecord keygen "
+        "keys/signer` makes keys/signer and keys/signer.pub), or leave signing_key out "
+        "for an unsigned seal"
+    )
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise RecordRefused.one(
+            "seal.key.format",
+            [str(path)],
+            f"{call}(signing_key=...) cannot be read ({reason}); {how}",
+        ) from None
+    if b"PUBLIC KEY-----" in data and b"PRIVATE KEY-----" not in data:
+        raise RecordRefused.one(
+            "seal.key.format",
+            [str(path)],
+            f"{call}(signing_key=...) is a public key: signing needs the private key (the "
+            "file trainrecord keygen wrote without .pub)",
+        )
+    try:
+        return load_private_key(data)
+    except RecordRefused as exc:  # named by the path, not "the given key"
+        raise RecordRefused.one(
+            "seal.key.format", [str(path)], f"{call}(signing_key=...): {exc.problems[0].message}"
+        ) from None
+
+
+def _signer(run_dir: Path) -> str | None:
+    """The key fingerprint record.json names as the signer of ``run_dir``'s seal, "" when
+    record.sig is there but record.json does not say whose it is; None when unsigned."""
+    if not (run_dir / SIGNATURE).exists():
+        return None
+    try:
+        seal = loads_strict((run_dir / SEAL).read_bytes())
+        found = seal["signature"]["public_key_sha256"]
+    except (OSError, ValueError, TypeError, KeyError):
+        return ""
+    return found if isinstance(found, str) else ""
+
+
+def _check_call(event: Any, fields: Any) -> None:
+    """Refuse an event name that is no name, fields that are no dict or hold the fields
+    the writer sets."""
+    if not isinstance(event, str) or not event:
+        raise RecordRefused.one(
+            "diary.event.format", ["event"], "event must be a non-empty string", event
+        )
+    if not isinstance(fields, dict):
+        raise RecordRefused.one(
+            "diary.line.type", ["fields"], "fields must be a dict of the event's fields", fields
+        )
+    reserved = sorted(set(fields) & set(COMMON_FIELDS))
+    if reserved:
+        raise RecordRefused.one(
+            "diary.writer.reserved",
+            [reserved[0]],
+            "the writer sets seq, time, event, prev and hash; remove them from fields",
+        )
+
+
+def _checked_body(
+    event: str, fields: dict[str, Any], seq: int, head: str, validate: bool
+) -> tuple[dict[str, Any], str]:
+    """The line at ``seq`` after ``head`` without prev and hash, and its canonical text;
+    or the refusal of its fields."""
+    body = {"seq": seq, "time": round(time.time(), 3), "event": event, **encode(fields)}
+    if validate:
+        found = check_line({**body, "prev": head, "hash": GENESIS})
+        if found:
+            raise RecordRefused(found)
+    try:
+        text = canonical_line(body)
+    except (TypeError, ValueError) as exc:
+        raise RecordRefused.one(
+            "diary.file.json", ["fields"], f"a field cannot be written as JSON: {exc}"
+        ) from None
+    return body, text
+
+
+def check_event(event: str, fields: dict[str, Any]) -> None:
+    """Raise the :class:`~trainrecord.errors.RecordRefused` that a writer's
+    ``append(event, fields)`` would raise for these fields (the order of events aside),
+    writing nothing: the Monitor checks its run_start so before it makes any file."""
+    _check_call(event, fields)
+    _checked_body(event, fields, 0, GENESIS, True)
 
 
 class DiaryWriter:
@@ -60,37 +194,82 @@ class DiaryWriter:
         seal: bool = True,
         signing_key: Any = None,
     ) -> None:
-        self.run_dir = Path(run_dir)
+        call = "DiaryWriter"  # every argument checked before a folder or file is made
+        self.run_dir = arguments.path(call, "run_dir", run_dir, "give the folder of the record")
+        check_fsync_policy(fsync_policy)
+        fsync_interval = arguments.real(
+            call, "fsync_interval", fsync_interval, minimum=0.0, fix="seconds, e.g. 1.0"
+        )
+        self.validate = arguments.flag(call, "validate", validate)
+        drop_torn_tail = arguments.flag(call, "drop_torn_tail", drop_torn_tail)
+        self.seal_on_close = arguments.flag(call, "seal", seal)
+        if signing_key is not None and not self.seal_on_close:
+            raise arguments.ArgumentRefused(
+                call,
+                "signing_key",
+                "a signing key with seal=False would sign nothing (the key signs the seal "
+                "written at close): leave seal=True to sign the record, or leave signing_key out",
+            )
+        self.signing_key = signing_key_from(signing_key, call)
+        self._policy: FsyncPolicy = fsync_policy
+        self._interval = fsync_interval
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.path = self.run_dir / DIARY
-        self.validate = validate
-        self.seal_on_close = seal
-        self.signing_key = signing_key
         self.seq = 0
         self.head = GENESIS
         self.last_event: str | None = None
         self.resumed_start: dict[str, Any] | None = None
         """The last run_start of the diary this writer resumed (its latest session), None
         for a new diary."""
+        self.resumed_signer: str | None = None
+        """The fingerprint of the key that had signed the record this writer resumed ("" when
+        its record.json did not say), None when it was not signed."""
         self._closed = False
-        existed = self.path.exists()
-        self._file = AppendFile(self.path, fsync_policy=fsync_policy, fsync_interval=fsync_interval)
+        self._file: AppendFile | None = None
+        self._created = False  # this writer made diary.jsonl (and nothing is in it yet)
+        file = self._open()
         try:
-            self._resume(drop_torn_tail)
+            self._resume(file, drop_torn_tail)
         except BaseException:
-            self._file.close()
+            file.close()
             self._closed = True
             raise
-        if not existed:
-            fsync_dir(self.run_dir)
 
-    def _resume(self, drop_torn_tail: bool) -> None:
+    def _open(self) -> AppendFile:
+        """Open (or make) diary.jsonl, locked."""
+        existed = self.path.exists()
+        self._file = AppendFile(self.path, fsync_policy=self._policy, fsync_interval=self._interval)
+        if not existed:
+            self._created = True
+            fsync_dir(self.run_dir)
+        return self._file
+
+    def _drop_empty(self) -> None:
+        """Remove the diary this writer made while nothing is in it (its first line was
+        refused, or it closes without one): a 0-byte diary.jsonl is a record that fails
+        verification. The next append makes it again."""
+        file = self._file
+        if not self._created or file is None or self.seq:
+            return
+        try:
+            mine, there = os.fstat(file.fd), os.stat(self.path)
+            if mine.st_size == 0 and (mine.st_ino, mine.st_dev) == (there.st_ino, there.st_dev):
+                self.path.unlink()
+            else:
+                return
+        except OSError:
+            return
+        self._file = None
+        self._created = False
+        file.close()
+
+    def _resume(self, file: AppendFile, drop_torn_tail: bool) -> None:
         if not self.path.exists() or self.path.stat().st_size == 0:
             return
         result = verify(self.run_dir, workers=1)
         if result.status == "torn" and drop_torn_tail:
-            os.ftruncate(self._file.fd, self.path.stat().st_size - result.torn_bytes)
-            self._file.sync()
+            os.ftruncate(file.fd, self.path.stat().st_size - result.torn_bytes)
+            file.sync()
             if result.lines == 0:  # the crash came while writing the first line: start afresh
                 return
             result = verify(self.run_dir, workers=1)
@@ -111,8 +290,49 @@ class DiaryWriter:
         self.head = result.head_hash or GENESIS
         self.last_event = "run_end" if result.complete else RESUMED
         self.resumed_start = result.last_run_start
+        self.resumed_signer = _signer(self.run_dir)
+        if self.resumed_signer is not None:
+            self._say_signature_dropped(at_close=False)
         for name in (SEAL, SIGNATURE):  # the seal pins the old head; appending outdates it
             (self.run_dir / name).unlink(missing_ok=True)
+
+    def _say_signature_dropped(self, *, at_close: bool) -> None:
+        """Warn that the signature of the record resumed is gone (and whether, and by which
+        key, the new seal is signed)."""
+        old = self.resumed_signer
+        by = f"key {old[:16]}..." if old else "a key record.json does not name"
+        new = fingerprint(self.signing_key.public_key()) if self.signing_key else None
+        if new is not None and new == old:
+            return  # signed again at close by the same key: nothing is lost
+        seal_again = f"`trainrecord seal {self.run_dir} --key <that private key>`"
+        if new is not None:
+            if not at_close:
+                LOGGER.warning(
+                    "trainrecord: %s was signed by %s (record.sig); appending outdates that "
+                    "signature, and the record will be signed at close by the key given "
+                    "(key %.16s...) instead",
+                    self.run_dir,
+                    by,
+                    new,
+                )
+        elif at_close:
+            LOGGER.warning(
+                "trainrecord: %s is sealed unsigned: it was signed by %s (record.sig) before "
+                "this writer appended to it; to sign it again, run %s",
+                self.run_dir,
+                by,
+                seal_again,
+            )
+        else:
+            LOGGER.warning(
+                "trainrecord: %s was signed by %s (record.sig); appending outdates that "
+                "signature, so record.sig is removed and the record will be sealed unsigned "
+                "at close; to keep it signed, pass signing_key=<that private key> to the "
+                "Monitor or DiaryWriter, or run %s after the run",
+                self.run_dir,
+                by,
+                seal_again,
+            )
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -120,21 +340,25 @@ class DiaryWriter:
         """Write one event; return the full line (seq, time, event, fields, prev, hash)."""
         if self._closed:
             raise ValueError("the diary writer is closed")
-        if not isinstance(event, str) or not event:
-            raise RecordRefused.one(
-                "diary.event.format", ["event"], "event must be a non-empty string", event
-            )
-        if not isinstance(fields, dict):
-            raise RecordRefused.one(
-                "diary.line.type", ["fields"], "fields must be a dict of the event's fields", fields
-            )
-        reserved = sorted(set(fields) & set(COMMON_FIELDS))
-        if reserved:
-            raise RecordRefused.one(
-                "diary.writer.reserved",
-                [reserved[0]],
-                "the writer sets seq, time, event, prev and hash; remove them from fields",
-            )
+        try:
+            body, text = self._body(event, fields)
+        except RecordRefused:
+            self._drop_empty()  # a refused first line leaves no empty diary.jsonl behind
+            raise
+        digest = hashlib.sha256((self.head + text).encode("utf-8")).hexdigest()
+        line = {**body, "prev": self.head, "hash": digest}
+        data = (canonical_line(line) + "\n").encode("utf-8")
+        sync = event in SYNC_EVENTS or fields.get("severity") == "critical"
+        file = self._file if self._file is not None else self._open()
+        file.write_line(data, sync=sync)
+        self.seq += 1
+        self.head = digest
+        self.last_event = event
+        return line
+
+    def _body(self, event: str, fields: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        """The line without prev and hash, and its canonical text; or a refusal."""
+        _check_call(event, fields)
         if self.seq == 0 and event != "run_start":
             raise RecordRefused.one(
                 "diary.order.run_start",
@@ -156,30 +380,12 @@ class DiaryWriter:
                 "after run_end only a run_start (a resumed run) may follow",
                 event,
             )
-        body = {"seq": self.seq, "time": round(time.time(), 3), "event": event, **encode(fields)}
-        if self.validate:
-            found = check_line({**body, "prev": self.head, "hash": GENESIS})
-            if found:
-                raise RecordRefused(found)
-        try:
-            text = canonical_line(body)
-        except (TypeError, ValueError) as exc:
-            raise RecordRefused.one(
-                "diary.file.json", ["fields"], f"a field cannot be written as JSON: {exc}"
-            ) from None
-        digest = hashlib.sha256((self.head + text).encode("utf-8")).hexdigest()
-        line = {**body, "prev": self.head, "hash": digest}
-        data = (canonical_line(line) + "\n").encode("utf-8")
-        sync = event in SYNC_EVENTS or fields.get("severity") == "critical"
-        self._file.write_line(data, sync=sync)
-        self.seq += 1
-        self.head = digest
-        self.last_event = event
-        return line
+        return _checked_body(event, fields, self.seq, self.head, self.validate)
 
     def sync(self) -> None:
         """fsync the diary now."""
-        self._file.sync()
+        if self._file is not None:
+            self._file.sync()
 
     def close(self) -> None:
         """fsync and close, then seal the record (record.json; record.sig with a key).
@@ -189,11 +395,17 @@ class DiaryWriter:
         if self._closed:
             return
         self._closed = True
-        self._file.close()
-        if self.seal_on_close and self.seq > 0 and not self._file.broken:
+        self._drop_empty()  # nothing written: no empty diary.jsonl left behind
+        file = self._file
+        if file is None:  # nothing was written, and the empty file it made is removed
+            return
+        file.close()
+        if self.seal_on_close and self.seq > 0 and not file.broken:
             from trainrecord.diary.seal import write_seal
 
             write_seal(self.run_dir, signing_key=self.signing_key)
+            if self.resumed_signer is not None:
+                self._say_signature_dropped(at_close=True)
 
     @property
     def closed(self) -> bool:
@@ -238,6 +450,19 @@ def row_bytes(row: dict[str, Any]) -> bytes:
         ) from None
 
 
+def _last_step(data: bytes) -> int | None:
+    """The integer ``step`` of the last row of metrics.jsonl's ``data``, or None."""
+    end = len(data) - 1
+    if end < 0:
+        return None
+    try:
+        row = json.loads(data[data.rfind(b"\n", 0, end) + 1 : end])
+    except ValueError:
+        return None
+    step = row.get("step") if isinstance(row, dict) else None
+    return step if isinstance(step, int) and not isinstance(step, bool) else None
+
+
 class MetricsWriter:
     """Append rows to ``run_dir/metrics.jsonl`` and keep its running SHA-256."""
 
@@ -249,10 +474,15 @@ class MetricsWriter:
         fsync_policy: FsyncPolicy = "interval",
         fsync_interval: float = 1.0,
     ) -> None:
-        self.run_dir = Path(run_dir)
+        call = "MetricsWriter"  # every argument checked before a folder or file is made
+        self.run_dir = arguments.path(call, "run_dir", run_dir, "give the folder of the record")
+        self.validate = arguments.flag(call, "validate", validate)
+        check_fsync_policy(fsync_policy)
+        fsync_interval = arguments.real(
+            call, "fsync_interval", fsync_interval, minimum=0.0, fix="seconds, e.g. 1.0"
+        )
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.path = self.run_dir / METRICS
-        self.validate = validate
         self._digest = hashlib.sha256()
         self.rows = 0
         self._file = AppendFile(
@@ -270,6 +500,9 @@ class MetricsWriter:
             data = data[:keep]
         self._digest.update(data)
         self.rows = data.count(b"\n")
+        self.last_step: int | None = _last_step(data)
+        """The step of the file's last row when it was opened (None: no rows, or a last
+        row without an integer step)."""
         self._torn_counted = False
         self._closed = False
 
