@@ -285,8 +285,9 @@ class Group:
         self.base = ResNet18(stem=stem).to(DEVICE)
         self.where = where = tmp / stem
         self.copies = [
-            # steps 3k+1 and 3k+2 are not checks (the second installs the hooks for the
-            # check to come), 3k+3 is a check
+            # steps 3k+1 and 3k+2 are not checks (the first compares one gradient with the
+            # check's, a few microseconds; the second installs the hooks for the check to
+            # come), 3k+3 is a check
             Copy(
                 copy.deepcopy(self.base),
                 data,

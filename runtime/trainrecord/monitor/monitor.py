@@ -11,7 +11,9 @@
     monitor.close()
 
 Steps are counted by ``step()`` calls, from 0; step ``s`` is a check when
-``s % check_every == 0``. Between checks ``step()`` only counts. Forward hooks are
+``s % check_every == 0``. Between checks ``step()`` only counts (the step after a check
+also compares one gradient with the check's, to say when ``step()`` is called twice per
+optimizer step). Forward hooks are
 installed at the end of the step *before* a check (and at construction, for step 0), serve
 the forward pass of the check step, and are removed inside that step's ``step()``: the
 monitor needs no other call in the loop. With mixed precision pass the GradScaler
@@ -36,7 +38,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, SupportsIndex
 
 import numpy as np
 import torch
@@ -46,9 +48,10 @@ from torch.nn.modules.module import (
     register_module_parameter_registration_hook,
 )
 
-from trainrecord import __version__, sigterm
+from trainrecord import __version__, arguments, sigterm
 from trainrecord.diary.architecture import architecture_sha256
-from trainrecord.diary.durability import FsyncPolicy
+from trainrecord.diary.durability import FsyncPolicy, check_fsync_policy
+from trainrecord.diary.writer import check_event, signing_key_from
 from trainrecord.errors import RecordRefused
 from trainrecord.monitor.certificate import Certifier, Producer, producers_from
 from trainrecord.monitor.channels import (
@@ -159,6 +162,18 @@ class Monitor:
         start_step: the number of the first step (default 0). When training resumes from a
             checkpoint into the same ``run_dir``, pass the optimizer steps already taken, so
             that steps, checks and metrics rows carry on where the checkpoint left off.
+        signing_key: an Ed25519 private key (the path of the file ``trainrecord keygen``
+            wrote, its PEM bytes or a key object) to sign the seal with at close (default:
+            an unsigned seal). Needed to keep a signed record signed when training resumes
+            into it: appending outdates the old signature.
+
+    Every argument is checked before any file or folder is made: flags are True or False,
+    counts ints, ratios finite numbers in their range; a wrong one raises
+    :class:`~trainrecord.arguments.ArgumentRefused` (a TypeError and a ValueError) naming
+    it. A Monitor cannot be pickled, copied or saved with ``torch.save``: it holds open
+    files, their locks and global hooks. A checkpoint holds the model's and optimizer's
+    state and the step count; on resume make a new Monitor on the same ``run_dir`` with
+    ``start_step=`` that count.
     """
 
     def __init__(
@@ -185,7 +200,9 @@ class Monitor:
         decay_ratio: float = 1e-3,
         fsync_policy: FsyncPolicy | None = None,
         start_step: int = 0,
+        signing_key: Any = None,
     ) -> None:
+        # every argument is checked before any folder or file is made: a refusal leaves none
         if not isinstance(model, nn.Module):
             raise TypeError(f"Monitor needs a torch.nn.Module as model, got {type(model).__name__}")
         if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
@@ -193,25 +210,34 @@ class Monitor:
                 "Monitor's optimizer must be a torch.optim.Optimizer or None, "
                 f"got {type(optimizer).__name__}"
             )
-        if isinstance(check_every, bool) or not isinstance(check_every, int) or check_every < 1:
-            raise ValueError(f"check_every must be an integer >= 1, got {check_every!r}")
-        if channel_list_limit < 0:
-            raise ValueError("channel_list_limit must be >= 0")
+        run_dir = arguments.path(
+            "Monitor", "run_dir", run_dir, "give the folder for diary.jsonl and metrics.jsonl"
+        )
+        _check_options(
+            check_every=check_every,
+            scaler=scaler,
+            repair=repair,
+            repair_seed=repair_seed,
+            repair_patience=repair_patience,
+            repair_min_values=repair_min_values,
+            silent_min_values=silent_min_values,
+            callback=callback,
+            sinks=sinks,
+            log=log,
+            tensorboard=tensorboard,
+            channel_list_limit=channel_list_limit,
+            warmup=warmup,
+            decay_ratio=decay_ratio,
+            start_step=start_step,
+        )
+        if fsync_policy is not None:
+            check_fsync_policy(fsync_policy)
         if any(isinstance(p, nn.parameter.UninitializedParameter) for p in model.parameters()):
             raise ValueError(
                 "the model has lazy modules whose parameters are not initialised yet: run one "
                 "forward pass (a dry run) before creating the Monitor (and the optimizer)"
             )
-        if isinstance(start_step, bool) or not isinstance(start_step, int) or start_step < 0:
-            raise ValueError(f"start_step must be an integer >= 0, got {start_step!r}")
-        config = record_config(config)  # before any file: a refusal leaves none
-        for what, value in (
-            ("repair_patience", repair_patience),
-            ("repair_min_values", repair_min_values),
-            ("silent_min_values", silent_min_values),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{what} must be an integer >= 1, got {value!r}")
+        config = record_config(config)
         self.model, wrapper = unwrap(model)
         if next(self.model.parameters(), None) is None:
             raise ValueError(
@@ -219,6 +245,8 @@ class Monitor:
                 "monitor; give the Monitor the model whose parameters the optimizer trains"
             )
         self.optimizer = inner_optimizer(optimizer)
+        _check_optimizer_trains(self.model, self.optimizer)
+        key = signing_key_from(signing_key, "Monitor")
         self._optimizers = {id(optimizer), id(self.optimizer)}  # (a GradScaler may key either)
         self.scaler = scaler
         self.check_every = check_every
@@ -228,13 +256,13 @@ class Monitor:
         self.silent_min_values = silent_min_values
         self.decay_ratio = decay_ratio
         self.dist = Distributed.detect(wrapper)
-        self.run_dir = Path(run_dir)
+        self.run_dir = run_dir
         if self.run_dir.exists() and not self.run_dir.is_dir():
             raise NotADirectoryError(
                 f"Monitor's run_dir {self.run_dir} is a file, not a directory: give the "
                 "directory for diary.jsonl and metrics.jsonl (it is created if missing)"
             )
-        self.name = name or self.run_dir.name
+        self.name = name or self.run_dir.name or self.run_dir.resolve().name  # (".")
         self.modules = dict(self.model.named_modules())
         self._parameters = list(self.model.parameters())  # (requires_grad is read at checks)
         self._trainable = self._trainable_now()
@@ -287,6 +315,11 @@ class Monitor:
         self._lock = threading.Lock()
         self._diary: Any = None
         self._metrics: Any = None
+        self._stepped_at: _StepMark | None = None  # what the last check saw (_warn_twice)
+        self._said_twice = False
+        start = self._run_start(config)
+        if self.dist.writer:
+            check_event("run_start", start)  # a refusal before any file: none is left
         sink_list: list[Any] = []
         if self.dist.writer:  # sinks first: a sink that cannot start leaves no files behind
             if log:
@@ -299,9 +332,9 @@ class Monitor:
             from trainrecord.diary import DiaryWriter, MetricsWriter
 
             self._diary = (
-                DiaryWriter(self.run_dir)
+                DiaryWriter(self.run_dir, signing_key=key)
                 if fsync_policy is None
-                else DiaryWriter(self.run_dir, fsync_policy=fsync_policy)
+                else DiaryWriter(self.run_dir, fsync_policy=fsync_policy, signing_key=key)
             )
             try:
                 self._metrics = MetricsWriter(self.run_dir)
@@ -318,7 +351,8 @@ class Monitor:
                 "start_step=<optimizer steps already taken> so steps and metrics rows carry on",
                 self.run_dir,
             )
-        start = self._run_start(config)
+        elif self._diary is not None and self._diary.seq:
+            self._warn_steps_again(start_step)
         if self._diary is not None and self._diary.seq:
             self._warn_other_model(start)
         self._emit("run_start", start)
@@ -336,6 +370,45 @@ class Monitor:
             self._arm()
         if self.dist.writer:  # a SIGTERM (Slurm, docker stop) still writes run_end
             sigterm.activate(self, _sigterm_stop(weakref.ref(self)))
+
+    def _warn_steps_again(self, start_step: int) -> None:
+        """Log a warning when ``start_step`` (given, not 0) is not past the steps the record
+        this Monitor continues holds already: their numbers would come twice."""
+        last = self._metrics.last_step if self._metrics is not None else None
+        began = (self._diary.resumed_start or {}).get("start_step", 0)
+        if last is not None and start_step <= last:
+            held = f"metrics.jsonl already holds a row of step {last}"
+        elif isinstance(began, int) and start_step < began:
+            held = f"the diary's last session began at step {began}"
+        else:
+            return
+        LOGGER.warning(
+            "trainrecord.Monitor: %s continues a run with start_step=%d, but %s: steps from "
+            "%d on are recorded twice. That is expected when training resumed from a "
+            "checkpoint older than the record's end (after a crash those steps run again; "
+            "each session's run_start says where it began); otherwise pass "
+            "start_step=<optimizer steps already taken>, the checkpoint's step count",
+            self.run_dir,
+            start_step,
+            held,
+            start_step,
+        )
+
+    def _warn_twice(self, step: int) -> None:
+        """Warn (once) that step() was called at ``step`` right after the check before it
+        with nothing done between: the gradient the check read, the same tensor unchanged,
+        and no optimizer step (the parameter unchanged). Looked at in the step after each
+        check only (the other steps pay nothing for it)."""
+        self._said_twice = True
+        LOGGER.warning(
+            "trainrecord.Monitor: step() was called at steps %d and %d with nothing between "
+            "(the same gradients, unchanged, and no optimizer step): call monitor.step(loss) "
+            "once per optimizer step, after backward() and before optimizer.step(). Every "
+            "call counts as a step: steps, checks and metrics rows now run ahead of the "
+            "optimizer's",
+            step - 1,
+            step,
+        )
 
     def _warn_other_model(self, start: dict[str, Any]) -> None:
         """Log a warning when the diary this Monitor continues was written for a model of
@@ -386,15 +459,25 @@ class Monitor:
                 f"got {type(loss).__name__}"
             )
         step = self.steps
-        if step % self.check_every and (step + 1) % self.check_every:
+        if step % self.check_every > 1 and (step + 1) % self.check_every:
             self.steps = step + 1  # between checks: a counter, nothing else
             return
-        with self._bookkeeping():
+        mark = self._stepped_at
+        if mark is not None:  # the step after a check: was step() called twice?
+            self._stepped_at = None
+            if mark.step == step - 1 and not self._said_twice and mark.same():
+                self._warn_twice(step)
+            if step % self.check_every and (step + 1) % self.check_every:
+                self.steps = step + 1
+                return
+        with self._bookkeeping():  # a check, or the step before one
             if self._record_error is not None:  # the record stopped: training goes on
                 self.steps = step + 1
                 return
             if step % self.check_every == 0:
-                self._check(step, loss)
+                self._check(step, self._loss_value(loss))
+                if not self._said_twice:
+                    self._stepped_at = _StepMark.of(step, self._parameters)
             self.steps = step + 1
             if self.steps % self.check_every == 0 and self._record_error is None:
                 self._arm()
@@ -405,7 +488,15 @@ class Monitor:
         ``error``: the exception that ended the run, recorded in ``run_end.error`` (type and
         message). When not given, an exception being handled or propagating where close()
         is called (an ``except`` or ``finally`` block; a ``with`` block passes it) is the
-        one; a run that ended normally has no ``error``."""
+        one; a run that ended normally has no ``error``. Anything but an exception (a
+        message, an exception class) is refused with a TypeError, and the run stays open."""
+        if error is not None and not isinstance(error, BaseException):
+            raise TypeError(
+                "Monitor.close(error): error must be the exception that ended the run (an "
+                f"instance, as in `except Exception as exc: monitor.close(exc)`) or None, got "
+                f"{arguments.shown(error)}; the run is not closed yet: call close() for a run "
+                "that ended normally"
+            )
         if self.closed:
             return
         if error is None:
@@ -485,6 +576,18 @@ class Monitor:
 
     def __enter__(self) -> Monitor:
         return self
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> NoReturn:
+        """A Monitor is not pickled, copied or saved: say so, and what to save instead."""
+        raise TypeError(
+            "a trainrecord Monitor cannot be pickled, copied (copy.deepcopy) or saved "
+            f"(torch.save): it holds open files ({self.run_dir}/diary.jsonl, metrics.jsonl), "
+            "their locks and global hooks. Keep it out of the checkpoint: save "
+            "model.state_dict(), optimizer.state_dict() and the step count (now "
+            f"{self.steps}); to resume, make a new Monitor(model, optimizer, "
+            f"{str(self.run_dir)!r}, start_step=<that count>). When torch.save raised this, "
+            "the file it had opened is incomplete: save again without the Monitor"
+        )
 
     def __exit__(self, kind: object, error: BaseException | None, trace: object) -> None:
         self.close(error)
@@ -774,22 +877,53 @@ class Monitor:
             self._manifest_due = True
         return changed
 
+    @staticmethod
+    def _loss_value(loss: Any) -> torch.Tensor | float | None:
+        """The loss a check reads: the tensor, or the number as a float. One no check can
+        read is refused before the check begins (nothing of it recorded): an empty tensor,
+        a complex one (a real tensor of it would drop the imaginary part), a numpy array of
+        more than one value, an int beyond a float's range."""
+        if loss is None:
+            return None
+        if isinstance(loss, torch.Tensor):
+            if loss.numel() == 0:
+                raise ValueError(
+                    "monitor.step(loss): the loss tensor has no elements; "
+                    "pass the loss that backward() was called on"
+                )
+            if loss.is_complex():
+                raise TypeError(
+                    f"monitor.step(loss): the loss is a complex tensor ({loss.dtype}): a loss "
+                    "to minimise is real; pass the real loss backward() was called on "
+                    "(loss.real or loss.abs(), whichever it is)"
+                )
+            return loss
+        if isinstance(loss, np.ndarray) and loss.shape == ():  # np.mean(...) of an array
+            loss = loss[()]
+        if isinstance(loss, (bool, np.bool_)) or not isinstance(loss, numbers.Real):
+            raise TypeError(
+                "monitor.step(loss): loss must be a tensor, a number or None, "
+                f"got {type(loss).__name__}"
+            )
+        try:
+            return float(loss)
+        except OverflowError:  # an int beyond a float's range
+            raise ValueError(
+                f"monitor.step(loss): the loss {arguments.shown(loss)} is beyond the range of "
+                "a float; pass the loss as a float (float('inf') for an infinite one)"
+            ) from None
+
     def _loss_part(
         self, step: int, loss: torch.Tensor | float | None
     ) -> tuple[torch.Tensor | None, float | None]:
-        """The loss as a one-element tensor still on its device (mean over ranks), or as a
-        number when it was given as one (under DDP a number too becomes the mean over
-        ranks, a float32 tensor)."""
+        """The loss (as :meth:`_loss_value` gave it) as a one-element tensor still on its
+        device (mean over ranks), or as a number when it was given as one (under DDP a
+        number too becomes the mean over ranks, a float32 tensor)."""
         if loss is None:
             return None, None
         if isinstance(loss, torch.Tensor):
             with torch.no_grad():
                 detached = loss.detach()
-                if detached.numel() == 0:
-                    raise ValueError(
-                        "monitor.step(loss): the loss tensor has no elements; "
-                        "pass the loss that backward() was called on"
-                    )
                 if not detached.is_floating_point():
                     detached = detached.float()
                 if detached.numel() != 1:
@@ -803,18 +937,11 @@ class Monitor:
                     detached = detached.float().clone()
                     self.dist.reduce_mean(detached)
                 return detached, None
-        if isinstance(loss, np.ndarray) and loss.shape == ():  # np.mean(...) of an array
-            loss = loss[()]
-        if isinstance(loss, (bool, np.bool_)) or not isinstance(loss, numbers.Real):
-            raise TypeError(
-                "monitor.step(loss): loss must be a tensor, a number or None, "
-                f"got {type(loss).__name__}"
-            )
         if self.dist.active:  # a number too is the mean over ranks (as a tensor is)
             device = self._parameters[0].device
-            shared = torch.tensor([float(loss)], dtype=torch.float32, device=device)
+            shared = torch.tensor([loss], dtype=torch.float32, device=device)
             return self.dist.reduce_mean(shared), None
-        return None, float(loss)
+        return None, loss
 
     def _scale(self) -> tuple[float, float] | None:
         """The enabled GradScaler's scale now, and what the gradients are to be divided by
@@ -1249,6 +1376,42 @@ class Monitor:
 
 
 @dataclass
+class _StepMark:
+    """One gradient as a check left it: weak references (a check holds no tensor alive)
+    to a parameter and its gradient, with their version counters, which any in-place
+    change (an optimizer step, zero_grad, a backward that accumulates) moves."""
+
+    step: int
+    param: weakref.ref[torch.Tensor]
+    grad: weakref.ref[torch.Tensor]
+    param_version: int
+    grad_version: int
+
+    @classmethod
+    def of(cls, step: int, parameters: list[nn.Parameter]) -> _StepMark | None:
+        """The mark of the first parameter with a gradient; None when none has one."""
+        for param in parameters:
+            grad = param.grad
+            if grad is not None:
+                try:
+                    versions = param._version, grad._version
+                except (AttributeError, RuntimeError):  # a tensor without a version counter
+                    return None
+                return cls(step, weakref.ref(param), weakref.ref(grad), *versions)
+        return None
+
+    def same(self) -> bool:
+        """Whether the parameter and its gradient are as they were (nothing happened)."""
+        param, grad = self.param(), self.grad()
+        if param is None or grad is None or param.grad is not grad:
+            return False
+        try:
+            return (param._version, grad._version) == (self.param_version, self.grad_version)
+        except (AttributeError, RuntimeError):
+            return False
+
+
+@dataclass
 class _Held:
     """What a Monitor holds in the process beyond its own objects: the check's global
     hooks, the compiler stance and the sinks' thread. A Monitor dropped without close() (a
@@ -1291,6 +1454,109 @@ class _Held:
         self.stance.exit()
         if self.sinks is not None:
             self.sinks.stop()
+
+
+def _check_options(
+    *,
+    check_every: Any,
+    scaler: Any,
+    repair: Any,
+    repair_seed: Any,
+    repair_patience: Any,
+    repair_min_values: Any,
+    silent_min_values: Any,
+    callback: Any,
+    sinks: Any,
+    log: Any,
+    tensorboard: Any,
+    channel_list_limit: Any,
+    warmup: Any,
+    decay_ratio: Any,
+    start_step: Any,
+) -> None:
+    """Refuse a Monitor option of the wrong type or out of its range, naming it (see
+    :mod:`trainrecord.arguments`); before any file is made."""
+    call = "Monitor"
+    arguments.whole(call, "check_every", check_every, 1, fix="steps between checks, e.g. 50")
+    arguments.whole(call, "start_step", start_step, 0, fix="the optimizer steps already taken")
+    for name, value in (
+        ("repair_patience", repair_patience),
+        ("repair_min_values", repair_min_values),
+        ("silent_min_values", silent_min_values),
+    ):
+        arguments.whole(call, name, value, 1)
+    arguments.whole(call, "channel_list_limit", channel_list_limit, 0, fix="e.g. 16")
+    arguments.whole(call, "warmup", warmup, 0, fix="checks before the first alarm, e.g. 5")
+    arguments.real(
+        call,
+        "decay_ratio",
+        decay_ratio,
+        minimum=0.0,
+        below=1.0,
+        fix="a fraction of the layer's median channel scale, e.g. 1e-3",
+    )
+    arguments.flag(call, "repair", repair, "repair=True re-initialises stuck channels")
+    arguments.flag(call, "log", log, "log=False keeps events out of the logger")
+    if repair_seed is not None:
+        arguments.whole(
+            call,
+            "repair_seed",
+            repair_seed,
+            -(2**63),
+            2**64 - 1,
+            "a seed for torch.Generator.manual_seed, or None for the global RNG",
+        )
+    if scaler is not None and not callable(getattr(scaler, "get_scale", None)):
+        raise arguments.refuse(
+            call,
+            "scaler",
+            "a torch.amp.GradScaler (an object with get_scale()) or None",
+            scaler,
+            "pass the GradScaler whose scale(loss) you call backward() on, or leave scaler "
+            "out when training without loss scaling",
+        )
+    if callback is not None and not callable(callback):
+        raise arguments.refuse(
+            call,
+            "callback",
+            "a function called with every diary line (a dict), or None",
+            callback,
+            "e.g. callback=lambda line: print(line['event'])",
+        )
+    if sinks is not None and not isinstance(sinks, (list, tuple)):
+        raise arguments.refuse(
+            call,
+            "sinks",
+            "a list of sinks (objects with name, event(line) and metrics(row)) or None",
+            sinks,
+            "one sink is sinks=[sink]",
+        )
+    if tensorboard is not None:
+        arguments.path(call, "tensorboard", tensorboard, "give TensorBoard's log folder")
+
+
+def _check_optimizer_trains(model: nn.Module, optimizer: torch.optim.Optimizer | None) -> None:
+    """Refuse an optimizer that updates parameters of modules (``nn.Parameter``) but none of
+    the model's trainable ones: one built for another model, or for a copy of this one. A
+    partial overlap is ordinary (frozen parts, several optimizers for parts of one model),
+    and so is an optimizer of plain tensors only (a vmap ensemble's stacked parameters,
+    master weights), whose training the check's ``no_gradients`` event explains."""
+    if optimizer is None:
+        return
+    trainable = {id(p) for p in model.parameters() if p.requires_grad}
+    if not trainable:
+        return  # every parameter frozen: the Monitor says so itself
+    tensors = [p for group in optimizer.param_groups for p in group["params"]]
+    held = {id(p) for p in tensors}
+    if trainable.isdisjoint(held) and any(isinstance(p, nn.Parameter) for p in tensors):
+        raise ValueError(
+            f"Monitor's optimizer ({type(optimizer).__name__}, {len(held)} tensors) updates "
+            f"none of the model's {len(trainable)} trainable parameters: it was built for "
+            "another model, or for a copy of this one (copy.deepcopy, a model loaded or "
+            "made again after the optimizer). Build the optimizer from this model's "
+            "parameters (optimizer = SGD(model.parameters(), ...)), or give the Monitor "
+            "the model this optimizer trains"
+        )
 
 
 def _sigterm_stop(monitor: weakref.ref[Monitor]) -> sigterm.Stop:

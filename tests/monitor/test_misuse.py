@@ -1,0 +1,271 @@
+"""The Monitor under misuse (a probe of bad input): every argument checked before any file
+or folder is made, naming the argument; a loss no check can read refused before the check
+begins; close() of something that is not an exception, pickling and an optimizer of
+another model refused saying what to do; step() called twice per optimizer step, a
+start_step that numbers recorded steps again and a signed record resumed without its key
+said in a warning. Real training of tiny models where the training matters."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from tests.monitor.conftest import TinyMLP, batches, events, metrics, read_run, train
+from trainrecord.arguments import ArgumentRefused
+from trainrecord.diary import generate_keypair, verify, write_seal
+from trainrecord.errors import RecordRefused
+from trainrecord.monitor import Monitor
+
+
+def sgd(model: nn.Module) -> torch.optim.SGD:
+    return torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+
+def said(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
+    """The log messages that contain ``text``."""
+    return [r.getMessage() for r in caplog.records if text in r.getMessage()]
+
+
+@pytest.mark.parametrize(
+    ("options", "argument"),
+    [
+        ({"warmup": -3}, "warmup"),
+        ({"warmup": 2.0}, "warmup"),
+        ({"decay_ratio": float("nan")}, "decay_ratio"),
+        ({"decay_ratio": 2}, "decay_ratio"),
+        ({"decay_ratio": True}, "decay_ratio"),
+        ({"repair": "no"}, "repair"),  # truthy: it turned repair on
+        ({"repair": 1}, "repair"),
+        ({"log": "false"}, "log"),
+        ({"callback": 5}, "callback"),
+        ({"tensorboard": 123}, "tensorboard"),  # made a folder named 123
+        ({"tensorboard": ""}, "tensorboard"),
+        ({"channel_list_limit": "a"}, "channel_list_limit"),  # '<' not supported
+        ({"channel_list_limit": -1}, "channel_list_limit"),
+        ({"check_every": True}, "check_every"),
+        ({"check_every": 0}, "check_every"),
+        ({"start_step": 1.5}, "start_step"),
+        ({"repair_seed": "x"}, "repair_seed"),
+        ({"repair_seed": True}, "repair_seed"),
+        ({"repair_patience": 0}, "repair_patience"),
+        ({"silent_min_values": "256"}, "silent_min_values"),
+        ({"sinks": object()}, "sinks"),
+        ({"scaler": "yes"}, "scaler"),  # the first check crashed training: no get_scale
+    ],
+)
+def test_every_option_is_checked_before_any_file_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, options: dict[str, Any], argument: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    model = TinyMLP()
+    with pytest.raises(ArgumentRefused, match=rf"^Monitor\({argument}=\.\.\.\): {argument} must"):
+        Monitor(model, sgd(model), "run", **options)
+    assert list(tmp_path.iterdir()) == []
+    # both a TypeError and a ValueError: code that caught either before still does
+    with pytest.raises(TypeError):
+        Monitor(model, sgd(model), "run", **options)
+    with pytest.raises(ValueError):
+        Monitor(model, sgd(model), "run", **options)
+
+
+def test_a_scaler_is_anything_with_get_scale(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyMLP()
+    optimizer = sgd(model)
+    with pytest.raises(TypeError, match=r"scaler=.*GradScaler.*got 'yes'"):
+        Monitor(model, optimizer, run_dir, scaler="yes")
+    scaler = torch.amp.GradScaler("cpu", enabled=False)
+    with Monitor(model, optimizer, run_dir, check_every=2, scaler=scaler) as monitor:
+        train(model, optimizer, monitor, 4)
+    assert len(metrics(run_dir)) == 2
+
+
+def test_a_refused_name_or_run_dir_leaves_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The probe: name=123 left empty diary.jsonl and metrics.jsonl; run_dir="" wrote them
+    # into the current directory and blamed the field name.
+    monkeypatch.chdir(tmp_path)
+    model = TinyMLP()
+    with pytest.raises(RecordRefused) as err:
+        Monitor(model, sgd(model), "run", name=123)  # type: ignore[arg-type]
+    assert err.value.rule == "diary.text.type" and err.value.field == "name"
+    with pytest.raises(ArgumentRefused, match=r"run_dir must be a non-empty path \('\.' for"):
+        Monitor(model, sgd(model), "")
+    with pytest.raises(TypeError, match=r"Monitor\(run_dir=\.\.\.\): run_dir must be a path"):
+        Monitor(model, sgd(model), None)  # type: ignore[arg-type]
+    with pytest.raises(RecordRefused) as err:
+        Monitor(model, sgd(model), "run", fsync_policy="sometimes")  # type: ignore[arg-type]
+    assert err.value.rule == "diary.writer.fsync_policy"
+    with pytest.raises(RecordRefused) as err:
+        Monitor(model, sgd(model), "run", signing_key="missing_key")
+    assert err.value.rule == "seal.key.format" and "missing_key" in str(err.value)
+    assert list(tmp_path.iterdir()) == []
+    here = tmp_path / "exp7"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    with Monitor(model, sgd(model), "."):  # the current directory, said so: named after it
+        pass
+    assert events(read_run(here), "run_start")[0]["name"] == "exp7"
+
+
+def test_a_loss_no_check_can_read_is_refused_before_the_check(run_dir: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyMLP()
+    optimizer = sgd(model)
+    with Monitor(model, optimizer, run_dir, check_every=1) as monitor:
+        x, y = batches(1)[0]
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        with pytest.raises(ValueError, match=r"loss 1000.*\(of type int\) is beyond the range"):
+            monitor.step(10**400)  # a bare OverflowError before
+        with pytest.raises(TypeError, match=r"complex tensor \(torch\.complex64\)"):
+            monitor.step(torch.complex(loss.detach(), torch.tensor(5.0)))  # imag dropped
+        assert monitor.steps == 0 and monitor.checks == 0  # nothing of them recorded
+        monitor.step(loss)
+        optimizer.step()
+    assert [row["step"] for row in metrics(run_dir)] == [0]
+    assert metrics(run_dir)[0]["loss"] == pytest.approx(loss.item())
+    assert events(read_run(run_dir), "run_end")[0]["checks"] == 1
+
+
+def test_close_takes_an_exception_or_nothing(run_dir: Path) -> None:
+    model = TinyMLP()
+    monitor = Monitor(model, sgd(model), run_dir)
+    for wrong in ("oops", ValueError):
+        with pytest.raises(TypeError, match=r"close\(error\): error must be the exception"):
+            monitor.close(wrong)  # type: ignore[arg-type]
+        assert not monitor.closed  # the run is still open: close() it right
+    monitor.close(KeyError("batch 7"))
+    assert read_run(run_dir)[-1]["error"] == {"type": "KeyError", "message": "'batch 7'"}
+
+
+def test_a_monitor_is_not_pickled_copied_or_saved(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyMLP()
+    optimizer = sgd(model)
+    run = tmp_path / "run"
+    with Monitor(model, optimizer, run, check_every=2) as monitor:
+        train(model, optimizer, monitor, 3)
+        attempts = {
+            "pickle": lambda: pickle.dumps(monitor),
+            "deepcopy": lambda: copy.deepcopy(monitor),
+            "copy": lambda: copy.copy(monitor),
+            "torch.save": lambda: torch.save(
+                {"model": model.state_dict(), "monitor": monitor}, tmp_path / "ckpt.pt"
+            ),
+        }
+        for how, attempt in attempts.items():
+            with pytest.raises(TypeError, match="Monitor cannot be pickled") as err:
+                attempt()
+            text = str(err.value)
+            assert "optimizer.state_dict()" in text and "(now 3)" in text, how
+            assert f"Monitor(model, optimizer, {str(run)!r}, start_step=<that count>)" in text
+        train(model, optimizer, monitor, 2)  # the Monitor goes on
+    assert events(read_run(run), "run_end")[0]["steps"] == 5
+
+
+def test_an_optimizer_of_another_model_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    torch.manual_seed(0)
+    model = TinyMLP()
+    with pytest.raises(ValueError, match=r"updates none of the model's 4 trainable parameters"):
+        Monitor(model, sgd(TinyMLP()), "run")
+    with pytest.raises(ValueError, match="a copy of this one"):
+        Monitor(copy.deepcopy(model), sgd(model), "run")
+    assert list(tmp_path.iterdir()) == []
+    # a part of the model is fine: a head trained alone, or two optimizers for two parts
+    head = torch.optim.SGD(model.fc2.parameters(), lr=0.1)
+    body = torch.optim.SGD(model.fc1.parameters(), lr=0.1)
+    for i, optimizer in enumerate((head, body, None)):
+        with Monitor(model, optimizer, f"part{i}", check_every=1) as monitor:
+            train(model, head, monitor, 2, after_backward=lambda _: body.step())
+        assert len(metrics(tmp_path / f"part{i}")) == 2
+    # an optimizer of plain tensors (a vmap ensemble's stacked parameters, master weights)
+    # trains no module's parameters: accepted, and the checks say no gradient is the model's
+    copies = [p.detach().clone().requires_grad_() for p in model.parameters()]
+    with Monitor(model, torch.optim.SGD(copies, lr=0.1), "copies"):
+        pass
+    # a model that is all frozen is said to be so, whatever the optimizer
+    frozen = TinyMLP().requires_grad_(False)
+    with Monitor(frozen, sgd(TinyMLP()), "frozen"):
+        pass
+    assert said(caplog, "no parameter that requires gradients")
+
+
+@pytest.mark.parametrize("check_every", [1, 3, 4])
+def test_step_twice_per_optimizer_step_is_warned_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, check_every: int
+) -> None:
+    torch.manual_seed(0)
+    model = TinyMLP()
+    optimizer = sgd(model)
+    with Monitor(model, optimizer, tmp_path / "right", check_every=check_every) as monitor:
+        train(model, optimizer, monitor, 8)  # once per optimizer step: no word
+    assert not said(caplog, "step() was called")
+    with Monitor(model, optimizer, tmp_path / "twice", check_every=check_every) as monitor:
+        for x, y in batches(8):
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            monitor.step(loss)
+            monitor.step(loss)  # the probe: steps and checks doubled without a word
+            optimizer.step()
+            optimizer.zero_grad()
+    [warning] = said(caplog, "step() was called")
+    assert "steps 0 and 1 with nothing between" in warning  # found after the first check
+    assert "once per optimizer step" in warning
+    assert events(read_run(tmp_path / "twice"), "run_end")[0]["steps"] == 16  # as called
+
+
+def test_a_start_step_that_numbers_recorded_steps_again_is_warned(
+    run_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    torch.manual_seed(0)
+    model = TinyMLP()
+    optimizer = sgd(model)
+    with Monitor(model, optimizer, run_dir, check_every=4) as monitor:
+        train(model, optimizer, monitor, 10)  # rows of steps 0, 4, 8
+    with Monitor(model, optimizer, run_dir, check_every=4, start_step=10) as monitor:
+        train(model, optimizer, monitor, 3)
+    assert not said(caplog, "recorded twice")
+    with Monitor(model, optimizer, run_dir, check_every=4, start_step=5) as monitor:
+        train(model, optimizer, monitor, 4)
+    [warning] = said(caplog, "recorded twice")
+    assert "start_step=5" in warning and "a row of step 12" in warning
+    assert [row["step"] for row in metrics(run_dir)] == [0, 4, 8, 12, 8]
+
+
+def test_a_signed_record_resumed_by_a_monitor(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The probe: a Monitor resuming a signed record removed record.sig and sealed it
+    # unsigned without a word; `verify --key` then failed.
+    torch.manual_seed(0)
+    priv, pub, print_ = generate_keypair(tmp_path / "signer")
+    run = tmp_path / "run"
+    model = TinyMLP()
+    optimizer = sgd(model)
+    with Monitor(model, optimizer, run, check_every=2, signing_key=priv) as monitor:
+        train(model, optimizer, monitor, 2)
+    assert verify(run, public_key=pub).signed
+    with Monitor(model, optimizer, run, check_every=2, start_step=2, signing_key=priv) as monitor:
+        train(model, optimizer, monitor, 2)  # with its key: signed again, without a word
+    assert not said(caplog, "record.sig") and verify(run, public_key=pub).signed
+    with Monitor(model, optimizer, run, check_every=2, start_step=4) as monitor:
+        train(model, optimizer, monitor, 2)
+    resumed, closed = said(caplog, "record.sig")
+    assert print_[:16] in resumed and "signing_key=" in resumed
+    assert "sealed unsigned" in closed and f"trainrecord seal {run} --key" in closed
+    result = verify(run, public_key=pub)
+    assert result.failure is not None and result.failure.rule == "seal.signature.missing"
+    write_seal(run, signing_key=priv)  # what the warning says to do
+    assert verify(run, public_key=pub).signed
