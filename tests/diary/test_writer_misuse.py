@@ -197,3 +197,18 @@ def test_resuming_a_signed_record_with_another_key_names_both(
     [said] = [r.getMessage() for r in caplog.records]  # at the resume; none at close
     assert first_print[:16] in said and second_print[:16] in said and "instead" in said
     assert verify(run, public_key=second_pub).signed
+
+
+def test_a_run_dir_under_a_file_or_a_looping_link_is_named(tmp_path: Path) -> None:
+    # mkdir said "Not a directory: 'afile/sub'" or, for a looping link, "File exists"
+    from trainrecord.diary import DiaryWriter, MetricsWriter
+
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "loop").symlink_to("loop")
+    for writer in (DiaryWriter, MetricsWriter):
+        for bad, kind in ((tmp_path / "afile", "a file"), (tmp_path / "loop", "a link to no")):
+            with pytest.raises(NotADirectoryError) as caught:
+                writer(bad / "run")
+            assert caught.value.filename == str(bad)
+            assert f"run_dir {bad / 'run'} sits under {bad}, which is {kind}" in str(caught.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "loop"]

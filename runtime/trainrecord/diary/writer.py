@@ -56,6 +56,7 @@ from trainrecord.diary.keys import fingerprint, load_private_key
 from trainrecord.diary.nonfinite import encode
 from trainrecord.diary.verifier import DIARY, METRICS, SEAL, SIGNATURE, verify
 from trainrecord.errors import RecordRefused
+from trainrecord.folders import make_folder
 
 LOGGER = logging.getLogger("trainrecord.diary")
 
@@ -213,7 +214,7 @@ class DiaryWriter:
         self.signing_key = signing_key_from(signing_key, call)
         self._policy: FsyncPolicy = fsync_policy
         self._interval = fsync_interval
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        make_folder(self.run_dir, "run_dir")
         self.path = self.run_dir / DIARY
         self.seq = 0
         self.head = GENESIS
@@ -481,7 +482,7 @@ class MetricsWriter:
         fsync_interval = arguments.real(
             call, "fsync_interval", fsync_interval, minimum=0.0, fix="seconds, e.g. 1.0"
         )
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        make_folder(self.run_dir, "run_dir")
         self.path = self.run_dir / METRICS
         self._digest = hashlib.sha256()
         self.rows = 0
