@@ -197,3 +197,20 @@ def test_redact_url_and_the_closest_key_agree_with_python() -> None:
     ]
     assert [(u, p) for u, p, n in zip(urls, python_urls, node[0], strict=True) if p != n] == []
     assert [(k, p) for k, p, n in zip(keys, python_keys, node[1], strict=True) if p != n] == []
+
+
+def test_a_ca_refusal_shows_the_path_as_python_does(harness: Harness, tmp_path: Path) -> None:
+    # Node showed only the file name ('ca.pem' for /tmp/nothere/ca.pem), as Python did
+    # before 45afe7c; both show the path as given now, the token scrubbed, the end of a long one
+    toml = tmp_path / "paths.toml"
+    toml.write_text('[report]\nurl = "https://example.org/r"\nevery = 60\n')
+    for given in ("/tmp/nothere/ca.pem", "certs/ca.pem", f"/srv/{TOKEN}/ca.pem", "/d/" + "x" * 300):
+        env = {"CORREAD_REPORT_TOKEN": TOKEN, "CURL_CA_BUNDLE": given}
+        with pytest.raises(RecordRefused) as info:
+            load_settings(toml, env=env)
+        shown = info.value.problems[0].value
+        assert shown is not None and shown.startswith("'") and shown.endswith("'")
+        answer = _raw(harness, "load_settings", path=str(toml), env=env)
+        assert answer["outcome"] == "refused" and answer["rules"] == ["report.settings.ca_bundle"]
+        assert answer["message"].endswith(f"({shown[1:-1]})"), (answer["message"], shown)
+        assert TOKEN not in answer["message"]

@@ -112,6 +112,19 @@ function scrubToken(text, token) {
 }
 
 /**
+ * `text` with the token (as written or percent-encoded) as `<token>` and the home folder as
+ * `~`, nothing else changed: for a path in a message shown on this machine (a settings
+ * refusal), where the whole path is what the user must fix; as scrub_home in Python.
+ * @param {string} text
+ * @param {Secrets} [secrets]
+ */
+function scrubHome(text, secrets = new Secrets()) {
+  let out = scrubToken(String(text), secrets.token);
+  if (secrets.homeUsable()) out = out.replace(homePattern(/** @type {string} */ (secrets.home), "g"), "~");
+  return out;
+}
+
+/**
  * An error message safe to send: no token, home, absolute path, user name or pid.
  * @param {string} text
  * @param {Secrets} [secrets]
@@ -174,4 +187,4 @@ function privacyProblems(payload, secrets = new Secrets()) {
   return found;
 }
 
-module.exports = { Secrets, scrubToken, scrubMessage, privacyProblems, MAX_MESSAGE };
+module.exports = { Secrets, scrubToken, scrubHome, scrubMessage, privacyProblems, MAX_MESSAGE };

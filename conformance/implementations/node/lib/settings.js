@@ -34,6 +34,7 @@ const net = require("node:net");
 const crypto = require("node:crypto");
 const toml = require("./toml");
 const { Refused } = require("./refused");
+const { Secrets, scrubHome } = require("./privacy");
 
 /** @typedef {import("./pyjson").PyValue} PyValue */
 /** @typedef {{url: string, every: number, token: string, caBundle: string | null, timeoutMs: number, caEnviron?: Record<string, string> | null}} Settings */
@@ -372,6 +373,18 @@ function isCaFile(file) {
 }
 
 /**
+ * A CA path as a refusal shows it: as given, the token and the home folder scrubbed (the
+ * folder is often what is wrong), a path past 200 characters keeping its end; as
+ * _ca_refused in Python.
+ * @param {string} given
+ * @param {unknown} token
+ */
+function shownPath(given, token) {
+  const shown = Array.from(scrubHome(given, new Secrets({ token: typeof token === "string" && token ? token : null })));
+  return shown.length > 200 ? `...${shown.slice(-197).join("")}` : shown.join("");
+}
+
+/**
  * Checked settings (see the module comment); refuses the first bad one.
  * @param {{url: unknown, every: unknown, token: unknown, caBundle?: string | null}} args
  * @returns {Settings}
@@ -382,7 +395,7 @@ function reportSettings({ url, every, token, caBundle = null }) {
   const seconds = checkEvery(every);
   checkToken(token);
   if (caBundle !== null && !isCaFile(caBundle)) {
-    throw Refused.one("report.settings.ca_bundle", ["report", "ca_bundle"], `ca_bundle must name an existing PEM file of CA certificates (${path.basename(caBundle)})`);
+    throw Refused.one("report.settings.ca_bundle", ["report", "ca_bundle"], `ca_bundle must name an existing PEM file of CA certificates (${shownPath(caBundle, token)})`);
   }
   return { url: /** @type {string} */ (url), every: seconds, token: /** @type {string} */ (token), caBundle, timeoutMs: CLIENT_TIMEOUT_MS };
 }
@@ -440,7 +453,7 @@ function loadSettings(pathsToml, env) {
   }
   const name = CA_VARIABLES.find((n) => n in caEnviron);
   if (name !== undefined && caBundle === null && !fs.existsSync(/** @type {string} */ (caEnviron[name]))) {
-    throw Refused.one("report.settings.ca_bundle", [name], `${name} must name an existing file (or folder) of CA certificates; fix it or unset it (${path.basename(/** @type {string} */ (caEnviron[name]))})`);
+    throw Refused.one("report.settings.ca_bundle", [name], `${name} must name an existing file (or folder) of CA certificates; fix it or unset it (${shownPath(/** @type {string} */ (caEnviron[name]), settings.token)})`);
   }
   return { ...settings, caEnviron };
 }
