@@ -199,6 +199,98 @@ def test_wordset_fraction_and_eta_come_from_time_per_word() -> None:
     assert report["initial_validation"] is None and report["history"] is None
 
 
+def _shown_share(report: dict) -> float:
+    """The part of the current epoch a training or lesion report's own phase, batch and
+    batches show (spec/README.md, "fraction"): 0 where it shows no phase."""
+    progress = report["progress"]
+    shares = {
+        "training": {"training": (0.0, 0.95), "validation": (0.95, 0.05)},
+        "lesion": {
+            "training": (0.0, 0.95),
+            "validation": (0.95, 0.04),
+            "selectivity": (0.99, 0.01),
+        },
+    }[report["kind"]]
+    start, weight = shares.get(progress["phase"], (0.0, 0.0))
+    batch, batches = progress["batch"], progress["batches"]
+    within = min(1.0, max(0.0, batch / batches)) if batch is not None and batches else 0.0
+    return start + weight * within
+
+
+def _shown_fraction(report: dict) -> float | None:
+    """The fraction a reader recomputes from the report's own progress fields, unrounded."""
+    progress = report["progress"]
+    if not progress["epochs_total"]:
+        return None
+    done = progress["epochs_completed"] + _shown_share(report)
+    return min(1.0, max(0.0, done / progress["epochs_total"]))
+
+
+@pytest.mark.parametrize("kind", ["training", "lesion"])
+@pytest.mark.parametrize("status", ["in progress", "stopped", "interrupted", "failed"])
+def test_a_snapshot_s_fraction_counts_only_the_finished_epochs(kind: str, status: str) -> None:
+    """report.consistency.fraction (the probe): a snapshot shows phase, batch and batches
+    null, so its fraction is epochs_completed / epochs_total, even of a job whose state is
+    7 batches of 100 into its training phase and still says it runs."""
+    state = STATES[kind](phase="training", batch=7, batches=100)
+    state.history = [training_epoch(0)] if kind == "training" else [lesion_epoch(80)]
+    if status == "failed":
+        state.error = {"type": "OutOfMemoryError", "message": "CUDA out of memory"}
+    report = build_report(state, event="snapshot", status=status, seq=1, sent_at=local_time())
+    progress = report["progress"]
+    assert (progress["phase"], progress["batch"], progress["batches"]) == (None, None, None)
+    total = state.epochs_total
+    assert total is not None
+    assert progress["fraction"] == round(1 / total, 4)  # 0.02 of 50 epochs, 0.1 of 10
+    assert report["eta_seconds"] is None
+    _valid(report)
+
+
+PAIRS = [(event, status) for event, statuses in EVENT_STATUS.items() for status in statuses]
+"""Every event with every status it is sent with."""
+PROGRESS = [
+    (kind, phase, batch, batches)
+    for kind in ("training", "lesion")
+    for phase, batch, batches in (
+        ("training", 7, 100),
+        ("validation", 3, 4),
+        ("selectivity", 1, 2),
+        ("training", 12, 10),
+        ("training", 5, 0),
+        ("validation", None, 100),
+        (None, None, None),
+    )
+    if kind == "lesion" or phase != "selectivity"
+]
+"""Where in an epoch a job's state is: phases of each kind, past the last batch, no batch
+count, no batch, no phase."""
+
+
+@pytest.mark.parametrize(("event", "status"), PAIRS)
+@pytest.mark.parametrize(("kind", "phase", "batch", "batches"), PROGRESS)
+def test_fraction_is_what_the_report_s_own_progress_fields_give(
+    event: str, status: str, kind: str, phase: str | None, batch: int | None, batches: int | None
+) -> None:
+    """report.consistency.fraction: whatever the job's state (here one that still says it
+    runs), the report's fraction is (epochs_completed + the share its phase, batch and
+    batches show) / epochs_total to 4 decimals, and its ETA counts the same share."""
+    state = STATES[kind](phase=phase, batch=batch, batches=batches, epochs_total=4)
+    state.history = [training_epoch(0, 100.0)] if kind == "training" else [lesion_epoch(80)]
+    if status == "complete":
+        state.finished_at = local_time()
+    if status == "failed":
+        state.error = {"type": "OutOfMemoryError", "message": "CUDA out of memory"}
+    report = build_report(state, event=event, status=status, seq=1, sent_at=local_time())
+    wanted = _shown_fraction(report)
+    assert wanted is not None
+    assert report["progress"]["fraction"] == round(wanted, 4), report["progress"]
+    if report["eta_seconds"] is not None:
+        duration = state.history[0]["duration_seconds"]
+        assert isinstance(duration, float)
+        assert report["eta_seconds"] == round((4 - 1 - _shown_share(report)) * duration)
+    _valid(report)
+
+
 def test_eta_is_null_until_the_first_epoch_and_when_not_running() -> None:
     state = training_state(phase="training", batch=1, batches=10)
     assert (

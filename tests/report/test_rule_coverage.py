@@ -150,6 +150,10 @@ RULE_TESTS: dict[str, list[str]] = {
         "test_inconsistent_reports_are_refused_with_their_rule",
         "test_eta_is_null_until_the_first_epoch_and_when_not_running",
     ],
+    "report.consistency.fraction": [
+        "test_a_snapshot_s_fraction_counts_only_the_finished_epochs",
+        "test_fraction_is_what_the_report_s_own_progress_fields_give",
+    ],
     "report.consistency.lesioned_units": [
         "test_lesioned_units_must_ascend_and_the_word_channel_must_be_ordered"
     ],

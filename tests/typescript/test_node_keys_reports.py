@@ -37,7 +37,7 @@ from trainrecord.diary import (
 from trainrecord.errors import RecordRefused
 from trainrecord.report import load_settings
 from trainrecord_conformance import operations as python_ops
-from trainrecord_conformance.checks.payload import base_state, cases
+from trainrecord_conformance.checks.payload import base_state, cases, edge_input
 from trainrecord_conformance.checks.reporting import _vector_reports
 
 pytestmark = pytest.mark.xdist_group("node")
@@ -257,6 +257,34 @@ def test_build_report_progress_and_errors_match_python(harness: Harness, kind: s
         if kind == "wordset" and "report" in want:
             got["report"]["eta_seconds"] = want["report"]["eta_seconds"]
         assert json.dumps(got, sort_keys=True) == json.dumps(want, sort_keys=True), fields
+
+
+@pytest.mark.parametrize("kind", ["training", "lesion"])
+def test_node_fraction_is_what_the_report_s_own_progress_fields_give(
+    harness: Harness, kind: str
+) -> None:
+    """report.consistency.fraction (the probe), Node as Python: a job 7 batches of 100 into
+    its training phase, whose state says it runs. A snapshot (of it in progress or stopped),
+    a failed and a complete report show phase, batch and batches null and fraction
+    epochs_completed / epochs_total; a progress report shows them and counts their share."""
+    for event, status in (
+        ("snapshot", "in progress"),
+        ("snapshot", "stopped"),
+        ("failed", "failed"),
+        ("complete", "complete"),
+        ("progress", "in progress"),
+    ):
+        case = edge_input(event, status, kind)
+        case["state"].update(phase="training", batch=7, batches=100, running=True)
+        got = harness.run("build_report", **case)
+        progress = got["report"]["progress"]
+        shown = progress["phase"] is not None
+        assert shown == (event == "progress"), (event, status, progress)
+        done, total = progress["epochs_completed"], progress["epochs_total"]
+        wanted = (done + 0.95 * 7 / 100) / total if shown else done / total
+        assert progress["fraction"] == round(wanted, 4), (event, status, progress)
+        want = python_ops.build_report(json.loads(json.dumps(case)))
+        assert json.dumps(got, sort_keys=True) == json.dumps(want, sort_keys=True)
 
 
 TOML_DOCS = [

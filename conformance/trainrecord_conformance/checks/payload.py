@@ -19,8 +19,11 @@ the start of it, into the raised message (:mod:`trainrecord_conformance.checks.e
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from collections.abc import Callable
+from functools import cache
+from importlib import resources
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -63,6 +66,25 @@ JOB_EXTRAS = (
     "checkpoint_sha256",
 )
 """What a job's configuration may hold that §5 never lets a report carry."""
+
+TRAINING_SHARES: dict[str, tuple[float, float]] = {
+    "initial_validation": (0.0, 0.0),
+    "training": (0.0, 0.95),
+    "validation": (0.95, 0.05),
+}
+"""§5.2 as the suite reads it: the share of an epoch done when each phase starts, and the
+phase's weight (training 95 %, validation 5 %, the initial validation nothing)."""
+LESION_SHARES: dict[str, tuple[float, float]] = {
+    "intact_validation": (0.0, 0.0),
+    "intact_selectivity": (0.0, 0.0),
+    "initial_validation": (0.0, 0.0),
+    "initial_selectivity": (0.0, 0.0),
+    "training": (0.0, 0.95),
+    "validation": (0.95, 0.04),
+    "selectivity": (0.99, 0.01),
+}
+"""§5.4: training 95 %, validation 4 %, the selectivity measurement 1 %; the phases before
+the first epoch nothing."""
 
 
 def base_state(report: dict[str, Any]) -> dict[str, Any]:
@@ -196,7 +218,7 @@ def edge_input(
     """A fixed build_report input: the first vector job of ``kind`` under ``event`` and
     ``status``, finished exactly when complete and failed exactly when failed unless told
     otherwise; ``changes`` as :func:`job_input` takes them."""
-    report = next(r for r in _vector_reports() if r["kind"] == kind)
+    report = _job_report(kind)
     return job_input(
         report,
         event,
@@ -206,6 +228,115 @@ def edge_input(
         failed=status == "failed" if failed is None else failed,
         **changes,
     )
+
+
+def _job_report(kind: str) -> dict[str, Any]:
+    """The first consistent vector report of ``kind``; for training, whose vectors all
+    shorten their history as the seed's example does, the seed's progress example itself
+    (a state built from it counts epochs_completed from its history, so it is consistent)."""
+    for report in _vector_reports():
+        if report["kind"] == kind:
+            return report
+    return _training_report()
+
+
+@cache
+def _training_report() -> dict[str, Any]:
+    """The spec's first valid training report vector (the seed's progress example)."""
+    folder = resources.files("trainrecord_spec").joinpath("vectors", "reporting")
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if not entry.name.endswith(".json"):
+            continue
+        for group in json.loads(entry.read_text(encoding="utf-8")):
+            if group["schema"] != REPORT:
+                continue
+            for case in group["tests"]:
+                data = case["data"]
+                if case["valid"] and isinstance(data, dict) and data.get("kind") == "training":
+                    return dict(data)
+    raise AssertionError("the spec has no valid training report vector")
+
+
+FRACTION_PROGRESS = (
+    ("training", 7, 100),  # the probe's snapshot: 7 of 100 training batches
+    ("validation", 3, 4),
+    ("selectivity", 1, 2),
+    ("initial_validation", 5, 10),
+    ("training", 12, 10),  # past the last batch: the share of the phase stops at 1
+    ("training", 5, 0),  # no batch count: the phase's start
+    ("validation", None, 100),
+    (None, None, None),
+)
+"""Phase, batch and batches of the fraction rule's fixed states (selectivity for lesion
+only: a training run has no such phase)."""
+FRACTION_PAIRS = (
+    ("progress", "in progress"),
+    ("snapshot", "in progress"),
+    ("snapshot", "stopped"),
+    ("failed", "failed"),
+    ("complete", "complete"),
+)
+
+
+def _fraction_edges() -> list[dict[str, Any]]:
+    """Each kind with epochs (a short and the vector's run) at each point of
+    :data:`FRACTION_PROGRESS`, under a report that shows the phase and reports that do not:
+    snapshots of a job in progress (the probe) or stopped, a failed and a complete job whose
+    state still says it runs; no history, and no or zero epochs_total (fraction null)."""
+    out = []
+    for kind in ("training", "lesion"):
+        shares = LESION_SHARES if kind == "lesion" else TRAINING_SHARES
+        for (phase, batch, batches), (event, status) in itertools.product(
+            FRACTION_PROGRESS, FRACTION_PAIRS
+        ):
+            if phase is not None and phase not in shares:
+                continue
+            case = edge_input(event, status, kind)
+            case["state"].update(phase=phase, batch=batch, batches=batches, running=True)
+            out.append(case)
+        for total, history in ((4, True), (2, False), (1, True), (None, True), (0, True)):
+            for event, status in FRACTION_PAIRS[:2]:
+                case = edge_input(event, status, kind, history=history)
+                case["state"].update(
+                    phase="training", batch=7, batches=100, epochs_total=total, running=True
+                )
+                out.append(case)
+    return out
+
+
+@st.composite
+def fraction_cases(draw: Callable[..., Any]) -> dict[str, Any]:
+    """A training or lesion job anywhere in an epoch (any phase of its kind or none, any
+    batch and batch count), with few or many epochs, under any allowed event and status;
+    its state says it runs, or (when the status is not in progress) either way."""
+    kind = draw(st.sampled_from(("training", "lesion")))
+    event, status = draw(st.sampled_from(ALLOWED))
+    case = edge_input(event, status, kind, history=draw(st.booleans()))
+    phases = sorted(LESION_SHARES if kind == "lesion" else TRAINING_SHARES)
+    count = st.none() | st.integers(0, 300)
+    case["state"].update(
+        phase=draw(st.none() | st.sampled_from(phases)),
+        batch=draw(count),
+        batches=draw(count),
+        epochs_total=draw(st.none() | st.integers(0, 60)),
+        running=status == "in progress" or draw(st.booleans()),
+    )
+    return case
+
+
+def shown_fraction(report: dict[str, Any]) -> float | None:
+    """The fraction a training or lesion report's own progress fields give, unrounded:
+    ``(epochs_completed + share) / epochs_total`` within 0 and 1, the share from the phase,
+    batch and batches it shows (0 with no phase); null without epochs_total (or 0)."""
+    progress = report.get("progress") or {}
+    total, done = progress.get("epochs_total"), progress.get("epochs_completed")
+    if not total or not isinstance(done, int):
+        return None
+    shares = LESION_SHARES if report.get("kind") == "lesion" else TRAINING_SHARES
+    start, weight = shares.get(str(progress.get("phase")), (0.0, 0.0))
+    batch, batches = progress.get("batch"), progress.get("batches")
+    within = min(1.0, max(0.0, batch / batches)) if batch is not None and batches else 0.0
+    return min(1.0, max(0.0, (done + start + weight * within) / total))
 
 
 def _consistency_edges() -> dict[str, list[dict[str, Any]]]:
@@ -252,6 +383,7 @@ def _consistency_edges() -> dict[str, list[dict[str, Any]]]:
         ],
         "report.consistency.epochs_completed": epochs,
         "report.consistency.eta": epochs + snapshots,
+        "report.consistency.fraction": _fraction_edges(),
         "report.consistency.lesioned_units": [
             *(
                 edge_input(*lesion, config={"lesioned_units": units})
@@ -272,7 +404,9 @@ def consistency_edges(rule: str) -> Callable[[Target], list[dict[str, Any]]]:
     them; no history and one epoch of it, of each kind; units with a repeat or one pair
     swapped, one unit, none, and a word channel of one unit or one past it; a word set
     snapshot under every status (only a complete one keeps words_done) and its progress
-    and started reports; a snapshot of a running job of each kind (no ETA)."""
+    and started reports; a snapshot of a running job of each kind (no ETA); a training and
+    a lesion job at points of an epoch, in reports that show the phase and in those that
+    do not (:func:`_fraction_edges`)."""
     return lambda target: _consistency_edges()[rule]
 
 
@@ -327,6 +461,23 @@ def _problem(rule: str, report: dict[str, Any], case: dict[str, Any]) -> str | N
             )
         if training and not history:
             return f"eta_seconds {report['eta_seconds']} before the first epoch finished"
+    if rule == "report.consistency.fraction" and training:
+        fraction, wanted = progress.get("fraction"), shown_fraction(report)
+        shown = {k: progress.get(k) for k in ("epochs_completed", "epochs_total", "phase")}
+        shown.update(batch=progress.get("batch"), batches=progress.get("batches"))
+        if wanted is None and fraction is not None:
+            return f"fraction {fraction!r} without epochs_total ({shown})"
+        if wanted is not None and (
+            not isinstance(fraction, int | float)
+            or abs(fraction - wanted) > 0.00005 + 1e-9
+            or round(fraction, 4) != fraction
+        ):
+            return (
+                f"fraction {fraction!r}, the report's own progress fields {shown} give "
+                f"{round(wanted, 4)} (the share of the current epoch counts only where the "
+                f"report shows its phase; the job's state had phase {case['state']['phase']!r}, "
+                f"batch {case['state']['batch']!r} of {case['state']['batches']!r})"
+            )
     lesion = report.get("kind") == "lesion"
     if rule == "report.consistency.lesioned_units" and lesion and not sorted_units(report):
         return f"lesioned units or word channel out of order: {report['config']}"
@@ -403,6 +554,8 @@ def _mixed(rule: str) -> Callable[[Target], st.SearchStrategy[dict[str, Any]]]:
             return cases().flatmap(_shuffle_units)
         if rule == "report.consistency.words_done":
             return cases().filter(lambda c: c["state"]["kind"] == "wordset")
+        if rule == "report.consistency.fraction":
+            return st.one_of(cases(), fraction_cases())
         return cases()
 
     return strategy
@@ -662,6 +815,7 @@ def checks() -> list[Check]:
         "report.consistency.finished_at",
         "report.consistency.epochs_completed",
         "report.consistency.eta",
+        "report.consistency.fraction",
         "report.consistency.lesioned_units",
         "report.consistency.words_done",
     )

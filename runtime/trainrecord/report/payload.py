@@ -334,19 +334,26 @@ class JobState:
         return out
 
 
-def _fraction(state: JobState) -> float | None:
+def _fraction(state: JobState, share: float) -> float | None:
+    """The share of the run done: a word set's words_done of words_total; a training or
+    lesion run's ``(epochs_completed + share) / epochs_total``, with ``share`` the part of
+    the current epoch that the report shows (:func:`_epoch_share`, or 0 when it shows no
+    phase), so a reader recomputes it from the report's own progress fields."""
     if state.kind == "wordset":
         if state.words_done is None or not state.words_total:
             return 0.0 if state.words_total == 0 and state.words_done is not None else None
         return round(min(1.0, state.words_done / state.words_total), 4)
     if not state.epochs_total:
         return None
-    done = len(state.history) + _epoch_share(state)
+    done = len(state.history) + share
     return round(min(1.0, max(0.0, done / state.epochs_total)), 4)
 
 
 def _epoch_share(state: JobState) -> float:
-    if not state.running or state.phase is None:
+    """The part of the current epoch done by the state's phase, batch and batches (§5.2,
+    §5.4). Only for a report that shows them (its ``running``): any other report counts
+    the finished epochs alone."""
+    if state.phase is None:
         return 0.0
     phases = LESION_PHASES if state.kind == "lesion" else TRAINING_PHASES
     start, weight = phases.get(state.phase, (0.0, 0.0))
@@ -356,9 +363,9 @@ def _epoch_share(state: JobState) -> float:
     return start + weight * within
 
 
-def _eta(state: JobState, status: str, now: float) -> int | None:
-    if status != "in progress" or not state.running:
-        return None
+def _eta(state: JobState, share: float, now: float) -> int | None:
+    """Seconds left, for a report of the running process (the only one that shows an ETA);
+    ``share`` as for :func:`_fraction`, the part of the current epoch the report shows."""
     if state.kind == "wordset":
         done = (state.words_done or 0) - state.words_at_start
         if state.words_done is None or state.words_total is None or done <= 0:
@@ -369,7 +376,7 @@ def _eta(state: JobState, status: str, now: float) -> int | None:
     durations = [d for d in given if isinstance(d, int | float) and math.isfinite(d)]
     if not durations or state.epochs_total is None:
         return None
-    left = state.epochs_total - len(state.history) - _epoch_share(state)
+    left = state.epochs_total - len(state.history) - share
     return max(0, round(left * sum(durations) / len(durations)))
 
 
@@ -379,6 +386,9 @@ def build_report(
     """One complete report (all of §5.1 plus the kind's shapes) from a job state."""
     now = time.monotonic() if now is None else now
     running = state.running and status == "in progress" and event != "snapshot"
+    # fraction and eta_seconds count the current epoch's share only where the report shows
+    # its phase, batch and batches (``running``): a reader recomputes them from the report
+    share = _epoch_share(state) if running and state.kind != "wordset" else 0.0
     if state.kind == "wordset":
         # §5.3: words_done is "null in a snapshot of an unfinished set" (and so is fraction,
         # its share of words_total)
@@ -386,7 +396,7 @@ def build_report(
         progress: dict[str, Any] = {
             "words_done": None if unfinished else state.words_done,
             "words_total": state.words_total,
-            "fraction": None if unfinished else _fraction(state),
+            "fraction": None if unfinished else _fraction(state, share),
         }
         initial, history = None, None
     else:
@@ -407,7 +417,7 @@ def build_report(
             "phase": state.phase if running else None,
             "batch": state.batch if running else None,
             "batches": state.batches if running else None,
-            "fraction": _fraction(state),
+            "fraction": _fraction(state, share),
         }
         initial, history = state.initial_validation, list(state.history)
     return {
@@ -425,7 +435,7 @@ def build_report(
         "finished_at": state.finished_at if status == "complete" else None,
         "config": state.config,
         "progress": progress,
-        "eta_seconds": _eta(state, status, now) if running else None,
+        "eta_seconds": _eta(state, share, now) if running else None,
         "initial_validation": initial,
         "history": history,
         "error": state.error if status == "failed" else None,

@@ -203,9 +203,14 @@ function jobState(fields) {
 /** A copy later updates of `state` do not change (history entries are never mutated). @param {JobState} state */
 const snapshot = (state) => ({ ...state, history: [...state.history] });
 
-/** @param {JobState} state */
+/**
+ * The part of the current epoch done by the state's phase, batch and batches (§5.2, §5.4).
+ * Only for a report that shows them (its `running`): any other report counts the finished
+ * epochs alone.
+ * @param {JobState} state
+ */
 function epochShare(state) {
-  if (!state.running || state.phase === null) return 0;
+  if (state.phase === null) return 0;
   const phases = state.kind === "lesion" ? LESION_PHASES : TRAINING_PHASES;
   const [start, weight] = phases[String(state.phase)] ?? [0, 0];
   let within = 0;
@@ -215,8 +220,16 @@ function epochShare(state) {
   return start + weight * within;
 }
 
-/** @param {JobState} state @returns {number | null} */
-function fraction(state) {
+/**
+ * The share of the run done: a word set's words_done of words_total; a training or lesion
+ * run's (epochs_completed + share) / epochs_total, with `share` the part of the current
+ * epoch the report shows (epochShare, or 0 when it shows no phase), so a reader recomputes
+ * it from the report's own progress fields.
+ * @param {JobState} state
+ * @param {number} share
+ * @returns {number | null}
+ */
+function fraction(state, share) {
   if (state.kind === "wordset") {
     const done = num(state.words_done);
     const total = num(state.words_total);
@@ -225,18 +238,19 @@ function fraction(state) {
   }
   const total = num(state.epochs_total);
   if (!total) return null;
-  const done = state.history.length + epochShare(state);
+  const done = state.history.length + share;
   return roundTo(Math.min(1, Math.max(0, done / total)), 4);
 }
 
 /**
+ * Seconds left, for a report of the running process (the only one that shows an ETA);
+ * `share` as for fraction, the part of the current epoch the report shows.
  * @param {JobState} state
- * @param {string} status
+ * @param {number} share
  * @param {number} now monotonic seconds
  * @returns {bigint | null}
  */
-function eta(state, status, now) {
-  if (status !== "in progress" || !state.running) return null;
+function eta(state, share, now) {
   if (state.kind === "wordset") {
     const wordsDone = num(state.words_done);
     const total = num(state.words_total);
@@ -254,7 +268,7 @@ function eta(state, status, now) {
   }
   const total = num(state.epochs_total);
   if (durations.length === 0 || total === null) return null;
-  const left = total - state.history.length - epochShare(state);
+  const left = total - state.history.length - share;
   const mean = durations.reduce((a, b) => a + b, 0) / durations.length;
   const seconds = roundInt(left * mean);
   return seconds > 0n ? seconds : 0n;
@@ -268,6 +282,9 @@ function eta(state, status, now) {
  */
 function buildReport(state, { event, status, seq, sentAt, now = performance.now() / 1000 }) {
   const running = state.running && status === "in progress" && event !== "snapshot";
+  // fraction and eta_seconds count the current epoch's share only where the report shows its
+  // phase, batch and batches (`running`): a reader recomputes them from the report
+  const share = running && state.kind !== "wordset" ? epochShare(state) : 0;
   /** @type {Obj} */
   let progress;
   /** @type {PyValue} */
@@ -278,7 +295,7 @@ function buildReport(state, { event, status, seq, sentAt, now = performance.now(
     // §5.3: words_done is "null in a snapshot of an unfinished set" (and so is fraction, its
     // share of words_total)
     const unfinished = event === "snapshot" && status !== "complete";
-    progress = { words_done: unfinished ? null : state.words_done, words_total: state.words_total, fraction: unfinished ? null : fraction(state) };
+    progress = { words_done: unfinished ? null : state.words_done, words_total: state.words_total, fraction: unfinished ? null : fraction(state, share) };
   } else {
     const completed = BigInt(state.history.length);
     const first = state.epochs_first;
@@ -294,7 +311,7 @@ function buildReport(state, { event, status, seq, sentAt, now = performance.now(
       phase: running ? state.phase : null,
       batch: running ? state.batch : null,
       batches: running ? state.batches : null,
-      fraction: fraction(state),
+      fraction: fraction(state, share),
     };
     initial = state.initial_validation;
     history = [...state.history];
@@ -314,7 +331,7 @@ function buildReport(state, { event, status, seq, sentAt, now = performance.now(
     finished_at: status === "complete" ? state.finished_at : null,
     config: state.config,
     progress,
-    eta_seconds: running ? eta(state, status, now) : null,
+    eta_seconds: running ? eta(state, share, now) : null,
     initial_validation: initial,
     history,
     error: status === "failed" ? state.error : null,
