@@ -45,7 +45,11 @@ def test_json_nested_deeper_than_the_parser_goes_is_a_problem_of_the_file(tmp_pa
     out = cli("verify", run)
     assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr[-2000:]
     assert "[diary.file.json]" in out.stdout and "nested too deeply" in out.stdout
-    assert "nested too deeply" in one_line(cli("show", run))
+    out = cli("show", run)  # verified first: the verdict heads what it can show
+    assert out.returncode == 1 and not out.stderr, out.stderr[-2000:]
+    assert out.stdout.startswith("integrity: FAILED: diary.jsonl line 1")
+    assert "[diary.file.json]" in out.stdout and "nested too deeply" in out.stdout
+    assert "nested too deeply" in one_line(cli("show", "--no-verify", run))
 
 
 @pytest.mark.parametrize("port", ["-1", "99999", "abc"])

@@ -131,7 +131,8 @@ def test_show_leaves_out_what_a_hand_written_run_start_gives_as_null(tmp_path: P
         )
     out = cli("show", tmp_path)
     assert out.returncode == 0, out.stderr
-    head = out.stdout.splitlines()[:2]
+    assert out.stdout.startswith("integrity: OK: 2 lines verified")
+    head = out.stdout.splitlines()[1:3]  # after the integrity line
     assert head == [
         "run 'exp1': Net with 84 parameters",
         f"  written by mytrainer 0.1; python {platform.python_version()}, {platform.platform()}",
@@ -140,13 +141,24 @@ def test_show_leaves_out_what_a_hand_written_run_start_gives_as_null(tmp_path: P
 
 
 def test_show_reads_a_run_start_missing_fields_without_a_traceback(tmp_path: Path) -> None:
-    """show reads without verifying: a run_start without its count or model (a broken
-    hand-written line) says unknown instead of failing on ``None:,``."""
+    """show reads leniently: a run_start without its count or model (a broken hand-written
+    line) says unknown instead of failing on ``None:,``; verified, it fails (exit 1) and
+    says so first, and the summary still follows."""
     line = {"seq": 0, "time": "2024-01-01T00:00:00Z", "event": "run_start", "name": "x"}
     (tmp_path / "diary.jsonl").write_text(json.dumps(line) + "\n")
-    out = cli("show", tmp_path)
+    out = cli("show", "--no-verify", tmp_path)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines()[:2] == ["run 'x': unknown", "  written by unknown"]
+    assert out.stdout.splitlines()[:3] == [
+        "integrity: not checked (--no-verify); trainrecord verify RUN_DIR checks it",
+        "run 'x': unknown",
+        "  written by unknown",
+    ]
+    out = cli("show", tmp_path)
+    assert out.returncode == 1, out.stderr
+    said = out.stdout.splitlines()
+    assert said[0].startswith("integrity: FAILED: diary.jsonl line 1 (seq 0): [diary.")
+    assert said[1].startswith("  NOT TRUSTWORTHY from line 1 (seq 0) on")
+    assert said[2:4] == ["run 'x': unknown", "  written by unknown"]
 
 
 @pytest.mark.parametrize("command", ["run", "rules"])

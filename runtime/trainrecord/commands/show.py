@@ -1,20 +1,41 @@
 """``trainrecord show RUN_DIR``: a human summary of a training record.
 
 The run, its layers, alarms with their steps, stuck channels, certificates, repairs, loss
-spikes, non-finite events and event counts. It reads without verifying: run ``trainrecord
-verify`` to know the record is intact.
+spikes, non-finite events and event counts. It verifies the record first, as ``trainrecord
+verify`` does without ``--key``, and its first line is that verdict: ``integrity: OK: 16
+lines verified (complete, sealed ..., not signed)``, or ``integrity: FAILED: <file, line,
+rule>`` followed by which of the values shown are not trustworthy (from the failing line
+on, or all of them when the seal or metrics.jsonl fails); the summary is shown either way.
+``--no-verify`` skips that for a huge record (``integrity: not checked``). Text in the
+record is shown with control characters and surrogates escaped (``\\x1b``, ``\\ud800``).
+
+exit status: as trainrecord verify: 0 the record verifies, 1 it fails verification, 3 its
+last line is torn (a crash while writing; the summary covers the lines before it), 2 usage
+error (no run directory, no diary.jsonl, or with --no-verify a line that is not JSON);
+--no-verify: 0.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from trainrecord.canonical import loads_strict
 from trainrecord.commands import plain, run_dir_problem
-from trainrecord.diary.read import Summary, read_diary, summarize
+from trainrecord.diary.read import DIARY, Summary, summarize
+from trainrecord.diary.verifier import VerifyResult, verify
+
+EXIT = {"ok": 0, "failed": 1, "torn": 3}
+"""Exit status by verdict, as trainrecord verify's."""
+
+_ODD = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+"""What a line of the summary never shows as it is: control characters (a terminal acts on
+them: an escape sequence can move the cursor over the integrity line) and surrogate code
+points (no output encoding can write them)."""
 
 
 def register(subparsers: Any) -> None:
@@ -26,6 +47,11 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("run_dir", metavar="RUN_DIR", type=Path)
+    parser.add_argument(
+        "--no-verify",
+        action="store_true",
+        help="do not verify the record first (for a huge one: verify reads every line)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -216,22 +242,73 @@ def render(s: Summary) -> list[str]:
     return out
 
 
+def printable(line: str) -> str:
+    """``line`` with control characters and surrogates escaped (``\\x1b``, ``\\ud800``)."""
+    return _ODD.sub(lambda m: ascii(m.group())[1:-1], line)
+
+
+def integrity(result: VerifyResult | None) -> list[str]:
+    """The lines that head the summary: the verdict, and on a failure which of the values
+    shown are not trustworthy."""
+    if result is None:
+        return ["integrity: not checked (--no-verify); trainrecord verify RUN_DIR checks it"]
+    out = [f"integrity: {result.summary()}"]
+    failure = result.failure
+    if result.status != "failed" or failure is None:
+        return out
+    if failure.file == DIARY and failure.line > result.lines:
+        where = f"line {failure.line}" + (
+            f" (seq {failure.seq})" if failure.seq is not None else ""
+        )
+        out.append(
+            f"  NOT TRUSTWORTHY from {where} on: the values below from that line on may not be "
+            "the ones written (the lines before it pass the chain)"
+        )
+    else:
+        out.append(
+            "  NOT TRUSTWORTHY: the record fails verification as a whole, so none of the "
+            "values below can be taken for the ones written"
+        )
+    return out
+
+
+def _read(path: Path) -> tuple[list[dict[str, Any]], str | None]:
+    """The complete lines of diary.jsonl up to the first one that is not a JSON object (a
+    torn last line left out), and what is wrong with that one, or None."""
+    data = path.read_bytes()
+    lines: list[dict[str, Any]] = []
+    for number, raw in enumerate(data[: data.rfind(b"\n") + 1].split(b"\n")[:-1], 1):
+        try:
+            line = loads_strict(raw)
+        except ValueError as exc:
+            return lines, f"line {number} is not readable JSON ({exc})"
+        if not isinstance(line, dict):
+            return lines, f"line {number} is not a JSON object"
+        lines.append(line)
+    return lines, None
+
+
 def run(args: argparse.Namespace) -> int:
-    """Print the summary."""
+    """Verify, then print the summary."""
     problem = run_dir_problem(args.run_dir)
-    if problem or not (args.run_dir / "diary.jsonl").is_file():
+    if problem or not (args.run_dir / DIARY).is_file():
         print(
             f"trainrecord show: {problem or f'no diary.jsonl in {args.run_dir}'}", file=sys.stderr
         )
         return 2
-    try:
-        lines = read_diary(args.run_dir)
-    except ValueError as exc:
+    result = None if args.no_verify else verify(args.run_dir, progress=sys.stderr.isatty())
+    lines, unreadable = _read(args.run_dir / DIARY)
+    if unreadable and result is None:
         print(
-            f"trainrecord show: diary.jsonl is not readable JSON lines ({exc}); run "
+            f"trainrecord show: diary.jsonl is not readable JSON lines ({unreadable}); run "
             "trainrecord verify",
             file=sys.stderr,
         )
         return 2
-    print("\n".join(render(summarize(lines))))
-    return 0
+    out = integrity(result) + render(summarize(lines))
+    if unreadable:
+        out.append(f"the summary stops before {unreadable}")
+    text = "\n".join(printable(line) for line in out) + "\n"
+    encoding = sys.stdout.encoding or "utf-8"  # (an ASCII terminal gets \u escapes)
+    sys.stdout.write(text.encode(encoding, "backslashreplace").decode(encoding))
+    return 0 if result is None else EXIT[result.status]

@@ -1,0 +1,144 @@
+"""``trainrecord show`` verifies first and heads its summary with the verdict (tamper probe
+F7: a record failing ``diary.chain.hash`` was shown with its changed values and exit 0,
+with no word of integrity), and shows odd text escaped instead of dying on it (F6: a lone
+surrogate in ``model`` was a UnicodeEncodeError traceback). Real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.diary.helpers import cli, write_run
+from trainrecord.canonical import GENESIS, canonical_line, line_hash
+
+
+def _lines(run: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in (run / "diary.jsonl").read_text().splitlines()]
+
+
+def _rewrite(run: Path, lines: list[dict[str, Any]]) -> None:
+    """Write ``lines`` back with the chain recomputed (what a forger does)."""
+    prev = GENESIS
+    for line in lines:
+        body = {k: v for k, v in line.items() if k not in ("prev", "hash")}
+        line["prev"], line["hash"] = prev, line_hash(prev, body)
+        prev = line["hash"]
+    (run / "diary.jsonl").write_text("".join(canonical_line(x) + "\n" for x in lines))
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Path:
+    write_run(tmp_path / "run")
+    return tmp_path / "run"
+
+
+def _spike(run: Path) -> int:
+    """The line number of the loss_spike line."""
+    return next(i for i, x in enumerate(_lines(run), 1) if x["event"] == "loss_spike")
+
+
+def test_an_intact_record_is_said_ok_first_as_verify_says_it(run: Path) -> None:
+    out = cli("show", run)
+    assert out.returncode == 0, out.stderr
+    verdict = cli("verify", run).stdout.splitlines()[0]
+    assert verdict.startswith("OK: ")
+    assert out.stdout.splitlines()[0] == f"integrity: {verdict}"
+    assert out.stdout.splitlines()[1].startswith("run 'exp1': ")
+    assert "NOT TRUSTWORTHY" not in out.stdout
+
+
+def test_a_changed_value_fails_and_the_values_from_its_line_on_are_not_trusted(
+    run: Path,
+) -> None:
+    # The probe (A07): verify failed with diary.chain.hash, show printed the new value, rc 0
+    at = _spike(run)
+    text = (run / "diary.jsonl").read_text().splitlines(keepends=True)
+    text[at - 1] = text[at - 1].replace('"value":9.5', '"value":0.1')
+    (run / "diary.jsonl").write_text("".join(text))
+    out = cli("show", run)
+    assert out.returncode == 1 == cli("verify", run).returncode, out.stderr
+    first, second = out.stdout.splitlines()[:2]
+    assert first.startswith(f"integrity: FAILED: diary.jsonl line {at} (seq {at - 1}): ")
+    assert "[diary.chain.hash]" in first
+    assert second.startswith(f"  NOT TRUSTWORTHY from line {at} (seq {at - 1}) on")
+    assert "loss_spike 0.1 " in out.stdout  # still shown, under that warning
+
+
+def test_a_rechained_edit_under_a_seal_leaves_nothing_trusted(run: Path) -> None:
+    lines = _lines(run)
+    lines[_spike(run) - 1]["value"] = 0.1
+    _rewrite(run, lines)  # the chain holds; the seal does not
+    out = cli("show", run)
+    assert out.returncode == 1, out.stderr
+    first, second = out.stdout.splitlines()[:2]
+    assert first.startswith("integrity: FAILED: ") and "[seal." in first
+    assert second.startswith("  NOT TRUSTWORTHY: the record fails verification as a whole")
+
+
+def test_no_verify_skips_the_check_and_says_so(run: Path) -> None:
+    lines = _lines(run)
+    lines[_spike(run) - 1]["value"] = 0.1
+    _rewrite(run, lines)
+    out = cli("show", "--no-verify", run)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0] == (
+        "integrity: not checked (--no-verify); trainrecord verify RUN_DIR checks it"
+    )
+    assert "--no-verify" in cli("show", "--help").stdout
+
+
+def test_a_torn_last_line_exits_3_as_verify_does_and_the_lines_before_are_shown(
+    run: Path,
+) -> None:
+    for name in ("record.json", "record.sig"):
+        (run / name).unlink(missing_ok=True)
+    with (run / "diary.jsonl").open("a") as f:
+        f.write('{"seq":')
+    out = cli("show", run)
+    assert out.returncode == 3 == cli("verify", run).returncode, out.stderr
+    assert out.stdout.startswith("integrity: TORN")
+    assert "events: " in out.stdout
+
+
+def test_an_unreadable_line_shows_the_lines_before_it(run: Path) -> None:
+    text = (run / "diary.jsonl").read_text().splitlines(keepends=True)
+    text[2] = "{not json\n"
+    (run / "diary.jsonl").write_text("".join(text))
+    out = cli("show", run)
+    assert out.returncode == 1 and not out.stderr, out.stderr
+    assert "[diary.file.json]" in out.stdout.splitlines()[0]
+    assert (
+        out.stdout.rstrip()
+        .splitlines()[-1]
+        .startswith("the summary stops before line 3 is not readable JSON")
+    )
+    assert "events: run_start 1, structure 1\n" in out.stdout
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "ascii"])
+def test_odd_text_is_shown_escaped_never_a_traceback(run: Path, encoding: str) -> None:
+    # The probe (F6): model "Net-\ud800" (a lone surrogate, as JSON can carry it) verified
+    # OK and show died with UnicodeEncodeError. A control character (ESC) could also move a
+    # terminal's cursor over the integrity line.
+    lines = _lines(run)
+    lines[0]["model"] = "Net-\ud800\x1b[1A\u00e9"
+    _rewrite(run, lines)
+    (run / "record.json").unlink()
+    (run / "record.sig").unlink(missing_ok=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "trainrecord.cli", "show", str(run)],
+        capture_output=True,
+        check=False,
+        timeout=120,
+        env={**os.environ, "PYTHONIOENCODING": encoding},
+    )
+    assert out.returncode == 0 and b"Traceback" not in out.stderr, out.stderr[-2000:]
+    shown = "\u00e9" if encoding == "utf-8" else "\\xe9"
+    assert f"run 'exp1': Net-\\ud800\\x1b[1A{shown} with ".encode() in out.stdout
+    assert b"\x1b" not in out.stdout
