@@ -203,6 +203,9 @@ ELSEWHERE = {
     "diary.writer.locked": test_writer.test_a_second_writer_on_the_same_diary_is_refused,
     "diary_metrics.writer.locked": test_writer.test_a_second_writer_on_the_same_diary_is_refused,
     "diary.writer.fsync_policy": test_writer.test_an_unknown_fsync_policy_is_refused,
+    "diary.text.surrogate": (
+        test_writer.test_text_with_a_surrogate_code_point_is_refused_and_nothing_is_written
+    ),
     "diary.architecture.text": test_canonical_vectors.test_architecture_vector,
     "seal.verify": None,  # tests/diary/test_cli_and_seal.py: seal refuses a bad record
     "seal.key.exists": None,  # test_cli_and_seal.py: keygen never overwrites a key

@@ -108,6 +108,52 @@ def test_the_writer_sets_the_common_fields_itself(tmp_path: Path):
     assert err.value.rule == "diary.writer.reserved"
 
 
+PAIR_KEY = {"\ud83d\udc80": 1, "\uff41": 2}
+"""The tamper probe's F3: a key of a lone high and a lone low surrogate (two code points in
+Python) sorts at U+D83D but is written as ``"\\ud83d\\udc80"``, which every JSON parser
+reads back as ONE character (U+1F480) sorting after U+FF41: the line failed its own hash,
+close() refused to seal it and verify called the genuine record tampered."""
+
+
+@pytest.mark.parametrize(
+    ("where", "fields", "path"),
+    [
+        ("config", {"config": PAIR_KEY}, "config.\\ud83d\\udc80"),
+        ("model", {"model": "Net-\ud800"}, "model"),  # F6: show then died on it
+        ("a deeper value", {"config": {"a": [1, {"b": "x\udfffy"}]}}, "config.a[1].b"),
+        ("a deeper key", {"config": {"a": [{"\udc80": 1}]}}, "config.a[0].\\udc80"),
+        ("a low before a high", {"name": "\udc80\ud83d"}, "name"),
+    ],
+)
+@pytest.mark.parametrize("validate", [True, False])
+def test_text_with_a_surrogate_code_point_is_refused_and_nothing_is_written(
+    tmp_path: Path, where: str, fields: dict, path: str, validate: bool
+) -> None:
+    """diary.text.surrogate: a string holding a surrogate code point is no Unicode text;
+    the writer refuses it (key or value, at any depth), naming the field, before writing."""
+    with DiaryWriter(tmp_path, validate=validate) as w, pytest.raises(RecordRefused) as err:
+        w.append("run_start", {**BODIES["run_start"], **fields})
+    assert err.value.rule == "diary.text.surrogate", where
+    assert err.value.field == path
+    assert "surrogate code point U+D" in str(err.value) and "valid Unicode text" in str(err.value)
+    assert not (tmp_path / "diary.jsonl").exists()  # the refused first line left no file
+    with DiaryWriter(tmp_path) as w:  # a later line too: the lines before stay, and seal
+        w.append("run_start", BODIES["run_start"])
+        with pytest.raises(RecordRefused, match=r"diary\.text\.surrogate"):
+            w.append("sink_error", {"sink": "x", "error": "e", "x_extra": fields})
+    result = verify(tmp_path)
+    assert result.ok and result.sealed and result.lines == 1, result.summary()
+
+
+def test_text_beyond_the_bmp_is_text_and_verifies(tmp_path: Path) -> None:
+    """A character beyond U+FFFF (one code point in Python; a surrogate pair only in the
+    JSON text) and the code points around the surrogates are written and verify."""
+    text = "\U0001f480 \ud7ff\ue000 \uffff"
+    with DiaryWriter(tmp_path) as w:
+        w.append("run_start", {**BODIES["run_start"], "model": text, "config": {text: [text]}})
+    assert verify(tmp_path).ok and seed_verify_file(tmp_path / "diary.jsonl") == 1
+
+
 def test_the_first_line_must_be_run_start_and_only_run_start_follows_run_end(tmp_path: Path):
     with DiaryWriter(tmp_path, seal=False) as w:
         with pytest.raises(RecordRefused) as err:

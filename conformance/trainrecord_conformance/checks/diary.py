@@ -852,6 +852,46 @@ def writer_reserved(ctx: Context, case: tuple[list[dict[str, Any]], str, Any]) -
     )
 
 
+RULE_TEXT = "diary.text.surrogate"
+
+NOT_TEXT = ("\ud800", "\udfff", "a\udc80", "\udc80\ud83d", "x\ud83dy")
+"""Strings that are not Unicode text in any reader: a lone high or low surrogate, alone or
+among text, and a low one before a high one (two lone surrogates, not a pair)."""
+
+SURROGATE_PLACES = ("value", "key", "nested value", "nested key")
+
+
+def with_text(event: dict[str, Any], place: str, text: str) -> dict[str, Any]:
+    """``event`` with ``text`` added at ``place``, in fields of its own (a line may carry
+    more fields than its event's): a value, an object key, or either deeper in."""
+    out = dict(event)
+    if place == "value":
+        out["x_note"] = text
+    elif place == "key":
+        out["x_extra"] = {text: 1}
+    elif place == "nested value":
+        out["x_extra"] = {"a": [1, {"b": text}]}
+    else:
+        out["x_extra"] = [{"ok": {text: None}}]
+    return out
+
+
+def writer_surrogate(ctx: Context, case: tuple[list[dict[str, Any]], str, str, int]) -> None:
+    """An event holding a string with a surrogate code point (a key or a value, at any
+    depth) is refused with diary.text.surrogate and none of it written; the same event with
+    a character beyond U+FFFF there (a surrogate pair in the JSON) is written."""
+    events, place, text, where = case
+    k = where % len(events)
+    folder = ctx.folder()
+    bad = with_text(events[k], place, text)
+    ctx.refused("write_diary", {"dir": str(folder), "events": [*events[:k], bad]}, RULE_TEXT)
+    lines = read_written(folder) if (folder / "diary.jsonl").exists() else []
+    if len(lines) != k:
+        raise Failed(f"{k} valid events then a refused one left {len(lines)} lines")
+    good = with_text(events[k], place, "x\U0001f480y")
+    ctx.ok("write_diary", {"dir": str(ctx.folder()), "events": [*events[:k], good]})
+
+
 def _event_rules() -> list[str]:
     return sorted(
         r
@@ -959,6 +999,24 @@ def checks() -> list[Check]:
             lambda t: st.tuples(S.diary_events(4), _broken_event(t), choice),
             writer_refuses,
             scale="io",
+        ),
+        Check(
+            RULE_TEXT,
+            "write_diary refuses text with a surrogate code point, writing none of its event",
+            frozenset({"write_diary"}),
+            lambda t: st.tuples(
+                S.diary_events(3),
+                st.sampled_from(SURROGATE_PLACES),
+                st.sampled_from(NOT_TEXT),
+                choice,
+            ),
+            writer_surrogate,
+            scale="io",
+            edges=lambda t: [
+                (edge_events(), place, text, where)
+                for place in SURROGATE_PLACES
+                for text, where in zip(NOT_TEXT, (0, 1, 0, 1, 1), strict=False)
+            ],
         ),
         Check(
             "diary.writer.reserved",

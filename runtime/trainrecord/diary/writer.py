@@ -23,6 +23,21 @@ head), so the writer removes record.json and record.sig. With ``signing_key=`` i
 new seal at close; without one the record is sealed unsigned, and a warning (logger
 ``trainrecord.diary``) names record.sig, the key that had signed it, and how to sign again,
 when the writer resumes and again when it seals.
+
+Resuming verifies the diary, and a record signed by the ``signing_key`` given has that
+signature checked (a bad one is refused, never signed again). The chain alone, which anyone
+can recompute, cannot tell a crashed diary from an edited one whose seal was removed, so a
+record resumed without a seal that vouches for it (no record.json although its last session
+ended with run_end: a writer seals at close; no record.json and no run_end, as a crash
+leaves it; an unsigned seal, for a writer with a signing key) is resumed with a warning at
+the resume and at close that the new seal (and signature) covers its lines as they are
+(:attr:`DiaryWriter.unvouched`). ``require_seal=True`` refuses such a resume instead
+(``diary.writer.resume``), and one of a record signed by another key. Any other warning of
+the verification (a torn metrics row) is logged too.
+
+Every string written, object keys included, must be Unicode text: one holding a surrogate
+code point is refused (``diary.text.surrogate``), since it cannot be UTF-8 and does not read
+back as the same string.
 """
 
 from __future__ import annotations
@@ -31,6 +46,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import time
 from pathlib import Path
 from types import TracebackType
@@ -54,8 +70,8 @@ from trainrecord.diary.events import (
 )
 from trainrecord.diary.keys import fingerprint, load_private_key
 from trainrecord.diary.nonfinite import encode
-from trainrecord.diary.verifier import DIARY, METRICS, SEAL, SIGNATURE, verify
-from trainrecord.errors import RecordRefused
+from trainrecord.diary.verifier import DIARY, METRICS, SEAL, SIGNATURE, VerifyResult, verify
+from trainrecord.errors import Problem, RecordRefused, safe_value
 from trainrecord.folders import make_folder
 
 LOGGER = logging.getLogger("trainrecord.diary")
@@ -154,6 +170,54 @@ def _check_call(event: Any, fields: Any) -> None:
         )
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _shown(text: str) -> str:
+    """``text`` with each surrogate code point as its escape (``\\ud800``): printable."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def surrogate_problem(body: Any) -> Problem | None:
+    """The ``diary.text.surrogate`` problem of the first string in ``body`` (an object key
+    or a value, at any depth) that holds a surrogate code point (U+D800 to U+DFFF), or None.
+
+    Such a string is not Unicode text (not a sequence of Unicode scalar values): UTF-8
+    cannot encode it, and JSON written from it does not read back as the same text (a
+    lone high surrogate followed by a lone low one is written as ``"\\ud83d\\udc80"``,
+    which every JSON parser reads as ONE character, sorted elsewhere: the line's own hash
+    would fail). Python strings hold them (``os.fsdecode`` of a file name that is not
+    UTF-8, ``surrogateescape``); JSON text written with ``\\u`` escapes can too."""
+    stack: list[tuple[tuple[str | int, ...], Any]] = [((), body)]
+    while stack:
+        at, value = stack.pop()
+        if isinstance(value, dict):
+            for key in value:
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    return _surrogate((*at, _shown(key)), key, "the key")
+            stack.extend(((*at, k), v) for k, v in reversed(value.items()))
+        elif isinstance(value, (list, tuple)):
+            stack.extend(((*at, i), v) for i, v in reversed(list(enumerate(value))))
+        elif isinstance(value, str) and _SURROGATE.search(value):
+            return _surrogate(at, value, "the text")
+    return None
+
+
+def _surrogate(at: tuple[str | int, ...], text: str, kind: str) -> Problem:
+    """The ``diary.text.surrogate`` problem of ``text`` (a key or a value) at ``at``."""
+    point = ord(_SURROGATE.findall(text)[0])
+    return Problem(
+        "diary.text.surrogate",
+        at,
+        f"{kind} holds the surrogate code point U+{point:04X}, which is not Unicode text "
+        "(UTF-8 cannot encode it; JSON readers read a high and a low surrogate back as one "
+        "character, so the line would not verify): give valid Unicode text (decode bytes "
+        "with their real encoding, not surrogateescape; a character beyond U+FFFF as "
+        "itself, not as two surrogates)",
+        safe_value(text),
+    )
+
+
 def _checked_body(
     event: str, fields: dict[str, Any], seq: int, head: str, validate: bool
 ) -> tuple[dict[str, Any], str]:
@@ -170,6 +234,10 @@ def _checked_body(
         raise RecordRefused.one(
             "diary.file.json", ["fields"], f"a field cannot be written as JSON: {exc}"
         ) from None
+    if "\\ud" in text:  # (json.dumps escapes every surrogate as \udXXX: most lines skip this)
+        problem = surrogate_problem(body)
+        if problem is not None:
+            raise RecordRefused([problem])
     return body, text
 
 
@@ -182,7 +250,10 @@ def check_event(event: str, fields: dict[str, Any]) -> None:
 
 
 class DiaryWriter:
-    """Append events to ``run_dir/diary.jsonl``, hash-chained; usable as a context manager."""
+    """Append events to ``run_dir/diary.jsonl``, hash-chained; usable as a context manager.
+
+    ``require_seal=True`` resumes only a record whose seal vouches for it (signed by
+    ``signing_key`` when one is given); see the module's docstring."""
 
     def __init__(
         self,
@@ -194,6 +265,7 @@ class DiaryWriter:
         drop_torn_tail: bool = False,
         seal: bool = True,
         signing_key: Any = None,
+        require_seal: bool = False,
     ) -> None:
         call = "DiaryWriter"  # every argument checked before a folder or file is made
         self.run_dir = arguments.path(call, "run_dir", run_dir, "give the folder of the record")
@@ -211,6 +283,7 @@ class DiaryWriter:
                 "a signing key with seal=False would sign nothing (the key signs the seal "
                 "written at close): leave seal=True to sign the record, or leave signing_key out",
             )
+        self.require_seal = arguments.flag(call, "require_seal", require_seal)
         self.signing_key = signing_key_from(signing_key, call)
         self._policy: FsyncPolicy = fsync_policy
         self._interval = fsync_interval
@@ -225,6 +298,11 @@ class DiaryWriter:
         self.resumed_signer: str | None = None
         """The fingerprint of the key that had signed the record this writer resumed ("" when
         its record.json did not say), None when it was not signed."""
+        self.unvouched: str | None = None
+        """Why no seal (or no signature by ``signing_key``) vouched for the lines this writer
+        resumed, when none did: the seal written at close covers them as they are (a
+        warning says so at the resume and at close). None for a new diary, and for one
+        sealed (and signed by ``signing_key``, when given) as it stood."""
         self._closed = False
         self._file: AppendFile | None = None
         self._created = False  # this writer made diary.jsonl (and nothing is in it yet)
@@ -267,13 +345,18 @@ class DiaryWriter:
     def _resume(self, file: AppendFile, drop_torn_tail: bool) -> None:
         if not self.path.exists() or self.path.stat().st_size == 0:
             return
-        result = verify(self.run_dir, workers=1)
+        signer = _signer(self.run_dir)
+        own = fingerprint(self.signing_key.public_key()) if self.signing_key else None
+        # a record signed by the key given has that signature checked: a bad one is refused
+        # below, never signed again
+        key = self.signing_key.public_key() if self.signing_key and signer == own else None
+        result = verify(self.run_dir, workers=1, public_key=key)
         if result.status == "torn" and drop_torn_tail:
             os.ftruncate(file.fd, self.path.stat().st_size - result.torn_bytes)
             file.sync()
             if result.lines == 0:  # the crash came while writing the first line: start afresh
                 return
-            result = verify(self.run_dir, workers=1)
+            result = verify(self.run_dir, workers=1, public_key=key)
         if not result.ok:
             if result.status == "torn":
                 raise RecordRefused.one(
@@ -287,15 +370,70 @@ class DiaryWriter:
                 [DIARY],
                 f"the diary fails verification and is never appended to: {result.failure}",
             )
+        self.unvouched, why = self._unvouched(result, signer, own)
+        missing = self.unvouched
+        if missing is None and own is not None and signer != own:  # (warned of below)
+            missing = f"a seal signed by another key ({signer[:16] if signer else 'unnamed'}...)"
+            why = "this writer cannot check that signature with its own key"
+        if missing is not None and self.require_seal:
+            raise RecordRefused.one(
+                "diary.writer.resume",
+                [SEAL],
+                f"require_seal=True, and the record has {missing}: {why}. Check it "
+                f"(`trainrecord show {self.run_dir}`, or compare it with a copy), then seal "
+                f"it as it is (`trainrecord seal {self.run_dir}"
+                + (" --key <your private key>" if self.signing_key else "")
+                + "`) to resume it, or resume with require_seal=False",
+            )
         self.seq = result.lines
         self.head = result.head_hash or GENESIS
         self.last_event = "run_end" if result.complete else RESUMED
         self.resumed_start = result.last_run_start
-        self.resumed_signer = _signer(self.run_dir)
+        self.resumed_signer = signer
+        if self.unvouched is not None:
+            LOGGER.warning(
+                "trainrecord: resuming %s: the record has %s: %s. The seal%s this writer "
+                "makes at close will cover %s (require_seal=True refuses such a resume)",
+                self.run_dir,
+                self.unvouched,
+                why,
+                " and signature" if self.signing_key else "",
+                "the line already there as it is now"
+                if result.lines == 1
+                else f"the {result.lines} lines already there as they are now",
+            )
+        for warning in result.warnings:  # what the verdict said besides (a torn metrics row)
+            if not any(w in warning for w in ("signature", "sealed", "record.json", "run_end")):
+                LOGGER.warning("trainrecord: resuming %s: verify says: %s", self.run_dir, warning)
         if self.resumed_signer is not None:
             self._say_signature_dropped(at_close=False)
         for name in (SEAL, SIGNATURE):  # the seal pins the old head; appending outdates it
             (self.run_dir / name).unlink(missing_ok=True)
+
+    def _unvouched(
+        self, result: VerifyResult, signer: str | None, own: str | None
+    ) -> tuple[str | None, str]:
+        """What the verified diary being resumed has instead of a seal that vouches for its
+        lines beyond their chain (which anyone can recompute), and why that matters; None
+        when it has one. For a writer with a signing key an unsigned seal vouches for
+        nothing (anyone can write one); a seal signed by another key is said by
+        :meth:`_say_signature_dropped`."""
+        if not result.sealed and result.complete:
+            return "no seal (record.json) although its last session ended (run_end)", (
+                "a writer seals at close (unless seal=False, or it was killed right after "
+                "run_end), so a seal that is gone can mean the history was edited after it was sealed: the chain alone "
+                "cannot tell"
+            )
+        if not result.sealed:
+            return "no seal (record.json) and no run_end at its end", (
+                "a crash leaves a record so, and so does a history edited or cut after its "
+                "seal was removed"
+            )
+        if own is not None and signer is None:
+            return "an unsigned seal (record.json without record.sig)", (
+                "anyone can write one, so no signature of your key vouched for its lines"
+            )
+        return None, ""
 
     def _say_signature_dropped(self, *, at_close: bool) -> None:
         """Warn that the signature of the record resumed is gone (and whether, and by which
@@ -405,6 +543,16 @@ class DiaryWriter:
             from trainrecord.diary.seal import write_seal
 
             write_seal(self.run_dir, signing_key=self.signing_key)
+            if self.unvouched is not None:
+                by = self.signing_key and fingerprint(self.signing_key.public_key())
+                LOGGER.warning(
+                    "trainrecord: %s is %s now, and that covers the lines of its earlier "
+                    "sessions as this writer found them, when the record had %s: check them "
+                    "before trusting this seal with them",
+                    self.run_dir,
+                    f"sealed and signed (key {by[:16]}...)" if by else "sealed",
+                    self.unvouched,
+                )
             if self.resumed_signer is not None:
                 self._say_signature_dropped(at_close=True)
 

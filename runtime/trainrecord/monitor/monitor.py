@@ -166,6 +166,11 @@ class Monitor:
             wrote, its PEM bytes or a key object) to sign the seal with at close (default:
             an unsigned seal). Needed to keep a signed record signed when training resumes
             into it: appending outdates the old signature.
+        require_seal: resume only a record whose seal vouches for it (signed by
+            ``signing_key`` when one is given): a record without one (its seal gone after
+            its last session ended, a crashed session, an unsigned seal for a signing
+            Monitor) is refused, where by default it is resumed with a warning that the new
+            seal covers its history as it is (see :class:`~trainrecord.diary.DiaryWriter`).
 
     Every argument is checked before any file or folder is made: flags are True or False,
     counts ints, ratios finite numbers in their range; a wrong one raises
@@ -201,6 +206,7 @@ class Monitor:
         fsync_policy: FsyncPolicy | None = None,
         start_step: int = 0,
         signing_key: Any = None,
+        require_seal: bool = False,
     ) -> None:
         # every argument is checked before any folder or file is made: a refusal leaves none
         if not isinstance(model, nn.Module):
@@ -247,6 +253,7 @@ class Monitor:
         self.optimizer = inner_optimizer(optimizer)
         _check_optimizer_trains(self.model, self.optimizer)
         key = signing_key_from(signing_key, "Monitor")
+        arguments.flag("Monitor", "require_seal", require_seal)
         self._optimizers = {id(optimizer), id(self.optimizer)}  # (a GradScaler may key either)
         self.scaler = scaler
         self.check_every = check_every
@@ -332,9 +339,14 @@ class Monitor:
             from trainrecord.diary import DiaryWriter, MetricsWriter
 
             self._diary = (
-                DiaryWriter(self.run_dir, signing_key=key)
+                DiaryWriter(self.run_dir, signing_key=key, require_seal=require_seal)
                 if fsync_policy is None
-                else DiaryWriter(self.run_dir, fsync_policy=fsync_policy, signing_key=key)
+                else DiaryWriter(
+                    self.run_dir,
+                    fsync_policy=fsync_policy,
+                    signing_key=key,
+                    require_seal=require_seal,
+                )
             )
             try:
                 self._metrics = MetricsWriter(self.run_dir)

@@ -37,6 +37,47 @@ const LINE_SCHEMA = "https://trainrecord.dev/schemas/diary/line.schema.json";
 /** @param {PyValue} v @returns {v is Record<string, PyValue>} */
 const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
 
+/**
+ * `text` with each lone surrogate as its escape (`\ud800`), as Python's backslashreplace.
+ * @param {string} text
+ */
+const shown = (text) => Array.from(text, (ch) => (ch.length === 1 && ch.charCodeAt(0) >= 0xd800 && ch.charCodeAt(0) <= 0xdfff ? `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}` : ch)).join("");
+
+/**
+ * The `diary.text.surrogate` refusal of the first string in `value` (an object key or a
+ * value, at any depth) that holds a lone surrogate, which is not Unicode text (UTF-8
+ * cannot encode it), or null; as surrogate_problem in runtime/trainrecord/diary/writer.py.
+ * (A JS string holds a character beyond U+FFFF as a surrogate pair: that one is text.)
+ * @param {PyValue} value
+ * @param {(string|number)[]} at
+ * @returns {Refused | null}
+ */
+function surrogateRefusal(value, at) {
+  /** @param {(string|number)[]} where @param {string} text @param {string} kind */
+  const refuse = (where, text, kind) => {
+    const lone = Array.from(text).find((ch) => ch.length === 1 && ch.charCodeAt(0) >= 0xd800 && ch.charCodeAt(0) <= 0xdfff) ?? "";
+    const point = lone.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0");
+    return Refused.one("diary.text.surrogate", where,
+      `${kind} holds the surrogate code point U+${point}, which is not Unicode text (UTF-8 cannot encode it; JSON readers read a high and a low surrogate back as one character, so the line would not verify): give valid Unicode text (decode bytes with their real encoding, not surrogateescape; a character beyond U+FFFF as itself, not as two surrogates)`);
+  };
+  if (typeof value === "string") return value.isWellFormed() ? null : refuse(at, value, "the text");
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = surrogateRefusal(/** @type {PyValue} */ (value[i]), [...at, i]);
+      if (found !== null) return found;
+    }
+    return null;
+  }
+  if (isObject(value)) {
+    for (const key of Object.keys(value)) if (!key.isWellFormed()) return refuse([...at, shown(key)], key, "the key");
+    for (const [key, item] of Object.entries(value)) {
+      const found = surrogateRefusal(item, [...at, key]);
+      if (found !== null) return found;
+    }
+  }
+  return null;
+}
+
 /** round(time.time(), 3) as a float. */
 const now = () => Math.round(Date.now()) / 1000;
 
@@ -107,6 +148,8 @@ function appendDiary({ dir, events, fsyncPolicy }) {
       }
       const found = problems({ ...body, prev: head, hash: GENESIS }, LINE_SCHEMA);
       if (found.length > 0) throw new Refused(found);
+      const notText = surrogateRefusal(body, []);
+      if (notText !== null) throw notText;
       let digest;
       try {
         digest = lineHash(head, body);
