@@ -631,3 +631,69 @@ def test_node_seal_and_metrics_messages_name_the_field(tmp_path: Path) -> None:
     got = _node_verify(write_diary(tmp_path / "m", items, metrics=bad))["failure"]
     assert got["rule"] == "diary_metrics.fields.missing"
     assert got["message"].startswith("stuck: "), got["message"]
+
+
+def _node_verify_fields(folder: Path, key: Path | None = None) -> dict[str, Any]:
+    """Node's verifyDiary on ``folder`` (with the public key file ``key``): the fields that
+    Python's VerifyResult.to_json() has too."""
+    import subprocess
+
+    from tests.typescript.node_harness import NODE_IMPL, require_node
+
+    script = (
+        'const { verifyDiary } = require("./lib/diary");'
+        'const { loadPublicKey } = require("./lib/keys");'
+        "const key = process.argv[2] ? loadPublicKey(process.argv[2]) : null;"
+        "const r = verifyDiary(process.argv[1], { publicKey: key });"
+        "process.stdout.write(JSON.stringify(r,"
+        ' (k, v) => (typeof v === "bigint" ? Number(v) : v)));'
+    )
+    out = subprocess.run(
+        [require_node(), "-e", script, str(folder), str(key or "")],
+        cwd=NODE_IMPL,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout)
+
+
+_SEAL_FIELDS = ("status", "sealed", "signed", "signature", "sealed_at", "sealed_lines")
+
+
+def test_node_tells_an_unsigned_seal_from_an_unchecked_signature_as_python(
+    tmp_path: Path,
+) -> None:
+    """Tamper probe items 2, 9, 10: signature ("absent", "not checked", "valid"),
+    sealed_at and sealed_lines, the warning, and the seal messages (another record's seal
+    is not called an append; a key for an unsigned record names the missing record.sig)
+    are the same in Node and Python."""
+    _, pub, _ = generate_keypair(tmp_path / "k" / "signer")
+    items = bodies()
+    cases: list[tuple[Path, Path | None]] = []
+    unsigned = write_diary(tmp_path / "unsigned", items)
+    write_seal(unsigned)
+    cases += [(unsigned, None), (unsigned, pub)]
+    signed = write_diary(tmp_path / "signed", items)
+    write_seal(signed, signing_key=tmp_path / "k" / "signer")
+    cases += [(signed, None), (signed, pub)]
+    short = write_diary(tmp_path / "short", items[:2])
+    write_seal(short)
+    appended = write_diary(tmp_path / "appended", items)
+    (appended / "record.json").write_bytes((short / "record.json").read_bytes())
+    other = write_diary(tmp_path / "other", [*items[:1], {**items[1], "step": 99}, items[2]])
+    (other / "record.json").write_bytes((short / "record.json").read_bytes())
+    cut = write_diary(tmp_path / "cut", items[:1])
+    (cut / "record.json").write_bytes((short / "record.json").read_bytes())
+    cases += [(appended, None), (other, None), (cut, None)]
+    for folder, key in cases:
+        got = _node_verify_fields(folder, key)
+        want = python_verify(folder, public_key=key, workers=1).to_json()
+        where = (folder.name, key is not None)
+        assert {k: got[k] for k in _SEAL_FIELDS} == {k: want[k] for k in _SEAL_FIELDS}, where
+        assert got["failure"] == want["failure"], where
+        assert got["warnings"] == want["warnings"], where
+    assert _node_verify_fields(unsigned)["signature"] == "absent"
+    assert "appended to" in str(_node_verify_fields(appended)["failure"])
+    assert "appended to" not in str(_node_verify_fields(other)["failure"])

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from trainrecord.commands import run_dir_problem, whole_number
-from trainrecord.diary import verify
+from trainrecord.diary import load_public_key, verify
 
 EXIT = {"ok": 0, "failed": 1, "torn": 3}
 
@@ -93,8 +93,19 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    key = None
+    if args.key is not None:  # loaded first: a key problem is said for any record, signed or
+        try:  # not (an unsigned record with --key then fails seal.signature.missing)
+            key = load_public_key(args.key)
+        except OSError as exc:
+            print(
+                f"trainrecord verify: --key {args.key}: {exc.strerror or exc}; pass the "
+                "signer's public key (the .pub file trainrecord keygen wrote)",
+                file=sys.stderr,
+            )
+            return 2
     progress = sys.stderr.isatty() and not args.no_progress and not args.json
-    result = verify(args.run_dir, public_key=args.key, workers=args.workers, progress=progress)
+    result = verify(args.run_dir, public_key=key, workers=args.workers, progress=progress)
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     else:

@@ -8,7 +8,10 @@ ranges in parallel processes. Each failure names the rule (``spec/rules/diary.js
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import json
+import math
 import re
 import stat
 from collections import Counter
@@ -88,7 +91,7 @@ class ChunkResult:
         if offset:
             self.first_line += offset
             self.run_ends = [(line + offset, sha) for line, sha in self.run_ends]
-            if self.failure is not None:
+            if self.failure is not None and self.failure.line > 0:  # (0: no line named)
                 self.failure = replace(self.failure, line=self.failure.line + offset)
         return self
 
@@ -125,11 +128,104 @@ def time_problem(t: Any) -> str | None:
     return None  # not a number: the schema (diary.time.type) says so
 
 
-def problem_text(p: Any) -> str:
+_UNKNOWN: Any = object()
+_SHOWN_MAX = 80
+_WAS_EXPECTED = " was expected"
+_ONE_OF = " is not one of "
+
+
+class _Token(str):
+    """A number as the file writes it (``1e400``, ``3.00``)."""
+
+
+def _token_at(raw: bytes, path: tuple[str | int, ...]) -> str | None:
+    """The number token at ``path`` in the JSON text ``raw``, as written; None when there is
+    none (or ``raw`` does not parse)."""
+    try:
+        doc: Any = json.loads(raw, parse_float=_Token, parse_int=_Token)
+        for part in path:
+            doc = doc[part]
+    except (ValueError, RecursionError, LookupError, TypeError):
+        return None
+    return str(doc) if doc.__class__ is _Token else None
+
+
+def _at(document: Any, path: tuple[str | int, ...]) -> Any:
+    for part in path:
+        try:
+            document = document[part]
+        except (LookupError, TypeError):
+            return _UNKNOWN
+    return document
+
+
+def _beyond_double(value: Any) -> bool:
+    """A JSON number no 64-bit float holds: it reads as infinity (``1e400``, 10**400)."""
+    if value.__class__ is float:
+        return not math.isfinite(value)
+    if value.__class__ is int:
+        try:
+            float(value)
+        except OverflowError:
+            return True
+    return False
+
+
+def json_text(value: Any, token: str | None = None) -> str:
+    """``value`` spelled as JSON writes it (``true``, ``null``, ``"text"``, ``3.0``), the
+    file's own token for a number when known (``1e400``), shortened past 80 characters."""
+    if token is not None:
+        text = token
+    elif _beyond_double(value):
+        return "a number too large for a 64-bit float"
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False)
+        except (ValueError, TypeError, RecursionError):
+            text = repr(value)
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")  # lone surrogates
+    return text if len(text) <= _SHOWN_MAX else text[: _SHOWN_MAX - 3] + "..."
+
+
+def _json_words(message: str) -> str:
+    """The Python values a schema message names besides the instance (an enum's list, a
+    const) in JSON spelling."""
+    for sep in (_ONE_OF, _WAS_EXPECTED):
+        head, found, tail = message.partition(sep)
+        spelled = tail if sep == _ONE_OF else head
+        if found:
+            try:
+                spelled = json.dumps(ast.literal_eval(spelled), ensure_ascii=False)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                return message
+            return f"{head}{found}{spelled}" if sep == _ONE_OF else f"{spelled}{found}{tail}"
+    return message
+
+
+def problem_text(p: Any, document: Any = _UNKNOWN, raw: bytes | None = None) -> str:
     """A schema problem as a failure's message: the field, what is wrong, the value (the
-    failure shows its rule id itself)."""
-    shown = f" (got {p.value})" if p.value is not None else ""
-    return f"{p.field}: {p.message}{shown}"
+    failure shows its rule id itself).
+
+    With the parsed ``document`` (and its JSON text ``raw``) the value is shown once, as
+    JSON spells it (``seq: true is not of type 'integer'``, not Python's ``True ... (got
+    True)``), a number as the file writes it (``1e400``, not Python's ``inf``)."""
+    value = _at(document, tuple(p.path)) if p.value is not None else _UNKNOWN
+    if value is _UNKNOWN:
+        shown = f" (got {p.value})" if p.value is not None else ""
+        return f"{p.field}: {p.message}{shown}"
+    number = value.__class__ in (int, float)
+    token = _token_at(raw, tuple(p.path)) if number and raw is not None else None
+    if number and _beyond_double(value):
+        text = f"{token} is" if token is not None else "a number"
+        return (
+            f"{p.field}: {text} too large for a 64-bit float (it reads as infinity); "
+            "write a finite number"
+        )
+    shown = json_text(value, token)
+    python = repr(value)
+    if p.message.startswith(python + " "):
+        return f"{p.field}: {shown}{_json_words(p.message[len(python) :])}"
+    return f"{p.field}: {_json_words(p.message)} (got {shown})"
 
 
 def irregular(path: Path, file: str) -> LineFailure | None:
@@ -166,12 +262,12 @@ def _seq_of(value: Any) -> int | None:
     return seq if type(seq) is int else None
 
 
-def _fail_schema(line_no: int, value: dict[str, Any]) -> LineFailure | None:
+def _fail_schema(line_no: int, value: dict[str, Any], raw: bytes) -> LineFailure | None:
     found = line_problems(value)
     if not found:
         return None
     p = found[0]
-    return LineFailure(line_no, _seq_of(value), p.rule, problem_text(p))
+    return LineFailure(line_no, _seq_of(value), p.rule, problem_text(p, value, raw))
 
 
 def _fail_schema_raw(line_no: int, raw: bytes) -> LineFailure | None:
@@ -181,7 +277,7 @@ def _fail_schema_raw(line_no: int, raw: bytes) -> LineFailure | None:
         value = parse_std(raw)
     except LineSyntaxError as exc:
         return LineFailure(line_no, None, "diary.file.json", str(exc))
-    return _fail_schema(line_no, value) if isinstance(value, dict) else None
+    return _fail_schema(line_no, value, raw) if isinstance(value, dict) else None
 
 
 def _slow_line(raw: bytes, line_no: int) -> tuple[dict[str, Any], bytes] | LineFailure:
@@ -192,11 +288,19 @@ def _slow_line(raw: bytes, line_no: int) -> tuple[dict[str, Any], bytes] | LineF
         return LineFailure(line_no, None, "diary.file.json", str(exc))
     if not isinstance(value, dict):
         return LineFailure(line_no, None, "diary.file.json", "the line is not a JSON object")
-    failure = _fail_schema(line_no, value)
+    failure = _fail_schema(line_no, value, raw)
     if failure is not None:
         return failure
     try:
         body = canonical_body_std(value)
+    except RecursionError:  # parsed, but nested too deeply for json.dumps from this depth
+        return LineFailure(
+            line_no,
+            _seq_of(value),
+            "diary.file.json",
+            "arrays or objects nested too deeply to write as canonical JSON (no record "
+            "nests beyond a few levels)",
+        )
     except (ValueError, TypeError):  # a number beyond a 64-bit float (1e400) parses as inf
         return LineFailure(
             line_no,
@@ -272,22 +376,26 @@ def _scan(raw_all: bytes, first_line: int, *, strict: bool, plain: bool = False)
                 and digest_given.__class__ is str
                 and (check_of(event, common) if event.__class__ is str else common)(value)
             ):
-                out = dumps(value, option=sort)
-                # (45 and 43 are "-" and "+": an int is looked up by memchr, at less cost
-                # than a bytes needle, and rules most lines out of the "e-" and "e+" search)
-                if (
-                    (plain or (out.isascii() and b"\x7f" not in out))
-                    and (43 not in out or b"e+" not in out)
-                    and b"0.0000" not in out
-                ):
-                    if 45 not in out or b"e-" not in out:
-                        body = out
-                    else:  # floats below 1e-5: Python pads their exponent to two digits
-                        body = pad_exponents(out) or exact_body(value, raw, out, True)
+                try:
+                    out = dumps(value, option=sort)
+                except TypeError:  # nested deeper than orjson writes (255 levels, while
+                    pass  # json and the seed's snippet go on): the slow path decides
                 else:
-                    body = exact_body(value, raw, out, plain)
-                if strict and not no_duplicate_names(raw, out):
-                    body = None
+                    # (45 and 43 are "-" and "+": an int is looked up by memchr, at less cost
+                    # than a bytes needle, and rules most lines out of the "e-" and "e+" search)
+                    if (
+                        (plain or (out.isascii() and b"\x7f" not in out))
+                        and (43 not in out or b"e+" not in out)
+                        and b"0.0000" not in out
+                    ):
+                        if 45 not in out or b"e-" not in out:
+                            body = out
+                        else:  # floats below 1e-5: Python pads their exponent to two digits
+                            body = pad_exponents(out) or exact_body(value, raw, out, True)
+                    else:
+                        body = exact_body(value, raw, out, plain)
+                    if strict and not no_duplicate_names(raw, out):
+                        body = None
         if body is None:
             slow = _slow_line(raw, line_no)
             if slow.__class__ is LineFailure:

@@ -138,6 +138,34 @@ def write_seal(
     return seal
 
 
+def _hash_of_line(path: Path, number: int) -> Any:
+    """The ``hash`` field of line ``number`` (1-based) of ``path``, None when there is no
+    such line or it is not a JSON object."""
+    with open(path, "rb") as fh:
+        for at, raw in enumerate(fh, 1):
+            if at == number:
+                try:
+                    line = loads_strict(raw)
+                except ValueError:
+                    return None
+                return line.get("hash") if isinstance(line, dict) else None
+    return None
+
+
+def _lines_cause(path: Path, sealed: int, head_hash: str, lines: int) -> str:
+    """What a line count unlike the seal's shows, and only that: when the diary's line
+    ``sealed`` carries the sealed head hash, lines were added after it; otherwise the seal
+    is another record's or the diary was cut or rewritten (the files cannot tell which)."""
+    if lines >= sealed and _hash_of_line(path, sealed) == head_hash:
+        return "its first lines end at the sealed head, so the diary was appended to after sealing"
+    if lines < sealed:
+        return "the diary was cut after sealing, or record.json is another record's seal"
+    return (
+        f"its line {sealed} is not the sealed head, so record.json is another record's "
+        "seal, or the diary was rewritten after sealing"
+    )
+
+
 def _fail(rule: str, message: str, file: str = SEAL) -> LineFailure:
     return LineFailure(0, None, rule, message, file)
 
@@ -167,19 +195,22 @@ def check_seal(
         return _fail("seal.file.json", f"record.json is not strict JSON: {exc}")
     found = problems(seal, SEAL_SCHEMA)  # the oracle: one small document
     if found:
-        return _fail(found[0].rule, problem_text(found[0]))
+        return _fail(found[0].rule, problem_text(found[0], seal, data))
     diary = seal["diary"]
     sha, size, lines = _file_facts(run / DIARY)
     if lines != diary["lines"] or torn:
-        what = "cut" if lines < diary["lines"] else "appended to"
         return _fail(
             "seal.diary.lines",
             f"the seal pins {diary['lines']} lines but diary.jsonl "
-            f"has {lines}{' and a torn tail' if torn else ''}: the diary was {what} "
-            "after sealing",
+            f"has {lines}{' and a torn tail' if torn else ''}: "
+            + _lines_cause(run / DIARY, diary["lines"], diary["head_hash"], lines),
         )
     if diary["head_seq"] != result.head_seq or diary["head_hash"] != result.head_hash:
-        return _fail("seal.diary.head", "the seal's head (last seq and hash) is not the diary's")
+        return _fail(
+            "seal.diary.head",
+            "the seal's head (last seq and hash) is not the diary's: record.json is another "
+            "record's seal, or the diary was rewritten after sealing",
+        )
     if sha != diary["sha256"] or size != diary["bytes"]:
         return _fail("seal.diary.sha256", "diary.jsonl's SHA-256 differs from the sealed one")
     metrics = seal["metrics"]
@@ -194,6 +225,7 @@ def check_seal(
         if (msha, msize, mrows) != (metrics["sha256"], metrics["bytes"], metrics["rows"]):
             return _fail("seal.metrics.sha256", "metrics.jsonl differs from the sealed one")
     result.sealed = True
+    result.sealed_at, result.sealed_lines = seal["sealed_at"], diary["lines"]
     return _check_signature(seal, data, sig_path, result, public_key)
 
 
@@ -210,8 +242,12 @@ def _check_signature(
             )
         if public_key is not None:
             return _fail(
-                "seal.signature.missing", "a public key was given but the record is not signed"
+                "seal.signature.missing",
+                "a public key was given but the record is not signed: record.json names no "
+                "signature and there is no record.sig (an unsigned seal can be written by "
+                "anyone)",
             )
+        result.signature = "absent"
         return None
     if not sig_path.exists():
         return _fail(
@@ -236,7 +272,11 @@ def _check_signature(
             SIGNATURE,
         )
     if public_key is None:
-        result.warnings.append("signature not checked: pass the signer's public key (--key)")
+        result.signature = "not checked"
+        result.warnings.append(
+            "signature not checked: record.sig is there; pass the signer's public key "
+            "(--key PUBLIC_KEY) to check it"
+        )
         return None
     key = load_public_key(public_key)
     if fingerprint(key) != sig_meta["public_key_sha256"]:
@@ -254,4 +294,5 @@ def _check_signature(
             SIGNATURE,
         )
     result.signed = True
+    result.signature = "valid"
     return None

@@ -8,7 +8,9 @@ record.sig. It names the first failing line and the rule it breaks, and tells a 
 line (a crash while writing: the final line has no newline) from tampering.
 
 Large diaries are split into ranges checked by worker processes (both cores), joined in
-order; the answer is the same as a single pass.
+order; the answer is the same as a single pass. The diary is read with plain reads, never
+mapped: a diary cut while it is read fails ``diary.file.changed`` instead of killing the
+process with SIGBUS.
 """
 
 from __future__ import annotations
@@ -16,15 +18,15 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
-import mmap
 import multiprocessing
 import os
 import sys
+import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 from trainrecord.diary.chain import ChunkResult, LineFailure, irregular, problem_text, scan
 from trainrecord.diary.events import METRICS_ROW_SCHEMA, fast_problems, fast_validators
@@ -41,6 +43,7 @@ CHUNK_BYTES = 4 << 20
 MIN_CHUNK_BYTES = 1 << 20
 
 Status = Literal["ok", "torn", "failed"]
+Signature = Literal["absent", "not checked", "valid"]
 ProgressFn = Callable[[int, int], None]
 
 
@@ -65,6 +68,15 @@ class VerifyResult:
     """record.json is present and matches the files."""
     signed: bool = False
     """record.sig was checked against the given public key and holds."""
+    signature: Signature | None = None
+    """For a seal that matches the files: ``"absent"`` (record.json names no signature:
+    sealed, not signed), ``"not checked"`` (a well-formed record.sig, no key given) or
+    ``"valid"`` (checked against the given key); None when the record is not sealed or
+    verification failed before the signature was decided."""
+    sealed_at: float | None = None
+    """The seal's sealed_at (Unix seconds) when the seal matches the files, else None."""
+    sealed_lines: int | None = None
+    """The number of diary lines the seal pins, when it matches the files, else None."""
     warnings: list[str] = field(default_factory=list)
     last_run_start: dict[str, Any] | None = field(default=None, repr=False)
     """The last run_start line of a diary that verifies (the latest session's), None
@@ -79,23 +91,45 @@ class VerifyResult:
         """One paragraph for people."""
         if self.status == "ok":
             head = f"OK: {self.lines} lines verified"
-            extra = [
-                ("complete" if self.complete else "no run_end yet"),
-                ("sealed" if self.sealed else "not sealed"),
-                ("signature valid" if self.signed else "signature not checked"),
-            ]
+            extra = ["complete" if self.complete else "no run_end yet"]
+            if not self.sealed:
+                extra.append("not sealed")
+            else:
+                extra.append(self._seal_text())
+                extra.append(
+                    "signature valid"
+                    if self.signature == "valid"
+                    else "signed, signature not checked: pass --key PUBLIC_KEY to check it"
+                    if self.signature == "not checked"
+                    else "not signed"
+                )
             return f"{head} ({', '.join(extra)})"
         if self.status == "torn":
             return (
                 f"TORN TAIL: the first {self.lines} lines verify; the last line is "
                 f"incomplete ({self.torn_bytes} bytes without a newline), as a crash while "
-                "writing leaves it. This is not tampering."
+                "writing leaves it. A cut made on purpose leaves the same: only a seal "
+                "(record.json, signed to tell who made it) can tell them apart."
             )
         if self.failure is not None and (
             self.failure.file != DIARY or 0 < self.failure.line <= self.lines
         ):  # not a line of its own (metrics, seal), or a line that verified (run_end's digest)
             return f"FAILED: {self.failure} (the {self.lines} diary lines verify)"
         return f"FAILED: {self.failure} ({self.lines} lines verified before it)"
+
+    def _seal_text(self) -> str:
+        """What the matching seal covers: when it was made and the lines it pins (an older
+        signed seal put back with the diary cut to it shows here as an older date)."""
+        when = f"sealed_at {self.sealed_at}"
+        if self.sealed_at is not None:
+            try:
+                stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.sealed_at))
+            except (OverflowError, OSError, ValueError):  # a date beyond the calendar's
+                pass
+            else:
+                when = stamp
+        lines = self.sealed_lines
+        return f"sealed {when} over {lines} line{'' if lines == 1 else 's'}"
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready form (the --json output)."""
@@ -113,19 +147,101 @@ class VerifyResult:
             "metrics_rows": self.metrics_rows,
             "sealed": self.sealed,
             "signed": self.signed,
+            "signature": self.signature,
+            "sealed_at": self.sealed_at,
+            "sealed_lines": self.sealed_lines,
             "warnings": self.warnings,
         }
 
 
-def _scan_range(args: tuple[str, int, int]) -> ChunkResult:
-    path, start, end = args
-    with open(path, "rb") as fh:
-        fh.seek(start)
-        data = fh.read(end - start)
+class DiaryChanged(Exception):
+    """diary.jsonl ended before a byte it held when verification began: it was cut (or
+    replaced by a shorter file) while being read."""
+
+    def __init__(self, size: int, end: int, now: int | None) -> None:
+        super().__init__(size, end, now)
+        self.size, self.end, self.now = size, end, now
+
+    def failure(self) -> LineFailure:
+        """``diary.file.changed``, naming the sizes."""
+        return LineFailure(
+            0,
+            None,
+            "diary.file.changed",
+            f"diary.jsonl changed while it was being verified: it had {self.size} bytes "
+            "when verification began"
+            + (f" and has {self.now} now" if self.now is not None else "")
+            + f" (a read found its end at byte {self.end}: it was cut or replaced), so its "
+            "lines cannot be checked as one file; verify it again once nothing writes to, "
+            "copies or cuts it",
+        )
+
+
+_pread = getattr(os, "pread", None)
+
+
+class _DiaryFile:
+    """Reads of diary.jsonl by byte range, with plain file reads: never a memory map, whose
+    pages fault (SIGBUS kills the process) when the file is cut while it is read. A read
+    that ends early raises :class:`DiaryChanged`."""
+
+    WINDOW = 1 << 16
+
+    def __init__(self, fh: IO[bytes], size: int) -> None:
+        self.fh, self.size = fh, size
+
+    def read(self, start: int, stop: int) -> bytes:
+        """Bytes [start, stop), all of them."""
+        if _pread is not None:  # one system call, no buffer in between
+            data = _pread(self.fh.fileno(), stop - start, start)
+            while len(data) < stop - start:  # a short read: the end, or (rarely) a signal
+                more = _pread(self.fh.fileno(), stop - start - len(data), start + len(data))
+                if not more:
+                    break
+                data += more
+        else:  # pragma: no cover - without os.pread (Windows)
+            self.fh.seek(start)
+            data = self.fh.read(stop - start)
+        if len(data) != stop - start:
+            try:
+                now: int | None = os.fstat(self.fh.fileno()).st_size
+            except OSError:  # pragma: no cover - an open file can always be stat'ed
+                now = None
+            raise DiaryChanged(self.size, start + len(data), now)
+        return data
+
+    def find(self, sub: bytes, start: int, end: int) -> int:
+        """Like ``bytes.find`` over [start, end) of the file (``sub`` is one byte)."""
+        while start < end:
+            stop = min(start + self.WINDOW, end)
+            at = self.read(start, stop).find(sub)
+            if at >= 0:
+                return start + at
+            start = stop
+        return -1
+
+    def rfind(self, sub: bytes, end: int) -> int:
+        """Like ``bytes.rfind`` over [0, end) of the file (``sub`` is one byte)."""
+        while end > 0:
+            start = max(0, end - self.WINDOW)
+            at = self.read(start, end).rfind(sub)
+            if at >= 0:
+                return start + at
+            end = start
+        return -1
+
+
+def _scan_range(args: tuple[str, int, int, int]) -> ChunkResult:
+    path, start, end, size = args
+    try:
+        with open(path, "rb") as fh:
+            data = _DiaryFile(fh, size).read(start, end)
+    except DiaryChanged as exc:
+        return ChunkResult(first_line=1, failure=exc.failure())
     return scan(data, 1)
 
 
-def _ranges(buf: mmap.mmap | bytes, end: int, chunk: int) -> list[tuple[int, int]]:
+def _ranges(buf: _DiaryFile | bytes, end: int, chunk: int) -> list[tuple[int, int]]:
     """Split [0, end) at newlines into (start, stop) ranges of about ``chunk`` bytes."""
     out: list[tuple[int, int]] = []
     start = 0
@@ -252,7 +368,9 @@ def _check_metrics(
             return LineFailure(row, None, "diary.metrics.json", str(exc), METRICS)
         found = fast_problems(value, METRICS_ROW_SCHEMA)
         if found:
-            return LineFailure(row, None, found[0].rule, problem_text(found[0]), METRICS)
+            return LineFailure(
+                row, None, found[0].rule, problem_text(found[0], value, raw), METRICS
+            )
         digest.update(data[pos : nl + 1])
         prefixes.add(digest.hexdigest())
         pos = nl + 1
@@ -314,7 +432,16 @@ def verify(
     object) to check record.sig with. ``workers``: processes to use (default: the CPUs,
     for diaries of 8 MiB and more). ``progress``: a callback ``(done_bytes, total_bytes)``,
     or True for a bar on stderr (the CLI passes True when stderr is a terminal).
+
+    A ``public_key`` that cannot be loaded raises before anything is read (a missing or
+    unreadable file: ``OSError``; not an Ed25519 public key: ``RecordRefused``,
+    ``seal.key.format``): a caller who passes a key expects a signature check, so a key
+    problem is never left unsaid, signed record or not.
     """
+    if public_key is not None:  # the caller's key: a problem with it is said first, whatever
+        from trainrecord.diary.keys import load_public_key  # the record (signed or not)
+
+        public_key = load_public_key(public_key)
     run = Path(run_dir)
     path = run / DIARY
     odd = irregular(path, DIARY)
@@ -336,29 +463,20 @@ def verify(
             failure=LineFailure(0, None, "diary.file.empty", f"{path} is empty"),
         )
     report: ProgressFn | None = _tty_progress() if progress is True else (progress or None)
-    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-        last_nl = buf.rfind(b"\n")
-        complete_end = last_nl + 1
-        torn = size - complete_end
-        n_workers = workers if workers is not None else (os.cpu_count() or 1)
-        if n_workers > 1 and complete_end >= PARALLEL_MIN_BYTES:
-            chunk = max(MIN_CHUNK_BYTES, min(CHUNK_BYTES, complete_end // (4 * n_workers) + 1))
-            ranges = _ranges(buf, complete_end, chunk)
-            results = _run_parallel(str(path), ranges, n_workers, report, complete_end)
-        elif complete_end > CHUNK_BYTES:  # in this process, a range at a time
-            ranges = _ranges(buf, complete_end, CHUNK_BYTES)
-            results = _run_serial(buf, ranges, report or _no_progress, complete_end)
-        else:
-            results = [scan(buf[:complete_end], 1)]
-            if report:
-                report(complete_end, complete_end)
+    try:
+        results, torn = _scan_file(path, size, workers, report)
+    except DiaryChanged as exc:  # cut while being read: no verdict on lines it no longer has
+        return VerifyResult(str(run), "failed", 0, failure=exc.failure())
     lines, failure, head = _join(results)
     result = VerifyResult(str(run), "ok", lines, events=dict(sorted(head.events.items())))
     if failure is None and lines:
         result.head_seq, result.head_hash = head.last_seq, head.last_hash
         result.complete = head.last_event == "run_end"
         if head.last_start is not None:
-            result.last_run_start = json.loads(head.last_start)
+            try:
+                result.last_run_start = json.loads(head.last_start)
+            except RecursionError:  # nested near json's recursion limit: never a crash
+                result.last_run_start = None
     if failure is None and lines == 0 and not torn:  # (a lone torn line is a torn tail)
         failure = LineFailure(1, None, "diary.file.empty", "the diary has no complete line")
     if failure is None:
@@ -381,17 +499,54 @@ def verify(
     return result
 
 
+def _scan_file(
+    path: Path, size: int, workers: int | None, report: ProgressFn | None
+) -> tuple[list[ChunkResult], int]:
+    """Scan the complete lines of the diary's first ``size`` bytes; (range results, torn
+    bytes). Raises :class:`DiaryChanged` when the file ends early while it is read."""
+    with open(path, "rb") as fh:
+        diary = _DiaryFile(fh, size)
+        if size <= CHUNK_BYTES:  # one read; the lines in this process
+            data = diary.read(0, size)
+            complete_end = data.rfind(b"\n") + 1
+            results = [scan(data if complete_end == size else data[:complete_end], 1)]
+            if report:
+                report(complete_end, complete_end)
+            return results, size - complete_end
+        complete_end = diary.rfind(b"\n", size) + 1
+        torn = size - complete_end
+        n_workers = workers if workers is not None else (os.cpu_count() or 1)
+        if n_workers > 1 and complete_end >= PARALLEL_MIN_BYTES:
+            chunk = max(MIN_CHUNK_BYTES, min(CHUNK_BYTES, complete_end // (4 * n_workers) + 1))
+            ranges = _ranges(diary, complete_end, chunk)
+            results = _run_parallel(str(path), size, ranges, n_workers, report, complete_end)
+        elif complete_end > CHUNK_BYTES:  # in this process, a range at a time
+            ranges = _ranges(diary, complete_end, CHUNK_BYTES)
+            results = _run_serial(diary, ranges, report or _no_progress, complete_end)
+        else:
+            results = [scan(diary.read(0, complete_end), 1)]
+            if report:
+                report(complete_end, complete_end)
+        return results, torn
+
+
 def _no_progress(done: int, total: int) -> None:
     return None
 
 
 def _run_serial(
-    buf: mmap.mmap, ranges: list[tuple[int, int]], report: ProgressFn, total: int
+    diary: _DiaryFile, ranges: list[tuple[int, int]], report: ProgressFn, total: int
 ) -> list[ChunkResult]:
     results: list[ChunkResult] = []
     offset = 0
     for start, stop in ranges:
-        res = scan(buf[start:stop], 1).rebase(offset)
+        try:
+            data = diary.read(start, stop)
+        except DiaryChanged as exc:  # the lines before it stand; the rest cannot be read
+            results.append(ChunkResult(first_line=1, failure=exc.failure()))
+            break
+        res = scan(data, 1).rebase(offset)
+        del data  # freed before the next range is read: its memory is reused, not faulted anew
         results.append(res)
         offset += res.total
         report(stop, total)
@@ -402,6 +557,7 @@ def _run_serial(
 
 def _run_parallel(
     path: str,
+    size: int,
     ranges: list[tuple[int, int]],
     n_workers: int,
     report: ProgressFn | None,
@@ -418,7 +574,7 @@ def _run_parallel(
     # kills workers that may hold its task queue's lock, and then hangs for good joining
     # its task handler (seen in a test run: verify() never returned).
     with ProcessPoolExecutor(n_workers, mp_context=ctx) as pool:
-        jobs = [pool.submit(_scan_range, (path, start, stop)) for start, stop in ranges]
+        jobs = [pool.submit(_scan_range, (path, start, stop, size)) for start, stop in ranges]
         for (start, stop), job in zip(ranges, jobs, strict=True):
             res = job.result()
             results.append(res.rebase(offset))

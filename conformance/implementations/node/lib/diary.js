@@ -131,8 +131,11 @@ const fail = (file, line, seq, rule, message) => ({ file, line, seq, rule, messa
  */
 function verifyDiary(folder, options = {}) {
   const file = path.join(folder, "diary.jsonl");
-  /** @type {{status: string, lines: number, head_seq: bigint | null, head_hash: string | null, failure: Failure | null, torn_bytes: number, complete: boolean, sealed: boolean, signed: boolean, warnings: string[]}} */
-  const result = { status: "ok", lines: 0, head_seq: null, head_hash: null, failure: null, torn_bytes: 0, complete: false, sealed: false, signed: false, warnings: [] };
+  /** @type {{status: string, lines: number, head_seq: bigint | null, head_hash: string | null, failure: Failure | null, torn_bytes: number, complete: boolean, sealed: boolean, signed: boolean, signature: string | null, sealed_at: number | bigint | null, sealed_lines: bigint | null, warnings: string[]}} */
+  const result = {
+    status: "ok", lines: 0, head_seq: null, head_hash: null, failure: null, torn_bytes: 0, complete: false, sealed: false, signed: false,
+    signature: null, sealed_at: null, sealed_lines: null, warnings: [],
+  };
   const done = (/** @type {Failure | null} */ failure) => {
     if (failure !== null) {
       result.status = "failed";
@@ -322,10 +325,11 @@ function checkSeal(folder, result, torn, publicKey) {
   const s = /** @type {any} */ (seal);
   const [sha, size, lines] = fileFacts(path.join(folder, "diary.jsonl"));
   if (BigInt(lines) !== s.diary.lines || torn) {
-    return sealFail("seal.diary.lines", `the seal pins ${s.diary.lines} lines but diary.jsonl has ${lines}${torn ? " and a torn tail" : ""}`);
+    const cause = linesCause(path.join(folder, "diary.jsonl"), s.diary.lines, s.diary.head_hash, BigInt(lines));
+    return sealFail("seal.diary.lines", `the seal pins ${s.diary.lines} lines but diary.jsonl has ${lines}${torn ? " and a torn tail" : ""}: ${cause}`);
   }
   if (s.diary.head_seq !== result.head_seq || s.diary.head_hash !== result.head_hash) {
-    return sealFail("seal.diary.head", "the seal's head (last seq and hash) is not the diary's");
+    return sealFail("seal.diary.head", "the seal's head (last seq and hash) is not the diary's: record.json is another record's seal, or the diary was rewritten after sealing");
   }
   if (sha !== s.diary.sha256 || BigInt(size) !== s.diary.bytes) return sealFail("seal.diary.sha256", "diary.jsonl's SHA-256 differs from the sealed one");
   const mpath = path.join(folder, "metrics.jsonl");
@@ -339,9 +343,14 @@ function checkSeal(folder, result, torn, publicKey) {
     }
   }
   result.sealed = true;
+  result.sealed_at = s.sealed_at;
+  result.sealed_lines = s.diary.lines;
   if (s.signature === null) {
     if (fs.existsSync(sigPath)) return sealFail("seal.signature.unexpected", "record.sig is present but record.json names no signature", "record.sig");
-    if (publicKey !== null) return sealFail("seal.signature.missing", "a public key was given but the record is not signed");
+    if (publicKey !== null) {
+      return sealFail("seal.signature.missing", "a public key was given but the record is not signed: record.json names no signature and there is no record.sig (an unsigned seal can be written by anyone)");
+    }
+    result.signature = "absent";
     return null;
   }
   if (!fs.existsSync(sigPath)) return sealFail("seal.signature.missing", "record.json names a signature but record.sig is missing", "record.sig");
@@ -357,7 +366,8 @@ function checkSeal(folder, result, torn, publicKey) {
   }
   if (signature === null) return sealFail("seal.signature.format", "record.sig is not one line of base64 holding a 64-byte Ed25519 signature", "record.sig");
   if (publicKey === null) {
-    result.warnings.push("signature not checked: pass the signer's public key");
+    result.signature = "not checked";
+    result.warnings.push("signature not checked: record.sig is there; pass the signer's public key (--key PUBLIC_KEY) to check it");
     return null;
   }
   const key = publicKey;
@@ -368,7 +378,52 @@ function checkSeal(folder, result, torn, publicKey) {
     return sealFail("seal.signature.invalid", "record.sig is not a valid signature of record.json by the given key", "record.sig");
   }
   result.signed = true;
+  result.signature = "valid";
   return null;
+}
+
+/**
+ * The hash field of line `number` (1-based) of `file`, null when there is no such line or
+ * it is not a JSON object (seal.py's _hash_of_line).
+ * @param {string} file
+ * @param {bigint} number
+ * @returns {unknown}
+ */
+function hashOfLine(file, number) {
+  const data = fs.readFileSync(file);
+  let start = 0;
+  for (let at = 1n; start <= data.length; at++) {
+    const nl = data.indexOf(0x0a, start);
+    const end = nl < 0 ? data.length : nl;
+    if (at === number) {
+      if (nl < 0 && end === start) return null;
+      try {
+        const line = parseStrict(data.subarray(start, end));
+        return isObject(line) ? line.hash ?? null : null;
+      } catch {
+        return null;
+      }
+    }
+    if (nl < 0) return null;
+    start = nl + 1;
+  }
+  return null;
+}
+
+/**
+ * What a line count unlike the seal's shows, and only that (seal.py's _lines_cause).
+ * @param {string} file
+ * @param {bigint} sealed
+ * @param {string} headHash
+ * @param {bigint} lines
+ * @returns {string}
+ */
+function linesCause(file, sealed, headHash, lines) {
+  if (lines >= sealed && hashOfLine(file, sealed) === headHash) {
+    return "its first lines end at the sealed head, so the diary was appended to after sealing";
+  }
+  if (lines < sealed) return "the diary was cut after sealing, or record.json is another record's seal";
+  return `its line ${sealed} is not the sealed head, so record.json is another record's seal, or the diary was rewritten after sealing`;
 }
 
 module.exports = { verifyDiary, lineHash, GENESIS };
