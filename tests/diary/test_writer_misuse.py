@@ -212,3 +212,26 @@ def test_a_run_dir_under_a_file_or_a_looping_link_is_named(tmp_path: Path) -> No
             assert caught.value.filename == str(bad)
             assert f"run_dir {bad / 'run'} sits under {bad}, which is {kind}" in str(caught.value)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "loop"]
+
+
+def test_fields_nested_past_the_recursion_limit_are_refused_not_raised(tmp_path: Path) -> None:
+    # A tamper probe: under a deep stack (pytest's) a config ~480 levels deep raised a bare
+    # RecursionError from inside the writer; nothing of it may be written
+    import sys
+
+    from trainrecord.diary import DiaryWriter, MetricsWriter
+    from trainrecord.errors import RecordRefused
+
+    deep: object = 1
+    for _ in range(sys.getrecursionlimit() + 10):
+        deep = {"a": deep}
+    with DiaryWriter(tmp_path / "run", seal=False) as writer:
+        writer.append("run_start", {**BODIES["run_start"], "config": {"ok": 1}})
+        size = writer.path.stat().st_size
+        with pytest.raises(RecordRefused) as caught:
+            writer.append("loss_spike", {**BODIES["loss_spike"], "extra": deep})
+        assert caught.value.problems[0].rule == "diary.file.json"
+        assert writer.path.stat().st_size == size
+    with MetricsWriter(tmp_path / "run") as rows, pytest.raises(RecordRefused) as caught:
+        rows.append({"step": 0, "loss": 1.0, "grad": {"a": 0.1}, "stuck": {}, "x": deep})
+    assert caught.value.problems[0].rule == "diary.metrics.json"

@@ -222,7 +222,21 @@ def _checked_body(
     event: str, fields: dict[str, Any], seq: int, head: str, validate: bool
 ) -> tuple[dict[str, Any], str]:
     """The line at ``seq`` after ``head`` without prev and hash, and its canonical text;
-    or the refusal of its fields."""
+    or the refusal of its fields (fields nested deeper than Python's recursion goes, a
+    config of hundreds of levels, included: never a RecursionError from inside)."""
+    try:
+        return _body_of(event, fields, seq, head, validate)
+    except RecursionError:
+        raise RecordRefused.one(
+            "diary.file.json",
+            ["fields"],
+            "the fields nest too deeply to be written (hundreds of levels); flatten them",
+        ) from None
+
+
+def _body_of(
+    event: str, fields: dict[str, Any], seq: int, head: str, validate: bool
+) -> tuple[dict[str, Any], str]:
     body = {"seq": seq, "time": round(time.time(), 3), "event": event, **encode(fields)}
     if validate:
         found = check_line({**body, "prev": head, "hash": GENESIS})
@@ -659,12 +673,19 @@ class MetricsWriter:
         """Write one row (non-finite floats become tokens); return the row as written."""
         if self._closed:
             raise ValueError("the metrics writer is closed")
-        row = encode(row)
-        if self.validate:
-            found = fast_problems(row, METRICS_ROW_SCHEMA)
-            if found:
-                raise RecordRefused(found)
-        data = row_bytes(row)
+        try:
+            row = encode(row)
+            if self.validate:
+                found = fast_problems(row, METRICS_ROW_SCHEMA)
+                if found:
+                    raise RecordRefused(found)
+            data = row_bytes(row)
+        except RecursionError:
+            raise RecordRefused.one(
+                "diary.metrics.json",
+                ["row"],
+                "the row nests too deeply to be written (hundreds of levels); flatten it",
+            ) from None
         try:
             self._file.write_line(data)
         except BaseException:
