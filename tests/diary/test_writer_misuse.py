@@ -113,11 +113,20 @@ def test_a_refused_first_line_leaves_no_empty_diary(tmp_path: Path) -> None:
             w.append("run_start", {**BODIES["run_start"], "name": 123})
         with pytest.raises(RecordRefused):
             m.append({"step": 0, "loss": 1.0, "grad": {}, "stuck": {"c": [1]}})
-        # an empty metrics.jsonl stays: it is the record of no rows, which run_end names
-        assert sorted(p.name for p in run.iterdir()) == ["metrics.jsonl"]
-        w.append("run_start", BODIES["run_start"])  # the writer goes on: the file again
+        # the empty diary and its lock stay while the writer is open: a second writer
+        # would start the diary, and this one then write a second seq 0 (a review found it)
+        with pytest.raises(RecordRefused, match=r"diary\.writer\.locked"):
+            DiaryWriter(run)
+        w.append("run_start", BODIES["run_start"])  # the writer goes on
         w.append("run_end", {**BODIES["run_end"], "metrics_sha256": m.sha256()})
     assert verify(run).ok
+    # closed with nothing written: the diary it made is gone; an empty metrics.jsonl stays
+    # (the record of no rows, which a run_end names)
+    other = tmp_path / "other"
+    with DiaryWriter(other) as w, MetricsWriter(other):
+        with pytest.raises(RecordRefused, match=r"diary\.order\.run_start"):
+            w.append("alarm", BODIES["alarm"])
+    assert sorted(p.name for p in other.iterdir()) == ["metrics.jsonl"]
 
 
 def test_a_refused_first_line_leaves_a_file_the_writer_did_not_make(tmp_path: Path) -> None:
@@ -235,3 +244,18 @@ def test_fields_nested_past_the_recursion_limit_are_refused_not_raised(tmp_path:
     with MetricsWriter(tmp_path / "run") as rows, pytest.raises(RecordRefused) as caught:
         rows.append({"step": 0, "loss": 1.0, "grad": {"a": 0.1}, "stuck": {}, "x": deep})
     assert caught.value.problems[0].rule == "diary.metrics.json"
+
+
+def test_a_metrics_file_whose_last_row_nests_deeply_is_resumed(tmp_path: Path) -> None:
+    # A review: the metrics writer read its last row's step with json.loads, and a row nested
+    # past the recursion limit raised a bare RecursionError from the constructor
+    import sys
+
+    from trainrecord.diary import MetricsWriter
+
+    run = tmp_path / "run"
+    run.mkdir()
+    deep = "[" * (sys.getrecursionlimit() + 10) + "]" * (sys.getrecursionlimit() + 10)
+    (run / "metrics.jsonl").write_text('{"step": 0, "x": ' + deep + "}\n")
+    with MetricsWriter(run) as rows:
+        assert rows.rows == 1

@@ -226,6 +226,34 @@ def test_step_twice_per_optimizer_step_is_warned_once(
     assert events(read_run(tmp_path / "twice"), "run_end")[0]["steps"] == 16  # as called
 
 
+def test_a_frozen_backbones_stale_gradient_is_no_sign_of_step_twice(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A review: the step-twice test marked the first parameter with a gradient, a frozen
+    # backbone's stale one that the head's optimizer never touches, and warned on a loop
+    # calling step() once per optimizer step
+    torch.manual_seed(0)
+    model = TinyMLP()
+    full = sgd(model)
+    train(model, full, None, 2)  # the whole model trained: every parameter has a gradient
+    x, y = batches(1)[0]
+    F.cross_entropy(model(x), y).backward()  # gradients left in place, as a loop may
+    head = list(model.children())[-1]
+    for param in model.parameters():
+        param.requires_grad_(False)
+    for param in head.parameters():
+        param.requires_grad_(True)
+    head_only = torch.optim.SGD(head.parameters(), lr=0.05)
+    with Monitor(model, head_only, tmp_path / "run", check_every=3) as monitor:
+        for x, y in batches(9):
+            head_only.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            monitor.step(loss)
+            head_only.step()
+    assert not said(caplog, "step() was called")
+
+
 def test_a_start_step_that_numbers_recorded_steps_again_is_warned(
     run_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

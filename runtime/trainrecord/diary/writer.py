@@ -338,9 +338,9 @@ class DiaryWriter:
         return self._file
 
     def _drop_empty(self) -> None:
-        """Remove the diary this writer made while nothing is in it (its first line was
-        refused, or it closes without one): a 0-byte diary.jsonl is a record that fails
-        verification. The next append makes it again."""
+        """At close, remove the diary this writer made while nothing is in it (its first
+        lines were refused, or none was written): a 0-byte diary.jsonl is a record that
+        fails verification. Never before close: the file holds the writer's lock."""
         file = self._file
         if not self._created or file is None or self.seq:
             return
@@ -493,11 +493,9 @@ class DiaryWriter:
         """Write one event; return the full line (seq, time, event, fields, prev, hash)."""
         if self._closed:
             raise ValueError("the diary writer is closed")
-        try:
-            body, text = self._body(event, fields)
-        except RecordRefused:
-            self._drop_empty()  # a refused first line leaves no empty diary.jsonl behind
-            raise
+        # a refused first line keeps the (empty) file and its lock: another writer must not
+        # start the diary meanwhile; close() removes it while it is still empty
+        body, text = self._body(event, fields)
         digest = hashlib.sha256((self.head + text).encode("utf-8")).hexdigest()
         line = {**body, "prev": self.head, "hash": digest}
         data = (canonical_line(line) + "\n").encode("utf-8")
@@ -619,8 +617,8 @@ def _last_step(data: bytes) -> int | None:
     if end < 0:
         return None
     try:
-        row = json.loads(data[data.rfind(b"\n", 0, end) + 1 : end])
-    except ValueError:
+        row = loads_strict(data[data.rfind(b"\n", 0, end) + 1 : end])
+    except ValueError:  # (loads_strict: nesting too deep is a ValueError too)
         return None
     step = row.get("step") if isinstance(row, dict) else None
     return step if isinstance(step, int) and not isinstance(step, bool) else None

@@ -489,7 +489,7 @@ class Monitor:
             if step % self.check_every == 0:
                 self._check(step, self._loss_value(loss))
                 if not self._said_twice:
-                    self._stepped_at = _StepMark.of(step, self._parameters)
+                    self._stepped_at = _StepMark.of(step, self._parameters, self.optimizer)
             self.steps = step + 1
             if self.steps % self.check_every == 0 and self._record_error is None:
                 self._arm()
@@ -1400,11 +1400,21 @@ class _StepMark:
     grad_version: int
 
     @classmethod
-    def of(cls, step: int, parameters: list[nn.Parameter]) -> _StepMark | None:
-        """The mark of the first parameter with a gradient; None when none has one."""
+    def of(
+        cls, step: int, parameters: list[nn.Parameter], optimizer: torch.optim.Optimizer | None
+    ) -> _StepMark | None:
+        """The mark of the first trainable parameter with a gradient that ``optimizer``
+        updates (any trainable one without an optimizer); None when none has one. A frozen
+        parameter's stale gradient, or one another optimizer steps, stays the same across a
+        correct optimizer step: marking it warned on a correct loop (a review found it)."""
+        held = (
+            None
+            if optimizer is None
+            else {id(p) for group in optimizer.param_groups for p in group["params"]}
+        )
         for param in parameters:
             grad = param.grad
-            if grad is not None:
+            if grad is not None and param.requires_grad and (held is None or id(param) in held):
                 try:
                     versions = param._version, grad._version
                 except (AttributeError, RuntimeError):  # a tensor without a version counter
