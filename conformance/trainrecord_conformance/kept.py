@@ -4,7 +4,7 @@ example, as the harness got them, and the files they name, copied where they sta
 The counterexample Hypothesis shrinks to is the check's own draw (events, rows, a line
 number to tamper); what an implementer can replay is the requests the check sent for it.
 The folders they name live under the run's temporary root, removed when the run ends: on a
-failure they are copied to ``<tmp>/trainrecord-conformance-failures/<run>/<check>/`` (FIFOs
+failure they are copied to ``<tmp>/trainrecord-conformance-failures/<run>/<check>-<unique>/`` (FIFOs
 made again, links kept as links, at most :data:`MAX_BYTES` of files) and the requests are
 shown with those paths."""
 
@@ -41,7 +41,11 @@ def keep(root: Path, sent: list[tuple[str, dict[str, Any]]], check: str) -> tupl
         if size > MAX_BYTES:
             note = f"the files they name ({size} bytes) were not kept (over {MAX_BYTES})"
         else:
-            dest = failures_root() / re.sub(r"[^A-Za-z0-9._-]+", "_", check)[:120]
+            # one folder per failure: checks share names across rules, and targets of one
+            # run count their cases from case0 alike (a later failure replaced the files)
+            failures_root().mkdir(parents=True, exist_ok=True)
+            name = re.sub(r"[^A-Za-z0-9._-]+", "_", check)[:100]
+            dest = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=failures_root()))
             for case in cases:
                 src = root / case
                 if src.exists() or src.is_symlink():

@@ -70,3 +70,17 @@ def test_the_summary_names_the_operations_behind_skipped_rules() -> None:
         "2 rules were skipped: the target does not offer write_metrics, write_witness "
         "(see --json for each rule)." in text
     )
+
+
+def test_two_failures_of_one_check_keep_their_files_apart() -> None:
+    # A review: the kept folder was named after the check alone; targets of one run count
+    # their cases from case0 alike, so a second target's failure replaced the first's files
+    # (and a link or FIFO in both raised FileExistsError)
+    kept = []
+    for _ in range(2):
+        with ExecTarget(f"{sys.executable} {MUTANT}", name="mutant", timeout=60) as target:
+            [outcome] = run_rules(target, ["diary.chain.prev"], profile="ci", examples=5)
+        [check] = [c for c in outcome.checks if c.status == "fail"]
+        kept.append(Path(check.requests[-1]["input"]["dir"]))
+    assert kept[0] != kept[1] and kept[0].name == kept[1].name  # the same case, two homes
+    assert kept[0].is_dir() and kept[1].is_dir()
