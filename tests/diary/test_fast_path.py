@@ -470,6 +470,35 @@ def test_the_if_then_evaluator_agrees_with_the_oracle_on_any_json(line: dict[str
     assert rule(line) == jsonschema.Draft202012Validator(alone).is_valid(line)
 
 
+NUMERIC_IF_THEN = {
+    "if": {"required": ["a"], "properties": {"a": {"enum": [1, True, "x", 2.5]}}},
+    "then": {"properties": {"b": {"type": "number"}}},
+}
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["a", "b"]),
+        st.sampled_from([1, 1.0, True, False, 0, "x", "1", 2.5, 2, None, [1], {"a": 1}]),
+    )
+)
+@example({"a": 1.0, "b": "no"})
+@example({"a": True, "b": "no"})
+def test_the_if_then_evaluator_compares_numbers_by_value_as_json_schema_does(
+    line: dict[str, Any],
+) -> None:
+    # A review: the evaluator kept (type, value) pairs, so 1.0 was not the option 1, where
+    # JSON Schema's enum counts 1 and 1.0 as one number (True stays apart from 1); the
+    # alarm's string enum hid it, a numeric condition would have disagreed with the oracle
+    import jsonschema
+
+    from trainrecord.diary.events import _if_then
+
+    rule = _if_then(NUMERIC_IF_THEN)
+    assert rule is not None
+    assert rule(line) == jsonschema.Draft202012Validator(NUMERIC_IF_THEN).is_valid(line)
+
+
 @given(
     st.one_of(
         st.floats(allow_nan=False, allow_infinity=False),

@@ -216,6 +216,16 @@ _JSON_TYPES: dict[str, Callable[[Any], bool]] = {
 _NOTES = {"description", "x-rules"}
 
 
+def _json_key(value: Any) -> tuple[Any, Any]:
+    """A JSON scalar as JSON Schema compares it in ``enum`` and ``const``: a number by its
+    value whatever its spelling (1 equals 1.0), a boolean apart from numbers (True is not
+    1), a string by its text; an array or object raises TypeError (unhashable)."""
+    kind = value.__class__
+    key = ("number", value) if kind is int or kind is float else (kind, value)
+    hash(key)
+    return key
+
+
 def _if_then(schema: dict[str, Any]) -> Callable[[dict[str, Any]], bool] | None:
     """A check of a schema's top-level ``if``/``then`` when both use only ``required`` and
     properties with ``enum``/``const`` (if) and ``type`` (then), the shape the alarm's
@@ -235,9 +245,9 @@ def _if_then(schema: dict[str, Any]) -> Callable[[dict[str, Any]], bool] | None:
     if any(not isinstance(v["type"], str) or v["type"] not in _JSON_TYPES for v in typed.values()):
         return None
     required = tuple(cond.get("required", ()))
-    try:  # JSON equality as (type, value) pairs: True is not 1, 1 is 1.0
+    try:  # JSON equality as (kind, value) pairs: True is not 1, but 1 is 1.0 (one number)
         allowed = tuple(
-            (k, frozenset((type(o), o) for o in (v["enum"] if "enum" in v else [v["const"]])))
+            (k, frozenset(_json_key(o) for o in (v["enum"] if "enum" in v else [v["const"]])))
             for k, v in wanted.items()
             if set(v) - _NOTES
         )
@@ -254,8 +264,11 @@ def _if_then(schema: dict[str, Any]) -> Callable[[dict[str, Any]], bool] | None:
             value = line.get(k, absent)
             if value is absent:
                 continue
+            kind = value.__class__  # (_json_key inline: a call per alarm line costs)
             try:
-                if (type(value), value) not in options:
+                if (("number", value) if kind is int or kind is float else (kind, value)) not in (
+                    options
+                ):
                     return True
             except TypeError:  # an array or object: equal to no option
                 return True
