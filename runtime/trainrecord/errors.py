@@ -24,14 +24,24 @@ def safe_value(value: Any) -> str:
     return text
 
 
+def printable(text: str) -> str:
+    """``text`` with each surrogate code point (U+D800 to U+DFFF) as its escape
+    (``\\ud800``): text UTF-8 can encode, so printing or logging it never raises."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def format_path(path: Sequence[str | int]) -> str:
-    """Render a JSON path such as ``("rows", 0, "horizon")`` as ``rows[0].horizon``."""
+    """Render a JSON path such as ``("rows", 0, "horizon")`` as ``rows[0].horizon``.
+
+    A surrogate code point in a name (a field name read from JSON text as ``"\\ud800"``)
+    is shown as its escape, so the path can always be printed."""
     out = ""
     for part in path:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += f".{part}" if out else str(part)
+            part = printable(str(part))
+            out += f".{part}" if out else part
     return out or "(document)"
 
 
@@ -51,7 +61,7 @@ class Problem:
 
     def __str__(self) -> str:
         shown = f" (got {self.value})" if self.value is not None else ""
-        return f"[{self.rule}] {self.field}: {self.message}{shown}"
+        return printable(f"[{self.rule}] {self.field}: {self.message}{shown}")
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready form for ``--json`` output and the harness protocol."""

@@ -178,3 +178,55 @@ def test_validate_refuses_a_witness_whose_text_has_a_lone_surrogate(
     status, out = _run(["validate", str(witness)], capsys)
     assert status == 1
     assert f"[{rule}] {field}: " in out
+
+
+@pytest.mark.parametrize("name", ["\ud800", "\udc80"])
+def test_validate_reports_a_surrogate_field_name_printably_in_a_real_process(
+    tmp_path: Path, name: str
+) -> None:
+    """A field name holding a lone surrogate (``"\\ud800"`` in the JSON text) in a metrics row
+    or a witness is reported as its escape: no UnicodeEncodeError stops the folder's report,
+    plain output and --json are UTF-8, --json is JSON text (probe F1). The library's refusal
+    prints too."""
+    results = tmp_path / "run"
+    witness = write_witness(results, config={}, device="cpu", wall_seconds=1, env=good_env())
+    doc = json.loads(witness.read_text(encoding="utf-8"))
+    witness.write_text(json.dumps({**doc, name: 1}), encoding="utf-8")
+    (results / "metrics.json").write_text(json.dumps([{**good_row(), name: 2}]), encoding="utf-8")
+    (tmp_path / "z").mkdir()
+    write_metrics(tmp_path / "z", [good_row()])
+    exe = Path(sys.executable).with_name("trainrecord")
+    command = [str(exe)] if exe.exists() else [sys.executable, "-m", "trainrecord.cli"]
+    escaped = name.encode("utf-8", "backslashreplace").decode("ascii")
+    plain = subprocess.run(
+        [*command, "validate", str(tmp_path)], capture_output=True, check=False, cwd=ROOT
+    )
+    assert plain.returncode == 1, plain.stderr
+    assert b"Traceback" not in plain.stderr
+    out = plain.stdout.decode("utf-8")
+    assert f"[metrics.row.extra] [0].{escaped}: " in out
+    assert f"[witness.fields.extra] {escaped}: " in out
+    assert f"{tmp_path / 'z' / 'metrics.json'}: valid foundry-metrics" in out
+    machine = subprocess.run(
+        [*command, "validate", "--json", str(tmp_path)], capture_output=True, check=False, cwd=ROOT
+    )
+    assert machine.returncode == 1, machine.stderr
+    report = json.loads(machine.stdout.decode("utf-8"))
+    paths = [p["path"] for f in report["files"] for p in f["problems"]]
+    assert [0, escaped] in paths and [escaped] in paths
+    library = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys\nfrom trainrecord.foundry import read_metrics, read_witness\n"
+            "for read, p in ((read_metrics, sys.argv[1]), (read_witness, sys.argv[2])):\n"
+            "    try:\n        read(p)\n    except ValueError as e:\n        print(e)\n",
+            str(results / "metrics.json"),
+            str(witness),
+        ],
+        capture_output=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert library.returncode == 0, library.stderr
+    assert f"[0].{escaped}" in library.stdout.decode("utf-8")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from trainrecord import formats
+from trainrecord.errors import printable
 
 DESCRIPTION = """\
 Check record files against the trainrecord spec and print every problem with its rule id.
@@ -129,6 +130,19 @@ def _schemas_accepted() -> str:
     return f"--schema takes a path under schemas/ ({paths}) or a $id ({ids})"
 
 
+def _printable(value: Any) -> Any:
+    """``value`` (JSON-ready) with every string printable: a surrogate code point (a field
+    name read as ``"\\ud800"``, a file name that is not UTF-8) shown as its escape, so the
+    output is UTF-8 and ``--json`` prints JSON text any reader takes."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable(str(k)): _printable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_printable(v) for v in value]
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     """Validate every path; print the result; return the exit status."""
     try:
@@ -147,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    results = [_check(path, forced) for path in _expand(args.paths)]
+    results = [_printable(_check(path, forced)) for path in _expand(args.paths)]
     errors = any(r["error"] for r in results)
     invalid = any(r["problems"] for r in results)
     if args.json:

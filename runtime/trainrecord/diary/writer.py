@@ -71,7 +71,7 @@ from trainrecord.diary.events import (
 from trainrecord.diary.keys import fingerprint, load_private_key
 from trainrecord.diary.nonfinite import encode
 from trainrecord.diary.verifier import DIARY, METRICS, SEAL, SIGNATURE, VerifyResult, verify
-from trainrecord.errors import Problem, RecordRefused, safe_value
+from trainrecord.errors import Problem, RecordRefused, printable, safe_value
 from trainrecord.folders import make_folder
 
 LOGGER = logging.getLogger("trainrecord.diary")
@@ -175,7 +175,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def _shown(text: str) -> str:
     """``text`` with each surrogate code point as its escape (``\\ud800``): printable."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return printable(text)
 
 
 def surrogate_problem(body: Any) -> Problem | None:
