@@ -736,8 +736,10 @@ def test_a_numpy_scalar_loss_is_a_number(run_dir: Path) -> None:
 def test_a_run_dir_that_is_a_file_is_refused_clearly(tmp_path: Path) -> None:
     path = tmp_path / "run"
     path.write_text("not a folder")
-    with pytest.raises(NotADirectoryError, match="is a file, not a directory"):
+    with pytest.raises(NotADirectoryError, match="is a file, not a folder"):
         Monitor(TinyMLP(), None, path)
+    with pytest.raises(NotADirectoryError, match=f"sits under {path}, which is a file"):
+        Monitor(TinyMLP(), None, path / "sub")  # one check and one wording, as the writers'
     assert path.read_text() == "not a folder"
 
 

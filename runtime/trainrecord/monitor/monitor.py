@@ -28,6 +28,7 @@ gradients records the ``skipped_step`` the scaler is about to make. A SIGTERM (S
 from __future__ import annotations
 
 import contextlib
+import errno
 import math
 import numbers
 import platform
@@ -53,6 +54,7 @@ from trainrecord.diary.architecture import architecture_sha256
 from trainrecord.diary.durability import FsyncPolicy, check_fsync_policy
 from trainrecord.diary.writer import check_event, signing_key_from
 from trainrecord.errors import RecordRefused
+from trainrecord.folders import blocked_by, in_the_way
 from trainrecord.monitor.certificate import Certifier, Producer, producers_from
 from trainrecord.monitor.channels import (
     ActivationProbe,
@@ -264,10 +266,10 @@ class Monitor:
         self.decay_ratio = decay_ratio
         self.dist = Distributed.detect(wrapper)
         self.run_dir = run_dir
-        if self.run_dir.exists() and not self.run_dir.is_dir():
+        in_way = blocked_by(self.run_dir)  # before any file: the writers would say it later
+        if in_way is not None:
             raise NotADirectoryError(
-                f"Monitor's run_dir {self.run_dir} is a file, not a directory: give the "
-                "directory for diary.jsonl and metrics.jsonl (it is created if missing)"
+                errno.ENOTDIR, in_the_way(self.run_dir, in_way, "Monitor's run_dir"), str(in_way)
             )
         self.name = name or self.run_dir.name or self.run_dir.resolve().name  # (".")
         self.modules = dict(self.model.named_modules())
