@@ -29,29 +29,6 @@ from trainrecord_conformance.checks.reporting import _vector_reports
 pytestmark = pytest.mark.xdist_group("node")
 
 
-@pytest.fixture(scope="module")
-def tls(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Any]:
-    """(CA file, server TLS context) for 127.0.0.1."""
-    import ssl
-
-    import trustme
-
-    folder = tmp_path_factory.mktemp("tls")
-    ca = trustme.CA()
-    ca.cert_pem.write_to_path(str(folder / "ca.pem"))
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert("127.0.0.1").configure_cert(context)
-    return str(folder / "ca.pem"), context
-
-
-@pytest.fixture
-def servers() -> Iterator[list[TestServer]]:
-    started: list[TestServer] = []
-    yield started
-    for server in started:
-        server.stop()
-
-
 def _report() -> dict[str, Any]:
     return {**_vector_reports()[0], "seq": 1}
 
