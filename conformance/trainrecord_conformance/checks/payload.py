@@ -19,11 +19,9 @@ the start of it, into the raised message (:mod:`trainrecord_conformance.checks.e
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from collections.abc import Callable
 from functools import cache
-from importlib import resources
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -33,7 +31,13 @@ from trainrecord_conformance import strategies as S
 from trainrecord_conformance.checks.base import Check, Context, Failed
 from trainrecord_conformance.checks.echo import FORMS, EchoServer
 from trainrecord_conformance.checks.receiver import answer_body
-from trainrecord_conformance.checks.reporting import REPORT, _vector_reports, receiver, token
+from trainrecord_conformance.checks.reporting import (
+    REPORT,
+    _vector_reports,
+    receiver,
+    token,
+    valid_report_vectors,
+)
 from trainrecord_conformance.checks.settings import _encode
 from trainrecord_conformance.targets import Target
 
@@ -243,17 +247,9 @@ def _job_report(kind: str) -> dict[str, Any]:
 @cache
 def _training_report() -> dict[str, Any]:
     """The spec's first valid training report vector (the seed's progress example)."""
-    folder = resources.files("trainrecord_spec").joinpath("vectors", "reporting")
-    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if not entry.name.endswith(".json"):
-            continue
-        for group in json.loads(entry.read_text(encoding="utf-8")):
-            if group["schema"] != REPORT:
-                continue
-            for case in group["tests"]:
-                data = case["data"]
-                if case["valid"] and isinstance(data, dict) and data.get("kind") == "training":
-                    return dict(data)
+    for data in valid_report_vectors():
+        if isinstance(data, dict) and data.get("kind") == "training":
+            return dict(data)
     raise AssertionError("the spec has no valid training report vector")
 
 

@@ -30,23 +30,29 @@ SEND = frozenset({"send_report"})
 
 
 @cache
-def _vector_reports() -> tuple[Any, ...]:
-    """Valid, self-consistent reports from the spec's vectors (the seed's examples and more)."""
-    from trainrecord.report import consistency_problems, privacy_problems
-
+def valid_report_vectors() -> tuple[Any, ...]:
+    """Every valid report of the spec's vectors (the seed's examples and more), in file order."""
     folder = resources.files("trainrecord_spec").joinpath("vectors", "reporting")
     out = []
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if not entry.name.endswith(".json"):
             continue
         for group in json.loads(entry.read_text(encoding="utf-8")):
-            if group["schema"] != REPORT:
-                continue
-            for case in group["tests"]:
-                data = case["data"]
-                if case["valid"] and not consistency_problems(data) and not privacy_problems(data):
-                    out.append(data)
+            if group["schema"] == REPORT:
+                out += [case["data"] for case in group["tests"] if case["valid"]]
     return tuple(out)
+
+
+@cache
+def _vector_reports() -> tuple[Any, ...]:
+    """Valid, self-consistent reports from the spec's vectors (the seed's examples and more)."""
+    from trainrecord.report import consistency_problems, privacy_problems
+
+    return tuple(
+        data
+        for data in valid_report_vectors()
+        if not consistency_problems(data) and not privacy_problems(data)
+    )
 
 
 def reports(target: Target | None = None) -> st.SearchStrategy[dict[str, Any]]:
