@@ -18,7 +18,10 @@ _MAX_VALUE_REPR = 80
 
 def safe_value(value: Any) -> str:
     """Return a short, display-safe rendering of ``value`` for error messages."""
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an int past sys.get_int_max_str_digits() has no repr
+        text = f"an integer of about {int(value.bit_length() * 0.30103)} digits"
     if len(text) > _MAX_VALUE_REPR:
         text = text[: _MAX_VALUE_REPR - 3] + "..."
     return text

@@ -202,6 +202,8 @@ def detect(path: Path, text: str | None = None) -> Format | None:
 
 def _syntax(fmt: Format, where: tuple[str | int, ...], exc: Exception) -> Problem:
     reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+    if "Exceeds the limit" in reason:  # Python's int_max_str_digits (4300 by default)
+        reason = "an integer token of more than 4300 digits, which no record holds"
     return Problem(
         fmt.syntax_rule,
         where,

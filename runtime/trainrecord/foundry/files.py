@@ -23,6 +23,7 @@ from typing import Any
 from trainrecord.canonical import loads_strict
 from trainrecord.errors import RecordRefused
 from trainrecord.folders import blocked_by, in_the_way
+from trainrecord.foundry.numbers import MAX_INT_DIGITS, long_int_in
 
 
 def check_folder(results_dir: Path, rule: str) -> None:
@@ -97,14 +98,23 @@ def read_json(path: Path, rule: str) -> tuple[Any, str]:
     A file that is not UTF-8, not JSON, or has NaN/Infinity tokens is refused with ``rule``.
     """
     raw = Path(path).read_bytes()
+    too_long = (
+        f"an integer token of more than {MAX_INT_DIGITS} digits, which the records never "
+        "hold (no JSON reader of Python takes one)"
+    )
     try:
         text = raw.decode("utf-8")
-        return loads_strict(text), text
+        data = loads_strict(text)
     except (UnicodeDecodeError, ValueError) as exc:
         reason = str(exc).splitlines()[0][:160]
+        if "int_max_str_digits" in str(exc) or "Exceeds the limit" in str(exc):
+            reason = too_long
         raise RecordRefused.one(
             rule,
             (),
             f"{Path(path).name} is not strict JSON text (RFC 8259, UTF-8): "
             f"{reason}; rewrite it with a JSON writer",
         ) from None
+    if long_int_in(data):  # read because this process raised sys.set_int_max_str_digits
+        raise RecordRefused.one(rule, (), f"{Path(path).name} is not a record: it holds {too_long}")
+    return data, text

@@ -19,7 +19,7 @@ from trainrecord.canonical import dumps_strict, loads_strict
 from trainrecord.errors import Problem, RecordRefused, safe_value
 from trainrecord.foundry import files
 from trainrecord.foundry.messages import humane
-from trainrecord.foundry.numbers import plain_number
+from trainrecord.foundry.numbers import long_int_problems, plain_number
 from trainrecord.foundry.text import text_problems
 from trainrecord.foundry.witness import WITNESS_NAME
 
@@ -53,6 +53,7 @@ def metrics_problems(rows: Any) -> list[Problem]:
     if isinstance(rows, list):
         for i, row in enumerate(rows):
             found += text_problems(row, TEXT_FIELDS, "metrics", (i,))
+            found += long_int_problems(row, ("horizon", "seed"), "metrics", (i,))
     return found
 
 
@@ -119,4 +120,10 @@ def read_metrics(path: str | os.PathLike[str]) -> list[Any]:
     found = metrics_problems(data)
     if found:
         raise RecordRefused(found)
-    return list(trainrecord_spec.adapter(METRICS_SCHEMA).validate_json(text))
+    models = list(trainrecord_spec.adapter(METRICS_SCHEMA).validate_json(text))
+    # the model's value is a float; an integer value is returned exactly as the file holds
+    # it (2**53 + 1 stays itself, as the writer wrote it and Node's reader returns it)
+    return [
+        model.model_copy(update={"value": row["value"]}) if type(row["value"]) is int else model
+        for model, row in zip(models, data, strict=True)
+    ]

@@ -22,7 +22,7 @@ from trainrecord.errors import Problem, RecordRefused, safe_value
 from trainrecord.foundry import envvars, files
 from trainrecord.foundry.accelerator import accelerator_info
 from trainrecord.foundry.messages import humane
-from trainrecord.foundry.numbers import plain_number
+from trainrecord.foundry.numbers import long_int_problems, plain_number
 from trainrecord.foundry.text import text_problems
 
 WITNESS_SCHEMA = "https://trainrecord.dev/schemas/foundry/witness.schema.json"
@@ -160,6 +160,7 @@ def write_witness(
         for p in humane(schemas.problems(witness, WITNESS_SCHEMA))
         if p.path[:1] in (("wall_seconds",), ("device",))
     ]
+    found += long_int_problems(witness, ("wall_seconds",), "witness")
     if found:
         raise RecordRefused(found)
     files.check_folder(Path(results_dir), "witness.path.results_dir")
@@ -219,6 +220,7 @@ def witness_problems(data: Any, path: Path | None = None) -> list[Problem]:
         return found
     found = humane(schemas.problems(data, WITNESS_SCHEMA))
     found += text_problems(data, TEXT_FIELDS, "witness")
+    found += long_int_problems(data, ("wall_seconds",), "witness")
     match = WITNESS_NAME.fullmatch(path.name) if path is not None else None
     attempt = data.get("attempt") if isinstance(data, dict) else None
     if path is not None and match and type(attempt) is int and 0 <= attempt != int(match.group(1)):

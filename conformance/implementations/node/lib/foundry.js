@@ -29,6 +29,30 @@ const METRICS_SCHEMA = "https://trainrecord.dev/schemas/foundry/metrics.schema.j
 /** @type {(keyof FoundryMetricsRow)[]} The row fields, in the order the writer puts them. */
 const FIELDS = ["benchmark", "metric", "horizon", "seed", "value"];
 const ASCII_SPACE = /^[ \t\n\r\f\v]+|[ \t\n\r\f\v]+$/g;
+const MAX_INT_DIGITS = 4300;
+/** Whether `v` is an integer of more than MAX_INT_DIGITS digits (no Python json reads one).
+ * @param {PyValue} v */
+const tooLong = (v) => typeof v === "bigint" && (v < 0n ? -v : v).toString().length > MAX_INT_DIGITS;
+/**
+ * The `<kind>.<field>.type` problem of each of `fields` of `obj` holding a too long integer.
+ * @param {PyValue} obj @param {string[]} fields @param {string} kind @param {(string|number)[]} at
+ * @returns {import("./refused").Problem[]}
+ */
+function longIntProblems(obj, fields, kind, at = []) {
+  if (!isObject(obj)) return [];
+  return fields.filter((f) => Object.prototype.hasOwnProperty.call(obj, f) && tooLong(obj[f])).map((f) => ({
+    rule: `${kind}.${f}.type`,
+    path: [...at, f],
+    message: `an integer of more than ${MAX_INT_DIGITS} digits; the records hold integers of at most ${MAX_INT_DIGITS} digits (no JSON reader of Python takes a longer one)`,
+  }));
+}
+/** Whether parsed JSON holds a too long integer. @param {PyValue} v @returns {boolean} */
+function longIntIn(v) {
+  if (Array.isArray(v)) return v.some(longIntIn);
+  if (isObject(v)) return Object.values(v).some(longIntIn);
+  return tooLong(v);
+}
+const LONG_INT_FILE = `an integer token of more than ${MAX_INT_DIGITS} digits, which the records never hold (no JSON reader of Python takes one)`;
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 
@@ -185,6 +209,7 @@ function writeWitness({ dir, env, config, device, wall_seconds }) {
     wall_seconds,
   };
   found.push(...problems(witness, WITNESS_SCHEMA).filter((p) => p.path[0] === "wall_seconds" || p.path[0] === "device"));
+  found.push(...longIntProblems(witness, ["wall_seconds"], "witness"));
   if (found.length > 0) throw new Refused(found);
   files.checkFolder(dir, "witness.path.results_dir");
   const target = path.join(dir, `observed.attempt${witness.attempt}.json`);
@@ -234,6 +259,7 @@ function writeMetrics({ dir, rows }) {
     });
   }
   const found = [...problems(plain, METRICS_SCHEMA), ...textProblems(plain)];
+  if (Array.isArray(plain)) plain.forEach((row, i) => found.push(...longIntProblems(row, ["horizon", "seed"], "metrics", [i])));
   if (found.length > 0) throw new Refused(found);
   const data = Buffer.from(`${dumpsIndented(plain, 2)}\n`, "utf8");
   files.checkFolder(dir, "metrics.path.results_dir");
@@ -294,6 +320,7 @@ function readWitness({ path: file }) {
   } catch (e) {
     throw Refused.one("witness.file.json", [], `${path.basename(file)} is not strict JSON text (RFC 8259, UTF-8): ${/** @type {Error} */ (e).message}`);
   }
+  if (longIntIn(value)) throw Refused.one("witness.file.json", [], `${path.basename(file)} is not strict JSON text (RFC 8259, UTF-8): ${LONG_INT_FILE}`);
   if (isObject(value) && Object.prototype.hasOwnProperty.call(value, "run_record_format") && value.run_record_format !== 1n) {
     throw Refused.one("witness.run_record_format.unsupported", ["run_record_format"],
       "this reader understands run_record_format 1 only; read the file with a reader for that version");
@@ -307,4 +334,4 @@ function readWitness({ path: file }) {
   return /** @type {Record<string, PyValue>} */ (value);
 }
 
-module.exports = { configSha, writeWitness, writeMetrics, readWitness, textProblems, WITNESS_SCHEMA, METRICS_SCHEMA };
+module.exports = { longIntIn, LONG_INT_FILE, configSha, writeWitness, writeMetrics, readWitness, textProblems, WITNESS_SCHEMA, METRICS_SCHEMA };

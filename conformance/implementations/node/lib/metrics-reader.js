@@ -16,7 +16,7 @@ const fs = require("node:fs");
 const path = require("node:path");
 const { parse } = require("./pyjson");
 const { problems } = require("./validate");
-const { METRICS_SCHEMA, textProblems } = require("./foundry");
+const { METRICS_SCHEMA, textProblems, longIntIn, LONG_INT_FILE } = require("./foundry");
 const { Refused } = require("./refused");
 
 /** @typedef {import("./pyjson").PyValue} PyValue */
@@ -77,6 +77,7 @@ function readMetrics({ path: file }) {
     const reason = String(/** @type {Error} */ (e).message).split("\n")[0]?.slice(0, 160);
     throw Refused.one("metrics.file.json", [], `${path.basename(file)} is not strict JSON text (RFC 8259, UTF-8): ${reason}; rewrite it with a JSON writer`);
   }
+  if (longIntIn(rows)) throw Refused.one("metrics.file.json", [], `${path.basename(file)} is not strict JSON text (RFC 8259, UTF-8): ${LONG_INT_FILE}; rewrite it with a JSON writer`);
   const found = [...problems(rows, METRICS_SCHEMA), ...textProblems(rows)];
   if (found.length > 0) throw new Refused(found);
   return /** @type {PyValue[]} */ (rows);

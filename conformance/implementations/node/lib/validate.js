@@ -26,6 +26,7 @@ const spec = require("@trainrecord/spec");
 /** @typedef {{rule: string, path: (string|number)[], message: string}} Problem */
 
 const INTEGER_KEYWORD = "x-tr-integer";
+const FINITE_KEYWORD = "x-tr-finite";
 const PY_SPACE = "\\t\\n\\x0b\\x0c\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
 
 /**
@@ -101,6 +102,8 @@ function rewrite(node, base, isMap = false) {
     delete out.oneOf;
   }
   const types = typeof out.type === "string" ? [out.type] : out.type;
+  // an integer beyond a double is an integer of any size, but not a finite number
+  if (Array.isArray(types) && types.includes("number")) out[FINITE_KEYWORD] = true;
   if (Array.isArray(types) && types.includes("integer")) {
     const rest = types.filter((t) => t !== "integer");
     if (!rest.includes("number")) {
@@ -115,6 +118,12 @@ function rewrite(node, base, isMap = false) {
 /** Float positions of the instance being validated: container -> keys holding floats. */
 let floatSlots = new WeakMap();
 let rootIsFloat = false;
+/** Positions holding an integer whose nearest double is infinite (given to ajv as the
+ * largest double of its sign): an integer of any size, but not a finite number. */
+let hugeSlots = new WeakMap();
+let rootIsHuge = false;
+/** @param {bigint} v */
+const isHuge = (v) => !Number.isFinite(Number(v));
 
 /**
  * A PyValue as plain JavaScript data for ajv: BigInt to number, and a record of which
@@ -124,26 +133,34 @@ let rootIsFloat = false;
  */
 function toPlain(value) {
   floatSlots = new WeakMap();
+  hugeSlots = new WeakMap();
   rootIsFloat = typeof value === "number";
+  rootIsHuge = typeof value === "bigint" && isHuge(value);
   /** @param {PyValue} v @returns {any} */
   const walk = (v) => {
-    if (typeof v === "bigint") return Number(v);
+    if (typeof v === "bigint") return isHuge(v) ? (v < 0n ? -Number.MAX_VALUE : Number.MAX_VALUE) : Number(v);
     if (Array.isArray(v)) {
       const arr = v.map(walk);
       const keys = new Set();
+      const huge = new Set();
       v.forEach((x, i) => typeof x === "number" && keys.add(String(i)));
+      v.forEach((x, i) => typeof x === "bigint" && isHuge(x) && huge.add(String(i)));
       floatSlots.set(arr, keys);
+      hugeSlots.set(arr, huge);
       return arr;
     }
     if (v !== null && typeof v === "object") {
       /** @type {Record<string, any>} */
       const obj = {};
       const keys = new Set();
+      const huge = new Set();
       for (const [k, x] of Object.entries(v)) {
         Object.defineProperty(obj, k, { value: walk(x), writable: true, enumerable: true, configurable: true });
         if (typeof x === "number") keys.add(k);
+        if (typeof x === "bigint" && isHuge(x)) huge.add(k);
       }
       floatSlots.set(obj, keys);
+      hugeSlots.set(obj, huge);
       return obj;
     }
     return v;
@@ -170,6 +187,16 @@ ajv.addKeyword({
   validate: (/** @type {boolean} */ _s, /** @type {number} */ _data, /** @type {any} */ _p, /** @type {any} */ cxt) => {
     if (cxt === undefined || cxt.parentData === undefined) return !rootIsFloat;
     return !floatSlots.get(cxt.parentData)?.has(String(cxt.parentDataProperty));
+  },
+});
+ajv.addKeyword({
+  keyword: FINITE_KEYWORD,
+  type: "number",
+  schemaType: "boolean",
+  errors: false,
+  validate: (/** @type {boolean} */ _s, /** @type {number} */ _data, /** @type {any} */ _p, /** @type {any} */ cxt) => {
+    if (cxt === undefined || cxt.parentData === undefined) return !rootIsHuge;
+    return !hugeSlots.get(cxt.parentData)?.has(String(cxt.parentDataProperty));
   },
 });
 
@@ -356,13 +383,14 @@ function problems(instance, schemaName) {
     const inside = owned.some(([ip, sp]) =>
       e.schemaPath.startsWith(`${sp}/`) && (e.instancePath === ip || e.instancePath.startsWith(`${ip}/`)));
     if (inside) continue;
-    const keyword = e.keyword === INTEGER_KEYWORD ? "type" : e.keyword;
+    const keyword = e.keyword === INTEGER_KEYWORD || e.keyword === FINITE_KEYWORD ? "type" : e.keyword;
     const rule = rules[keyword] ?? rules["*"] ?? fallback;
     const path = pathOf(e.instancePath, data);
     if (e.keyword === "required") path.push(/** @type {any} */ (e.params).missingProperty);
     if (e.keyword === "additionalProperties") path.push(/** @type {any} */ (e.params).additionalProperty);
     const integer = e.keyword === INTEGER_KEYWORD || (e.keyword === "type" && e.parentSchema?.[INTEGER_KEYWORD]);
-    const message = integer ? "must be an integer (a number without a fraction or exponent)" : e.message ?? e.keyword;
+    const message = integer ? "must be an integer (a number without a fraction or exponent)"
+      : e.keyword === FINITE_KEYWORD ? "must be a finite number (this integer is too large for a 64-bit float)" : e.message ?? e.keyword;
     found.push({ rule, path, message });
   }
   // every branch of an unselected oneOf reports the same problem: each is listed once
