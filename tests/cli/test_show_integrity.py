@@ -14,22 +14,21 @@ from typing import Any
 
 import pytest
 
-from tests.diary.helpers import cli, write_run
-from trainrecord.canonical import GENESIS, canonical_line, line_hash
+from tests.diary.helpers import cli, rechain, write_run
+
+
+def _set(run: Path, number: int, key: str, value: Any) -> None:
+    """Line ``number``'s ``key`` set to ``value``, the chain recomputed (a forger's edit)."""
+
+    def edit(at: int, line: dict[str, Any]) -> None:
+        if at == number:
+            line[key] = value
+
+    rechain(run, edit)
 
 
 def _lines(run: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in (run / "diary.jsonl").read_text().splitlines()]
-
-
-def _rewrite(run: Path, lines: list[dict[str, Any]]) -> None:
-    """Write ``lines`` back with the chain recomputed (what a forger does)."""
-    prev = GENESIS
-    for line in lines:
-        body = {k: v for k, v in line.items() if k not in ("prev", "hash")}
-        line["prev"], line["hash"] = prev, line_hash(prev, body)
-        prev = line["hash"]
-    (run / "diary.jsonl").write_text("".join(canonical_line(x) + "\n" for x in lines))
 
 
 @pytest.fixture
@@ -71,9 +70,7 @@ def test_a_changed_value_fails_and_the_values_from_its_line_on_are_not_trusted(
 
 
 def test_a_rechained_edit_under_a_seal_leaves_nothing_trusted(run: Path) -> None:
-    lines = _lines(run)
-    lines[_spike(run) - 1]["value"] = 0.1
-    _rewrite(run, lines)  # the chain holds; the seal does not
+    _set(run, _spike(run), "value", 0.1)  # the chain holds; the seal does not
     out = cli("show", run)
     assert out.returncode == 1, out.stderr
     first, second = out.stdout.splitlines()[:2]
@@ -82,9 +79,7 @@ def test_a_rechained_edit_under_a_seal_leaves_nothing_trusted(run: Path) -> None
 
 
 def test_no_verify_skips_the_check_and_says_so(run: Path) -> None:
-    lines = _lines(run)
-    lines[_spike(run) - 1]["value"] = 0.1
-    _rewrite(run, lines)
+    _set(run, _spike(run), "value", 0.1)
     out = cli("show", "--no-verify", run)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[0] == (
@@ -126,9 +121,7 @@ def test_odd_text_is_shown_escaped_never_a_traceback(run: Path, encoding: str) -
     # The probe (F6): model "Net-\ud800" (a lone surrogate, as JSON can carry it) verified
     # OK and show died with UnicodeEncodeError. A control character (ESC) could also move a
     # terminal's cursor over the integrity line.
-    lines = _lines(run)
-    lines[0]["model"] = "Net-\ud800\x1b[1A\u00e9"
-    _rewrite(run, lines)
+    _set(run, 1, "model", "Net-\ud800\x1b[1A\u00e9")
     (run / "record.json").unlink()
     (run / "record.sig").unlink(missing_ok=True)
     out = subprocess.run(

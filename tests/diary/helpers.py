@@ -6,6 +6,7 @@ import hashlib
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -95,3 +96,21 @@ def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
         check=False,
         timeout=120,
     )
+
+
+def rechain(run_dir: Path, change: Callable[[int, dict[str, Any]], None] | None = None) -> None:
+    """What a forger does: read diary.jsonl, apply ``change`` to each line (its number from
+    1, and the line as a dict to change in place), recompute every prev and hash from the
+    genesis and write the diary back."""
+    from trainrecord.canonical import GENESIS, canonical_line, line_hash
+
+    path = run_dir / "diary.jsonl"
+    lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+    prev = GENESIS
+    for number, line in enumerate(lines, 1):
+        if change is not None:
+            change(number, line)
+        body = {k: v for k, v in line.items() if k not in ("prev", "hash")}
+        line["prev"], line["hash"] = prev, line_hash(prev, body)
+        prev = line["hash"]
+    path.write_text("".join(canonical_line(x) + "\n" for x in lines), encoding="utf-8")

@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.diary.helpers import BODIES, write_run
-from trainrecord.canonical import GENESIS, canonical_line, line_hash
+from tests.diary.helpers import BODIES, rechain, write_run
 from trainrecord.diary import DiaryWriter, MetricsWriter, generate_keypair, verify, write_seal
 from trainrecord.errors import RecordRefused
 
@@ -34,15 +33,12 @@ def keys(tmp_path: Path) -> tuple[Any, Path, str]:
 
 def _forge(run: Path) -> None:
     """The attack: change the loss_spike value, recompute the chain, remove the seal."""
-    lines = [json.loads(x) for x in (run / "diary.jsonl").read_text().splitlines()]
-    prev = GENESIS
-    for line in lines:
+
+    def lower(_: int, line: dict[str, Any]) -> None:
         if line["event"] == "loss_spike":
             line["value"] = 0.001
-        body = {k: v for k, v in line.items() if k not in ("prev", "hash")}
-        line["prev"], line["hash"] = prev, line_hash(prev, body)
-        prev = line["hash"]
-    (run / "diary.jsonl").write_text("".join(canonical_line(x) + "\n" for x in lines))
+
+    rechain(run, lower)
     for name in ("record.json", "record.sig"):
         (run / name).unlink(missing_ok=True)
 

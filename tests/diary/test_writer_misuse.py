@@ -123,9 +123,12 @@ def test_a_refused_first_line_leaves_no_empty_diary(tmp_path: Path) -> None:
     # closed with nothing written: the diary it made is gone; an empty metrics.jsonl stays
     # (the record of no rows, which a run_end names)
     other = tmp_path / "other"
-    with DiaryWriter(other) as w, MetricsWriter(other):
-        with pytest.raises(RecordRefused, match=r"diary\.order\.run_start"):
-            w.append("alarm", BODIES["alarm"])
+    with (
+        DiaryWriter(other) as w,
+        MetricsWriter(other),
+        pytest.raises(RecordRefused, match=r"diary\.order\.run_start"),
+    ):
+        w.append("alarm", BODIES["alarm"])
     assert sorted(p.name for p in other.iterdir()) == ["metrics.jsonl"]
 
 

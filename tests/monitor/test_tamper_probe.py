@@ -5,16 +5,16 @@ and ``require_seal=True`` refuses it (F1: the Monitor signed forged history)."""
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 from torch import nn
 
+from tests.diary.helpers import rechain
 from tests.monitor.conftest import TinyMLP, train
-from trainrecord.canonical import GENESIS, canonical_line, line_hash
 from trainrecord.diary import generate_keypair, verify
 from trainrecord.errors import RecordRefused
 from trainrecord.monitor import Monitor
@@ -51,16 +51,13 @@ def test_a_run_name_with_a_surrogate_is_refused_before_any_file(tmp_path: Path) 
 
 
 def _forge(run: Path) -> None:
-    """Change a recorded loss, recompute the chain, remove the seal and its signature."""
-    lines = [json.loads(x) for x in (run / "diary.jsonl").read_text().splitlines()]
-    prev = GENESIS
-    for line in lines:
+    """Change the recorded steps, recompute the chain, remove the seal and its signature."""
+
+    def more_steps(_: int, line: dict[str, Any]) -> None:
         if line["event"] == "run_end":
             line["steps"] = 99
-        body = {k: v for k, v in line.items() if k not in ("prev", "hash")}
-        line["prev"], line["hash"] = prev, line_hash(prev, body)
-        prev = line["hash"]
-    (run / "diary.jsonl").write_text("".join(canonical_line(x) + "\n" for x in lines))
+
+    rechain(run, more_steps)
     for name in ("record.json", "record.sig"):
         (run / name).unlink()
 
