@@ -14,18 +14,14 @@ from typing import Any
 
 import pytest
 import torch
-from torch import nn
 from torch.nn import functional as F
 
 from tests.monitor.conftest import TinyMLP, batches, events, metrics, read_run, train
+from tests.monitor.test_events import sgd
 from trainrecord.arguments import ArgumentRefused
 from trainrecord.diary import generate_keypair, verify, write_seal
 from trainrecord.errors import RecordRefused
 from trainrecord.monitor import Monitor
-
-
-def sgd(model: nn.Module) -> torch.optim.SGD:
-    return torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
 
 
 def said(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:

@@ -11,17 +11,13 @@ from typing import Any
 
 import pytest
 import torch
-from torch import nn
 
 from tests.diary.helpers import rechain
 from tests.monitor.conftest import TinyMLP, train
+from tests.monitor.test_events import sgd
 from trainrecord.diary import generate_keypair, verify
 from trainrecord.errors import RecordRefused
 from trainrecord.monitor import Monitor
-
-
-def sgd(model: nn.Module) -> torch.optim.SGD:
-    return torch.optim.SGD(model.parameters(), lr=0.05)
 
 
 @pytest.mark.parametrize(
