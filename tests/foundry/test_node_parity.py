@@ -129,3 +129,29 @@ def test_integers_past_4300_digits_are_refused_alike(tmp_path: Path) -> None:
     assert _rules(metrics) == ["metrics.seed.type"]
     assert _rules(witness) == ["witness.wall_seconds.type"]
     assert _rules(read) == ["metrics.file.json"]
+
+
+@pytest.mark.parametrize(
+    ("version", "shown"), [("2", "2"), ("1.0", "1.0"), ('"1"', "'1'"), ("true", "True")]
+)
+def test_both_readers_name_the_unsupported_version_found(
+    tmp_path: Path, version: str, shown: str
+) -> None:
+    """witness.run_record_format.unsupported: the reader refuses naming the version found
+    (the Node reader did not name it)."""
+    path = write_witness(
+        tmp_path, config={}, device="cpu", wall_seconds=1, env={"FOUNDRY_RUN_ID": "1"}
+    )
+    text = path.read_text(encoding="utf-8").replace(
+        '"run_record_format": 1', f'"run_record_format": {version}'
+    )
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(RecordRefused) as refused:
+        read_witness(path)
+    assert refused.value.rules == ["witness.run_record_format.unsupported"]
+    assert f"run_record_format {shown} is not supported" in str(refused.value)
+    assert f"(got {shown})" in str(refused.value)
+    (answer,) = node(("read_witness", {"path": str(path)}))
+    assert _rules(answer) == ["witness.run_record_format.unsupported"]
+    assert f"run_record_format {shown} is not supported" in answer["message"]
+    assert f"(got {shown})" in answer["message"]

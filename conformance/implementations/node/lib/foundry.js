@@ -12,7 +12,7 @@ const fs = require("node:fs");
 const os = require("node:os");
 const path = require("node:path");
 const crypto = require("node:crypto");
-const { canonicalConfig, dumpsIndented, parse } = require("./pyjson");
+const { canonicalConfig, dumpsCompact, dumpsIndented, floatRepr, parse } = require("./pyjson");
 const { problems, isBlank } = require("./validate");
 const files = require("./files");
 const { Refused } = require("./refused");
@@ -303,6 +303,21 @@ function textProblems(rows) {
   return rows.flatMap((row, i) => fieldTextProblems(row, ["benchmark", "metric"], "metrics", [i]));
 }
 
+/**
+ * A version found, shown as the Python reader shows it (its repr, at most 80 characters).
+ * @param {PyValue} v
+ */
+function shownVersion(v) {
+  let text;
+  if (typeof v === "bigint") text = v.toString();
+  else if (typeof v === "number") text = floatRepr(v);
+  else if (typeof v === "boolean") text = v ? "True" : "False";
+  else if (v === null) text = "None";
+  else if (typeof v === "string") text = `'${v.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
+  else text = dumpsCompact(v);
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+
 const WITNESS_NAME = /^observed\.attempt(0|[1-9][0-9]*)\.json$/;
 
 /**
@@ -322,8 +337,9 @@ function readWitness({ path: file }) {
   }
   if (longIntIn(value)) throw Refused.one("witness.file.json", [], `${path.basename(file)} is not strict JSON text (RFC 8259, UTF-8): ${LONG_INT_FILE}`);
   if (isObject(value) && Object.prototype.hasOwnProperty.call(value, "run_record_format") && value.run_record_format !== 1n) {
+    const shown = shownVersion(value.run_record_format);
     throw Refused.one("witness.run_record_format.unsupported", ["run_record_format"],
-      "this reader understands run_record_format 1 only; read the file with a reader for that version");
+      `run_record_format ${shown} is not supported: this reader understands version 1 only; read the file with a reader for that version (got ${shown})`);
   }
   const found = [...problems(value, WITNESS_SCHEMA), ...fieldTextProblems(value, ["device", "device_name"], "witness")];
   const match = WITNESS_NAME.exec(path.basename(file));
