@@ -10,7 +10,7 @@ export interface FoundryWitness {
    */
   attempt: number;
   /**
-   * When the witness was written, in Coordinated Universal Time, as datetime.now(timezone.utc).isoformat() writes it: YYYY-MM-DDTHH:MM:SS, six fraction digits only when the microsecond is not zero, and the offset +00:00. A time without an offset, or with Z, is refused: it does not say it is UTC the way isoformat() writes it.
+   * When the witness was written, in Coordinated Universal Time, as datetime.now(timezone.utc).isoformat() writes it: YYYY-MM-DDTHH:MM:SS of a real date (years 0001 to 9999, 29 February only in a leap year), six fraction digits only when the microsecond is not zero (never .000000), and the offset +00:00. A time without an offset, or with Z, is refused: it does not say it is UTC the way isoformat() writes it.
    */
   captured_at: string;
   /**

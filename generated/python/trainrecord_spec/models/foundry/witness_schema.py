@@ -2,6 +2,7 @@
 # Change the source and run the command again; CI fails when this file drifts.
 from __future__ import annotations
 
+from re import compile
 from typing import Annotated
 
 from pydantic import ConfigDict, Field
@@ -15,12 +16,14 @@ CapturedAt = TypeAliasType(
         Field(
             max_length=25,
             min_length=25,
-            pattern='^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\\+00:00$',
+            pattern=compile(
+                '^(?!0000)(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))|(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)-02-29)T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\\+00:00$'
+            ),
         ),
     ],
 )
 """
-When the witness was written, in Coordinated Universal Time, as datetime.now(timezone.utc).isoformat() writes it: YYYY-MM-DDTHH:MM:SS, six fraction digits only when the microsecond is not zero, and the offset +00:00. A time without an offset, or with Z, is refused: it does not say it is UTC the way isoformat() writes it.
+When the witness was written, in Coordinated Universal Time, as datetime.now(timezone.utc).isoformat() writes it: YYYY-MM-DDTHH:MM:SS of a real date (years 0001 to 9999, 29 February only in a leap year), six fraction digits only when the microsecond is not zero (never .000000), and the offset +00:00. A time without an offset, or with Z, is refused: it does not say it is UTC the way isoformat() writes it.
 """
 
 
@@ -31,12 +34,14 @@ CapturedAt1 = TypeAliasType(
         Field(
             max_length=32,
             min_length=32,
-            pattern='^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\\.[0-9]{6}\\+00:00$',
+            pattern=compile(
+                '^(?!0000)(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))|(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)-02-29)T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\\.(?!000000)[0-9]{6}\\+00:00$'
+            ),
         ),
     ],
 )
 """
-When the witness was written, in Coordinated Universal Time, as datetime.now(timezone.utc).isoformat() writes it: YYYY-MM-DDTHH:MM:SS, six fraction digits only when the microsecond is not zero, and the offset +00:00. A time without an offset, or with Z, is refused: it does not say it is UTC the way isoformat() writes it.
+When the witness was written, in Coordinated Universal Time, as datetime.now(timezone.utc).isoformat() writes it: YYYY-MM-DDTHH:MM:SS of a real date (years 0001 to 9999, 29 February only in a leap year), six fraction digits only when the microsecond is not zero (never .000000), and the offset +00:00. A time without an offset, or with Z, is refused: it does not say it is UTC the way isoformat() writes it.
 """
 
 
@@ -54,7 +59,7 @@ class FoundryWitness(StrictModel):
     """
     captured_at: CapturedAt | CapturedAt1
     """
-    When the witness was written, in Coordinated Universal Time, as datetime.now(timezone.utc).isoformat() writes it: YYYY-MM-DDTHH:MM:SS, six fraction digits only when the microsecond is not zero, and the offset +00:00. A time without an offset, or with Z, is refused: it does not say it is UTC the way isoformat() writes it.
+    When the witness was written, in Coordinated Universal Time, as datetime.now(timezone.utc).isoformat() writes it: YYYY-MM-DDTHH:MM:SS of a real date (years 0001 to 9999, 29 February only in a leap year), six fraction digits only when the microsecond is not zero (never .000000), and the offset +00:00. A time without an offset, or with Z, is refused: it does not say it is UTC the way isoformat() writes it.
     """
     config_sha: Annotated[
         str, Field(max_length=16, min_length=16, pattern='^[0-9a-f]{16}$')
