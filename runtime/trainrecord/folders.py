@@ -8,7 +8,38 @@ writers, ``open_run`` and ``keygen`` name that path instead, before anything is 
 from __future__ import annotations
 
 import errno
+import os
+import stat
 from pathlib import Path
+
+NAME_MAX = 255
+"""The longest file name, in bytes, where ``os.pathconf`` cannot say (every common local
+filesystem: ext4, XFS, Btrfs, APFS, NTFS)."""
+
+
+def name_too_long(folder: Path, what: str) -> OSError | None:
+    """An ``OSError`` (``ENAMETOOLONG``) naming the first missing part of ``folder`` whose name
+    is longer than its filesystem allows, or None; makes nothing. Checked before a folder is
+    made: ``mkdir(parents=True)`` would make the parents first and then fail, leaving them."""
+    missing = []
+    part = folder
+    while not (part.exists() or part.is_symlink()) and part != part.parent:
+        missing.append(part)
+        part = part.parent
+    try:
+        limit = os.pathconf(part if part.is_dir() else ".", "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):
+        limit = NAME_MAX
+    for name in reversed(missing):
+        size = len(os.fsencode(name.name))
+        if size > limit:
+            shown = name.name if len(name.name) <= 40 else name.name[:40] + "..."
+            message = (
+                f"{what} {folder}: the name {shown} is {size} bytes, longer than the "
+                f"filesystem allows ({limit}); give a shorter name (nothing was made)"
+            )
+            return OSError(errno.ENAMETOOLONG, message, str(folder))
+    return None
 
 
 def blocked_by(folder: Path) -> Path | None:
@@ -32,6 +63,21 @@ def make_folder(folder: Path, what: str) -> None:
 
 def in_the_way(folder: Path, part: Path, what: str) -> str:
     """The message for ``part`` standing in the way of ``folder``: what it is and the fix."""
-    kind = "a link to no folder" if part.is_symlink() else "a file"
+    kind = _kind(part)
     where = "is" if part == folder else f"sits under {part}, which is"
     return f"{what} {folder} {where} {kind}, not a folder; give a folder (it is made when missing)"
+
+
+def _kind(part: Path) -> str:
+    """What ``part``, which is no folder, is: a file, a link to nothing, a link to a file..."""
+    if part.is_symlink():
+        try:
+            mode = os.stat(part).st_mode
+        except OSError as exc:
+            return "a link loop" if exc.errno == errno.ELOOP else "a link to nothing"
+        return "a link to a file" if stat.S_ISREG(mode) else "a link to something not a folder"
+    try:
+        mode = os.lstat(part).st_mode
+    except OSError:
+        return "not a folder"
+    return "a file" if stat.S_ISREG(mode) else "a special file (a FIFO, a socket or a device)"

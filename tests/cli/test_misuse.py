@@ -117,7 +117,7 @@ def test_open_run_names_the_file_in_the_way_of_its_folder(tmp_path: Path) -> Non
 
     (tmp_path / "afile").write_text("")
     (tmp_path / "loop").symlink_to("loop")
-    for folder, kind in ((tmp_path / "afile", "a file"), (tmp_path / "loop", "a link to no")):
+    for folder, kind in ((tmp_path / "afile", "a file"), (tmp_path / "loop", "a link loop")):
         with pytest.raises(NotADirectoryError) as caught:
             open_run(folder / "run")
         assert caught.value.filename == str(folder)

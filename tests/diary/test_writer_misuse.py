@@ -218,7 +218,7 @@ def test_a_run_dir_under_a_file_or_a_looping_link_is_named(tmp_path: Path) -> No
     (tmp_path / "afile").write_text("")
     (tmp_path / "loop").symlink_to("loop")
     for writer in (DiaryWriter, MetricsWriter):
-        for bad, kind in ((tmp_path / "afile", "a file"), (tmp_path / "loop", "a link to no")):
+        for bad, kind in ((tmp_path / "afile", "a file"), (tmp_path / "loop", "a link loop")):
             with pytest.raises(NotADirectoryError) as caught:
                 writer(bad / "run")
             assert caught.value.filename == str(bad)

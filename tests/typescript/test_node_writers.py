@@ -336,3 +336,89 @@ def test_read_witness_matches_python(
     assert node_rules(got) == want
     if want is None:
         assert got["witness"] == json.loads(text)
+
+
+# --- results_dir: a name too long, and what stands in the way, in the same words -------
+
+
+@pytest.mark.parametrize("deep", [False, True], ids=["last", "middle"])
+def test_a_too_long_results_dir_name_makes_nothing_in_either(
+    harness: Harness, tmp_path: Path, deep: bool
+) -> None:
+    """A part of results_dir longer than NAME_MAX: an OSError (ENAMETOOLONG) naming
+    results_dir before anything is made (mkdir made the parents, then failed)."""
+    rows = [{"benchmark": "b", "metric": "m", "horizon": 0, "seed": 0, "value": 1}]
+    for side in ("py", "node"):
+        (tmp_path / side).mkdir()
+    long = "c" * 300
+    tail = (long, "d") if deep else (long,)
+    for name, py_call, node_op, node_args in [
+        (
+            "witness",
+            lambda d: write_witness(
+                d, config={}, device="cpu", wall_seconds=1, env={"FOUNDRY_RUN_ID": "1"}
+            ),
+            "write_witness",
+            {"env": {"FOUNDRY_RUN_ID": "1"}, "config": {}, "device": "cpu", "wall_seconds": 1},
+        ),
+        ("metrics", lambda d: write_metrics(d, rows), "write_metrics", {"rows": rows}),
+    ]:
+        py_dir = tmp_path.joinpath("py", name, "x", *tail)
+        with pytest.raises(
+            OSError, match=r"results_dir .*longer than the filesystem allows"
+        ) as err:
+            py_call(py_dir)
+        assert err.value.errno == 36 and not isinstance(err.value, RecordRefused)
+        harness.seq += 1
+        payload = {"dir": str(tmp_path.joinpath("node", name, "x", *tail)), **node_args}
+        got = harness.request({"cmd": "run", "seq": harness.seq, "op": node_op, "input": payload})
+        assert got["outcome"] == "error", got
+        assert "longer than the filesystem allows (255)" in got["message"]
+    assert list((tmp_path / "py").iterdir()) == [] and list((tmp_path / "node").iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "words"),
+    [
+        ("file", "is a file"),
+        ("under_file", "which is a file"),
+        ("dangling", "is a link to nothing"),
+        ("link_to_file", "is a link to a file"),
+        ("loop", "is a link loop"),
+    ],
+)
+def test_results_dir_in_the_way_is_named_alike(
+    harness: Harness, tmp_path: Path, kind: str, words: str
+) -> None:
+    """Python and Node say what stands in the way in the same words: a dangling link was
+    "a file" in Node, a link to a file "a link to no folder" in Python."""
+    messages = []
+    for side in ("py", "node"):
+        base = tmp_path / side
+        base.mkdir()
+        (base / "afile").write_text("keep")
+        (base / "dangling").symlink_to(base / "missing")
+        (base / "link_to_file").symlink_to(base / "afile")
+        (base / "loop").symlink_to(base / "loop")
+        target = {"file": base / "afile", "under_file": base / "afile" / "sub"}.get(
+            kind, base / kind
+        )
+        if side == "py":
+            with pytest.raises(RecordRefused) as refused:
+                write_metrics(
+                    target, [{"benchmark": "b", "metric": "m", "horizon": 0, "seed": 0, "value": 1}]
+                )
+            messages.append(refused.value.problems[0].message.replace(str(base), "BASE"))
+        else:
+            harness.seq += 1
+            row = {"benchmark": "b", "metric": "m", "horizon": 0, "seed": 0, "value": 1}
+            payload = {"dir": str(target), "rows": [row]}
+            got = harness.request(
+                {"cmd": "run", "seq": harness.seq, "op": "write_metrics", "input": payload}
+            )
+            assert got["rules"] == ["metrics.path.results_dir"], got
+            messages.append(
+                got["message"].removeprefix("metrics.path.results_dir: ").replace(str(base), "BASE")
+            )
+    assert messages[0] == messages[1]
+    assert f"{words}, not a folder" in messages[0]

@@ -22,19 +22,24 @@ from typing import Any
 
 from trainrecord.canonical import loads_strict
 from trainrecord.errors import RecordRefused
-from trainrecord.folders import blocked_by, in_the_way
+from trainrecord.folders import blocked_by, in_the_way, name_too_long
 from trainrecord.foundry.numbers import MAX_INT_DIGITS, long_int_in
 
 
 def check_folder(results_dir: Path, rule: str) -> None:
     """Refuse (``rule``) a ``results_dir`` that is, or sits under, something not a folder.
 
-    Creates nothing; called before the results directory is made."""
+    A part to be made whose name is longer than the filesystem allows raises ``OSError``
+    (``ENAMETOOLONG``) naming results_dir. Creates nothing; called before the results
+    directory is made."""
     part = blocked_by(results_dir)
     if part is not None:
         raise RecordRefused.one(
             rule, ("results_dir",), in_the_way(results_dir, part, "results_dir")
         )
+    too_long = name_too_long(results_dir, "results_dir")
+    if too_long is not None:
+        raise too_long
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -93,16 +93,51 @@ function replace(target, data) {
  * @param {string} rule
  */
 function checkFolder(resultsDir, rule) {
+  /** @type {NodeJS.ErrnoException | null} */
+  let tooLong = null;
   for (let part = resultsDir; ; part = path.dirname(part)) {
     const kind = entryKind(part);
-    if (kind === "folder") return;
+    if (kind === "folder") break;
     if (kind === "other") {
       const where = part === resultsDir ? "is" : `sits under ${part}, which is`;
       throw Refused.one(rule, ["results_dir"],
-        `results_dir ${resultsDir} ${where} a file, not a folder; give a folder (it is created when missing)`);
+        `results_dir ${resultsDir} ${where} ${kindOf(part)}, not a folder; give a folder (it is made when missing)`);
     }
-    if (path.dirname(part) === part) return;
+    const name = path.basename(part);
+    const size = Buffer.byteLength(name, "utf8");
+    if (size > NAME_MAX) { // the outermost such name is named, as Python does
+      const shown = [...name].length <= 40 ? name : `${[...name].slice(0, 40).join("")}...`;
+      tooLong = /** @type {NodeJS.ErrnoException} */ (new Error(
+        `results_dir ${resultsDir}: the name ${shown} is ${size} bytes, longer than the filesystem allows (${NAME_MAX}); give a shorter name (nothing was made)`));
+      tooLong.code = "ENAMETOOLONG";
+    }
+    if (path.dirname(part) === part) break;
   }
+  if (tooLong !== null) throw tooLong;
+}
+
+/** The longest file name in bytes (ext4, XFS, Btrfs, APFS, NTFS); Node cannot ask pathconf. */
+const NAME_MAX = 255;
+
+/**
+ * What `p`, which is no folder, is, in the Python writers' words.
+ * @param {string} p
+ */
+function kindOf(p) {
+  let link;
+  try {
+    link = fs.lstatSync(p);
+  } catch {
+    return "not a folder";
+  }
+  if (link.isSymbolicLink()) {
+    try {
+      return fs.statSync(p).isFile() ? "a link to a file" : "a link to something not a folder";
+    } catch (e) {
+      return /** @type {NodeJS.ErrnoException} */ (e).code === "ELOOP" ? "a link loop" : "a link to nothing";
+    }
+  }
+  return link.isFile() ? "a file" : "a special file (a FIFO, a socket or a device)";
 }
 
 /**
@@ -116,7 +151,7 @@ function entryKind(p) {
     return fs.statSync(p).isDirectory() ? "folder" : "other";
   } catch (e) {
     const code = /** @type {NodeJS.ErrnoException} */ (e).code;
-    if (code !== "ENOENT" && code !== "ENOTDIR" && code !== "ELOOP") throw e;
+    if (code !== "ENOENT" && code !== "ENOTDIR" && code !== "ELOOP" && code !== "ENAMETOOLONG") throw e;
   }
   try {
     // made meanwhile by a racing writer (stat said ENOENT): a folder is a folder
