@@ -5,6 +5,7 @@ digits, the unsupported version named."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -155,3 +156,45 @@ def test_both_readers_name_the_unsupported_version_found(
     assert _rules(answer) == ["witness.run_record_format.unsupported"]
     assert f"run_record_format {shown} is not supported" in answer["message"]
     assert f"(got {shown})" in answer["message"]
+
+
+def _irregular(folder: Path, name: str, kind: str) -> Path:
+    path = folder / name
+    if kind == "folder":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device":
+        path.symlink_to("/dev/zero")
+    else:  # a regular file as large as the cap (sparse: cheap); the test adds one byte
+        cap = 1 << 20 if name.startswith("observed") else 256 << 20
+        with path.open("wb") as f:
+            f.truncate(cap)
+    return path
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX FIFOs")
+@pytest.mark.parametrize("kind", ["folder", "fifo", "device", "too_large"])
+@pytest.mark.parametrize(
+    ("name", "op", "rule"),
+    [
+        ("observed.attempt0.json", "read_witness", "witness.file.regular"),
+        ("metrics.json", "read_metrics", "metrics.file.regular"),
+    ],
+)
+def test_readers_refuse_what_is_no_regular_file_or_too_large(
+    tmp_path: Path, kind: str, name: str, op: str, rule: str
+) -> None:
+    """witness.file.regular, metrics.file.regular: a FIFO hung both readers, /dev/zero was
+    read until memory ran out (probe F9); a folder raised IsADirectoryError."""
+    path = _irregular(tmp_path, name, kind)
+    if kind == "too_large":
+        with path.open("r+b") as f:  # past the cap by one byte
+            f.seek(0, 2)
+            f.write(b" ")
+    read = read_witness if op == "read_witness" else read_metrics
+    with pytest.raises(RecordRefused) as refused:
+        read(path)
+    assert refused.value.rules == [rule]
+    (answer,) = node((op, {"path": str(path)}))
+    assert _rules(answer) == [rule]

@@ -72,6 +72,30 @@ def sibling_version(ctx: Context, case: tuple[Any, Any, int, int]) -> None:
     )
 
 
+IRREGULAR = ("folder", "too large")
+"""What stands where a reader's file should be: a folder, and (the witness only, whose cap
+is 1 MiB) a regular file one byte past the cap, sparse. Never a FIFO or a device here: an
+implementation that broke the rule would hang the suite (tests/foundry has them)."""
+
+
+def regular_file(name: str, op: str, rule: str) -> Callable[[Context, Any], None]:
+    """``<kind>.file.regular``: the reader refuses a folder (and a file past its cap) in
+    place of its file, naming the rule, rather than raising or reading it."""
+
+    def check(ctx: Context, case: str) -> None:
+        folder = ctx.folder(create=True)
+        path = folder / name
+        if case == "folder":
+            path.mkdir()
+            (path / "inside.json").write_text("{}", encoding="utf-8")
+        else:
+            with path.open("wb") as f:
+                f.truncate((1 << 20) + 1)
+        ctx.refused(op, {"path": str(path)}, rule)
+
+    return check
+
+
 def checks() -> list[Check]:
     """The reader's checks."""
 
@@ -86,6 +110,22 @@ def checks() -> list[Check]:
 
     return [
         Check("metrics.file.json", "non-strict JSON is refused", READ, corrupt, strict_json),
+        Check(
+            "metrics.file.regular",
+            "a folder in place of metrics.json is refused",
+            READ,
+            lambda t: st.just("folder"),
+            regular_file("metrics.json", "read_metrics", "metrics.file.regular"),
+            edges=lambda t: ["folder"],
+        ),
+        Check(
+            "witness.file.regular",
+            "a folder, or a file past 1 MiB, in place of the witness is refused",
+            frozenset({"read_witness"}),
+            lambda t: st.sampled_from(IRREGULAR),
+            regular_file("observed.attempt0.json", "read_witness", "witness.file.regular"),
+            edges=lambda t: list(IRREGULAR),
+        ),
         Check(
             "metrics.read.sibling_version",
             "a witness of another version beside it",

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -97,12 +98,65 @@ def replace(target: Path, data: bytes) -> None:
     _fsync_dir(target.parent)
 
 
+MAX_BYTES = {"witness": 1 << 20, "metrics": 256 << 20}
+"""The largest file each reader reads: a witness is a few hundred bytes; 256 MiB of
+metrics is millions of rows. A larger file is refused without being read past it."""
+
+
+def _read_regular(path: Path, kind: str) -> bytes:
+    """The bytes of ``path`` when it is a regular file (a link to one counts) of at most
+    ``MAX_BYTES[kind]``; else ``<kind>.file.regular``. A FIFO is opened without blocking and
+    never read; a device is never read."""
+    rule = f"{kind}.file.regular"
+    limit = MAX_BYTES[kind]
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            what = (
+                "a folder"
+                if stat.S_ISDIR(mode)
+                else "a FIFO (named pipe)"
+                if stat.S_ISFIFO(mode)
+                else "a socket"
+                if stat.S_ISSOCK(mode)
+                else "a device"
+            )
+            raise RecordRefused.one(
+                rule,
+                (),
+                f"{Path(path).name} is {what}, not a regular file; a {kind} record is a file "
+                "(nothing was read)",
+            )
+        if os.name == "posix" and hasattr(os, "O_NONBLOCK"):
+            os.set_blocking(fd, True)
+        chunks = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise RecordRefused.one(
+                rule,
+                (),
+                f"{Path(path).name} is larger than {limit >> 20} MiB, more than any {kind} "
+                "record holds; it was not read past that",
+            )
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def read_json(path: Path, rule: str) -> tuple[Any, str]:
     """Parse ``path`` as strict JSON; return the value and the text.
 
-    A file that is not UTF-8, not JSON, or has NaN/Infinity tokens is refused with ``rule``.
+    A file that is not UTF-8, not JSON, or has NaN/Infinity tokens is refused with ``rule``;
+    one that is no regular file, or is too large, with ``<kind>.file.regular``.
     """
-    raw = Path(path).read_bytes()
+    raw = _read_regular(Path(path), rule.split(".")[0])
     too_long = (
         f"an integer token of more than {MAX_INT_DIGITS} digits, which the records never "
         "hold (no JSON reader of Python takes one)"

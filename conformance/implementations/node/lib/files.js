@@ -161,4 +161,44 @@ function entryKind(p) {
   }
 }
 
-module.exports = { createNew, replace, checkFolder };
+/** The largest file each reader reads (spec/README.md, Foundry: witness 1 MiB, metrics 256 MiB). */
+const MAX_BYTES = { witness: 1 << 20, metrics: 256 << 20 };
+
+/**
+ * The bytes of `file` when it is a regular file (a link to one counts) of at most
+ * MAX_BYTES[kind]; else Refused `<kind>.file.regular`. A FIFO is opened without blocking
+ * and never read; a device is never read.
+ * @param {string} file
+ * @param {"witness" | "metrics"} kind
+ * @returns {Buffer}
+ */
+function readRegular(file, kind) {
+  const rule = `${kind}.file.regular`;
+  const limit = MAX_BYTES[kind];
+  const fd = fs.openSync(file, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0));
+  try {
+    const st = fs.fstatSync(fd);
+    if (!st.isFile()) {
+      const what = st.isDirectory() ? "a folder" : st.isFIFO() ? "a FIFO (named pipe)" : st.isSocket() ? "a socket" : "a device";
+      throw Refused.one(rule, [], `${path.basename(file)} is ${what}, not a regular file; a ${kind} record is a file (nothing was read)`);
+    }
+    /** @type {Buffer[]} */
+    const chunks = [];
+    let size = 0;
+    while (size <= limit) {
+      const chunk = Buffer.alloc(Math.min(1 << 20, limit + 1 - size));
+      const n = fs.readSync(fd, chunk, 0, chunk.length, null);
+      if (n === 0) break;
+      chunks.push(chunk.subarray(0, n));
+      size += n;
+    }
+    if (size > limit) {
+      throw Refused.one(rule, [], `${path.basename(file)} is larger than ${limit >> 20} MiB, more than any ${kind} record holds; it was not read past that`);
+    }
+    return Buffer.concat(chunks);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+module.exports = { createNew, replace, checkFolder, readRegular };

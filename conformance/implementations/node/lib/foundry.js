@@ -329,9 +329,10 @@ const WITNESS_NAME = /^observed\.attempt(0|[1-9][0-9]*)\.json$/;
  */
 function readWitness({ path: file }) {
   let value;
+  const raw = files.readRegular(file, "witness");
   try {
     // ignoreBOM keeps a BOM in the text, where the strict parser refuses it (as Python does)
-    value = parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(fs.readFileSync(file)));
+    value = parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(raw));
   } catch (e) {
     throw Refused.one("witness.file.json", [], `${path.basename(file)} is not strict JSON text (RFC 8259, UTF-8): ${/** @type {Error} */ (e).message}`);
   }

@@ -18,6 +18,7 @@ const { parse } = require("./pyjson");
 const { problems } = require("./validate");
 const { METRICS_SCHEMA, textProblems, longIntIn, LONG_INT_FILE } = require("./foundry");
 const { Refused } = require("./refused");
+const files = require("./files");
 
 /** @typedef {import("./pyjson").PyValue} PyValue */
 
@@ -69,7 +70,7 @@ function readMetrics({ path: file }) {
     throw Refused.one("metrics.read.sibling_version", [],
       `${path.basename(file)} sits beside ${name}, a run_record_format ${shown} witness; this version 1 reader does not infer that the metrics are version 1; read them with a reader for that version`);
   }
-  const raw = fs.readFileSync(file);
+  const raw = files.readRegular(file, "metrics");
   let rows;
   try {
     rows = parse(utf8.decode(raw));
