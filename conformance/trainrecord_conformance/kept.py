@@ -4,7 +4,7 @@ example, as the harness got them, and the files they name, copied where they sta
 The counterexample Hypothesis shrinks to is the check's own draw (events, rows, a line
 number to tamper); what an implementer can replay is the requests the check sent for it.
 The folders they name live under the run's temporary root, removed when the run ends: on a
-failure they are copied to ``<tmp>/trainrecord-conformance-failures/<run>/<check>-<unique>/`` (FIFOs
+failure they are copied to ``<tmp>/trainrecord-conformance-failures-<run>/<check>-<unique>/`` (FIFOs
 made again, links kept as links, at most :data:`MAX_BYTES` of files) and the requests are
 shown with those paths."""
 
@@ -22,12 +22,17 @@ from typing import Any
 MAX_BYTES = 64 << 20
 """Files a failure keeps at most (a larger example is named, not copied)."""
 
-_RUN = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+_ROOT: list[Path] = []
 
 
 def failures_root() -> Path:
-    """Where this run keeps the files of its failures."""
-    return Path(tempfile.gettempdir()) / "trainrecord-conformance-failures" / _RUN
+    """Where this run keeps the files of its failures: one folder per run, made on first
+    use by ``mkdtemp`` (private to the user, a name no one could have put a link at, in a
+    temporary folder others share)."""
+    if not _ROOT:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        _ROOT.append(Path(tempfile.mkdtemp(prefix=f"trainrecord-conformance-failures-{stamp}-")))
+    return _ROOT[0]
 
 
 def keep(root: Path, sent: list[tuple[str, dict[str, Any]]], check: str) -> tuple[list[Any], str]:
@@ -43,7 +48,6 @@ def keep(root: Path, sent: list[tuple[str, dict[str, Any]]], check: str) -> tupl
         else:
             # one folder per failure: checks share names across rules, and targets of one
             # run count their cases from case0 alike (a later failure replaced the files)
-            failures_root().mkdir(parents=True, exist_ok=True)
             name = re.sub(r"[^A-Za-z0-9._-]+", "_", check)[:100]
             dest = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=failures_root()))
             for case in cases:

@@ -139,7 +139,7 @@ def _dispatch(
     except BrokenPipeError:
         raise  # stdout's reader gone: run_parser's to judge (exit 141), not a file error
     except OSError as exc:  # a file or folder: missing, in the way, read-only, full disk ...
-        said = exc.strerror or type(exc).__name__
+        said = exc.strerror or str(exc) or type(exc).__name__  # (a TimeoutError has no strerror)
         named = f": {exc.filename}" if exc.filename is not None else ""
         print(f"{where}: {said}{'' if str(exc.filename) in said else named}", file=sys.stderr)
         return 2

@@ -123,3 +123,19 @@ def test_open_run_names_the_file_in_the_way_of_its_folder(tmp_path: Path) -> Non
         assert caught.value.filename == str(folder)
         assert f"sits under {folder}, which is {kind}" in str(caught.value)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "loop"]
+
+
+def test_an_os_error_without_strerror_shows_its_message(capsys: pytest.CaptureFixture[str]) -> None:
+    # A review: the CLI printed exc.strerror or the class name, so TimeoutError("timed out
+    # reading the server") came out as the bare word "TimeoutError"
+    import argparse
+
+    from trainrecord.cli import run_parser
+
+    def fail(args: argparse.Namespace) -> int:
+        raise TimeoutError("timed out reading the server")
+
+    parser = argparse.ArgumentParser(prog="trainrecord")
+    parser.add_subparsers(dest="command").add_parser("x").set_defaults(func=fail)
+    assert run_parser(parser, ["x"], "trainrecord") == 2
+    assert capsys.readouterr().err == "trainrecord x: timed out reading the server\n"
