@@ -35,9 +35,11 @@ the resume and at close that the new seal (and signature) covers its lines as th
 (``diary.writer.resume``), and one of a record signed by another key. Any other warning of
 the verification (a torn metrics row) is logged too.
 
-Every string written, object keys included, must be Unicode text: one holding a surrogate
-code point is refused (``diary.text.surrogate``), since it cannot be UTF-8 and does not read
-back as the same string.
+Every string of a diary line, object keys included, must be Unicode text: one holding a
+surrogate code point is refused (``diary.text.surrogate``), since it cannot be UTF-8 and
+does not read back as the same string (two lone surrogates read back as one character, and
+the line's hash fails). A metrics row may hold one: its bytes (``\\udXXX`` escapes) are what
+run_end's digest covers, never re-serialised.
 """
 
 from __future__ import annotations
