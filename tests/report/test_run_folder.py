@@ -413,3 +413,22 @@ def _job_discarded(folder: str, url: str, ca: str, clock_ms: int, out: Any) -> N
     reporter.interrupted()  # a new training run, no epoch finished: discarded, folder deleted
     reporter.close(10)
     out.put(run.run_id)
+
+
+def test_a_run_folder_is_resumed_and_a_fifo_metadata_is_refused_unread(tmp_path: Path) -> None:
+    # A Foundry change made the shared JSON reader look up a size limit for "report" (the
+    # kind of report.metadata.json) that it did not have: every resume raised KeyError. A
+    # metadata.json that is no regular file is refused, never read (a FIFO would block).
+    import os
+
+    from trainrecord.errors import RecordRefused
+    from trainrecord.report import open_run
+
+    first = open_run(tmp_path / "run")
+    assert open_run(tmp_path / "run").run_id == first.run_id
+    (tmp_path / "fifo").mkdir()
+    os.mkfifo(tmp_path / "fifo" / "metadata.json")
+    with pytest.raises(RecordRefused) as caught:
+        open_run(tmp_path / "fifo")
+    assert caught.value.problems[0].rule == "report.metadata.json"
+    assert "FIFO" in str(caught.value)

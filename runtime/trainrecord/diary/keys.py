@@ -29,8 +29,8 @@ def generate_keypair(
 ) -> tuple[Path, Path, str]:
     """Write a new key pair; return (private path, public path, fingerprint). Missing
     folders are made; a file where a folder must be is a ``NotADirectoryError`` naming it;
-    when the public key cannot be written, the private key written is removed (no half
-    pair)."""
+    both keys are written to temporary files first and renamed into place, so a failure
+    leaves no half pair (and, with ``overwrite=True``, the old pair as it was)."""
     priv = Path(private_path)
     pub = Path(public_path) if public_path else priv.with_name(priv.name + ".pub")
     for path in (priv, pub):
@@ -52,19 +52,29 @@ def generate_keypair(
             )
     for path in (priv, pub):
         path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(priv, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(pem)
-    os.chmod(priv, 0o600)
     public = key.public_key()
+    pub_pem = public.public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    # both written beside their names first, then renamed: a failure leaves the old pair
+    # (overwrite=True) or nothing, never a new private key beside an old public one
+    written: list[Path] = []
     try:
-        pub.write_bytes(
-            public.public_bytes(
-                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-            )
-        )
+        for path, data, mode in ((priv, pem, 0o600), (pub, pub_pem, 0o644)):
+            temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            try:
+                fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+            except OSError as exc:  # named after the key's own path, not the temporary one
+                raise type(exc)(exc.errno, exc.strerror, str(path)) from None
+            written.append(temp)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.chmod(temp, mode)
+        os.replace(written[0], priv)
+        os.replace(written[1], pub)
     except BaseException:
-        priv.unlink(missing_ok=True)
+        for temp in written:
+            temp.unlink(missing_ok=True)
         raise
     return priv, pub, fingerprint(public)
 

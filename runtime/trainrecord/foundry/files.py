@@ -100,15 +100,18 @@ def replace(target: Path, data: bytes) -> None:
 
 MAX_BYTES = {"witness": 1 << 20, "metrics": 256 << 20}
 """The largest file each reader reads: a witness is a few hundred bytes; 256 MiB of
-metrics is millions of rows. A larger file is refused without being read past it."""
+metrics is millions of rows. A larger file is refused without being read past it. Another
+kind of file read here (a report run folder's metadata.json) has :data:`OTHER_MAX_BYTES`."""
+OTHER_MAX_BYTES = 16 << 20
 
 
-def _read_regular(path: Path, kind: str) -> bytes:
+def _read_regular(path: Path, kind: str, other_rule: str) -> bytes:
     """The bytes of ``path`` when it is a regular file (a link to one counts) of at most
-    ``MAX_BYTES[kind]``; else ``<kind>.file.regular``. A FIFO is opened without blocking and
-    never read; a device is never read."""
-    rule = f"{kind}.file.regular"
-    limit = MAX_BYTES[kind]
+    ``MAX_BYTES[kind]``; else ``<kind>.file.regular`` (``other_rule`` for a kind without
+    a limit of its own, as metadata.json's ``report.metadata.json``). A FIFO is opened
+    without blocking and never read; a device is never read."""
+    rule = f"{kind}.file.regular" if kind in MAX_BYTES else other_rule
+    limit = MAX_BYTES.get(kind, OTHER_MAX_BYTES)
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     try:
         mode = os.fstat(fd).st_mode
@@ -156,7 +159,7 @@ def read_json(path: Path, rule: str) -> tuple[Any, str]:
     A file that is not UTF-8, not JSON, or has NaN/Infinity tokens is refused with ``rule``;
     one that is no regular file, or is too large, with ``<kind>.file.regular``.
     """
-    raw = _read_regular(Path(path), rule.split(".")[0])
+    raw = _read_regular(Path(path), rule.split(".")[0], rule)
     too_long = (
         f"an integer token of more than {MAX_INT_DIGITS} digits, which the records never "
         "hold (no JSON reader of Python takes one)"
