@@ -139,3 +139,21 @@ def test_an_os_error_without_strerror_shows_its_message(capsys: pytest.CaptureFi
     parser.add_subparsers(dest="command").add_parser("x").set_defaults(func=fail)
     assert run_parser(parser, ["x"], "trainrecord") == 2
     assert capsys.readouterr().err == "trainrecord x: timed out reading the server\n"
+
+
+def test_keygen_overwrite_keeps_the_old_pair_when_the_new_one_cannot_be_written(
+    tmp_path: Path,
+) -> None:
+    # A review: with overwrite=True the old private key was truncated and rewritten before
+    # the public key failed, then removed: the old pair lost, a .pub left without its key
+    from trainrecord.diary import generate_keypair
+
+    if not Path("/proc/self").is_dir():
+        pytest.skip("no /proc here")
+    old, _, _ = generate_keypair(tmp_path / "key")
+    before = old.read_bytes()
+    with pytest.raises(OSError) as caught:
+        generate_keypair(old, Path("/proc/self/trainrecord-test.pub"), overwrite=True)
+    assert caught.value.filename == "/proc/self/trainrecord-test.pub"
+    assert old.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["key", "key.pub"]
