@@ -81,3 +81,13 @@ def _kind(part: Path) -> str:
     except OSError:
         return "not a folder"
     return "a file" if stat.S_ISREG(mode) else "a special file (a FIFO, a socket or a device)"
+
+
+def not_regular(mode: int) -> str:
+    """What a path of ``st_mode`` ``mode`` that is no regular file is, for a message: "a
+    folder", "a FIFO (named pipe)", "a socket" or "a device" (the readers' refusals)."""
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    return "a socket" if stat.S_ISSOCK(mode) else "a device"

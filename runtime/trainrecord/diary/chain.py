@@ -29,6 +29,7 @@ from trainrecord.diary.fastline import (
     pad_exponents,
     parse_std,
 )
+from trainrecord.folders import not_regular
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 PREV_BROKEN = (
@@ -238,15 +239,7 @@ def irregular(path: Path, file: str) -> LineFailure | None:
         return None  # missing (or a dangling link): the caller's own rule
     if stat.S_ISREG(mode):
         return None
-    kind = (
-        "a folder"
-        if stat.S_ISDIR(mode)
-        else "a FIFO (named pipe)"
-        if stat.S_ISFIFO(mode)
-        else "a socket"
-        if stat.S_ISSOCK(mode)
-        else "a device"
-    )
+    kind = not_regular(mode)
     return LineFailure(
         0,
         None,

@@ -23,7 +23,7 @@ from typing import Any
 
 from trainrecord.canonical import loads_strict
 from trainrecord.errors import RecordRefused
-from trainrecord.folders import blocked_by, in_the_way, name_too_long
+from trainrecord.folders import blocked_by, in_the_way, name_too_long, not_regular
 from trainrecord.foundry.numbers import MAX_INT_DIGITS, long_int_in
 
 
@@ -116,15 +116,7 @@ def _read_regular(path: Path, kind: str, other_rule: str) -> bytes:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            what = (
-                "a folder"
-                if stat.S_ISDIR(mode)
-                else "a FIFO (named pipe)"
-                if stat.S_ISFIFO(mode)
-                else "a socket"
-                if stat.S_ISSOCK(mode)
-                else "a device"
-            )
+            what = not_regular(mode)
             raise RecordRefused.one(
                 rule,
                 (),
