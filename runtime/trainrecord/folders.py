@@ -3,6 +3,8 @@
 ``Path.mkdir(parents=True, exist_ok=True)`` says only "File exists" when a file (or a link
 that leads to no folder) stands where the folder or one of its parents must be; the
 writers, ``open_run`` and ``keygen`` name that path instead, before anything is made.
+The readers' refusal of a path that is no regular file says what it is in the same words
+(:func:`not_regular`).
 """
 
 from __future__ import annotations
