@@ -15,8 +15,10 @@ early (``| head``; see ``trainrecord.cli``). ``run --help`` and ``rules --help``
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from trainrecord.cli import missing_dependency, run_parser
 from trainrecord.commands import whole_number
@@ -156,7 +158,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         except (ValueError, TargetError, OSError) as exc:
             print(f"trainrecord-conformance: cannot start target {shown}: {exc}", file=sys.stderr)
             return 2
-        with target:
+        with target, _runtime_quiet():
             outcomes = run_rules(
                 target,
                 rule_ids,
@@ -170,6 +172,21 @@ def cmd_run(args: argparse.Namespace) -> int:
                 print(report.summary(outcomes, shown, target.implementation))
         worst = max(worst, report.exit_status(outcomes))
     return worst
+
+
+@contextlib.contextmanager
+def _runtime_quiet() -> Iterator[None]:
+    """The runtime's own warnings kept off the report: the in-process target's checks make
+    the situations they warn of on purpose (a resumed record no seal vouches for, ...), and
+    with no logging configured Python printed each on stderr between the progress and the
+    summary. A handler the caller configured still gets them."""
+    quiet = logging.NullHandler()
+    logger = logging.getLogger("trainrecord")
+    logger.addHandler(quiet)
+    try:
+        yield
+    finally:
+        logger.removeHandler(quiet)
 
 
 def cmd_rules(args: argparse.Namespace) -> int:
