@@ -145,3 +145,18 @@ def metrics(run_dir: Path) -> list[dict[str, Any]]:
 def run_dir(tmp_path: Path) -> Path:
     """A fresh run directory."""
     return tmp_path / "run"
+
+
+def signed_run(tmp_path: Path) -> tuple[nn.Module, torch.optim.Optimizer, Path, Any]:
+    """A TinyMLP trained 2 steps by a Monitor signing its record with a new key in
+    ``tmp_path``: (model, optimizer, run folder, (private, public, fingerprint))."""
+    from trainrecord.diary import generate_keypair
+
+    torch.manual_seed(0)
+    keys = generate_keypair(tmp_path / "signer")
+    run = tmp_path / "run"
+    model = TinyMLP()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    with Monitor(model, optimizer, run, check_every=2, signing_key=keys[0]) as monitor:
+        train(model, optimizer, monitor, 2)
+    return model, optimizer, run, keys

@@ -16,10 +16,10 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from tests.monitor.conftest import TinyMLP, batches, events, metrics, read_run, train
+from tests.monitor.conftest import TinyMLP, batches, events, metrics, read_run, signed_run, train
 from tests.monitor.test_events import sgd
 from trainrecord.arguments import ArgumentRefused
-from trainrecord.diary import generate_keypair, verify, write_seal
+from trainrecord.diary import verify, write_seal
 from trainrecord.errors import RecordRefused
 from trainrecord.monitor import Monitor
 
@@ -273,13 +273,7 @@ def test_a_signed_record_resumed_by_a_monitor(
 ) -> None:
     # The probe: a Monitor resuming a signed record removed record.sig and sealed it
     # unsigned without a word; `verify --key` then failed.
-    torch.manual_seed(0)
-    priv, pub, print_ = generate_keypair(tmp_path / "signer")
-    run = tmp_path / "run"
-    model = TinyMLP()
-    optimizer = sgd(model)
-    with Monitor(model, optimizer, run, check_every=2, signing_key=priv) as monitor:
-        train(model, optimizer, monitor, 2)
+    model, optimizer, run, (priv, pub, print_) = signed_run(tmp_path)
     assert verify(run, public_key=pub).signed
     with Monitor(model, optimizer, run, check_every=2, start_step=2, signing_key=priv) as monitor:
         train(model, optimizer, monitor, 2)  # with its key: signed again, without a word

@@ -10,12 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 
 from tests.diary.helpers import rechain
-from tests.monitor.conftest import TinyMLP, train
+from tests.monitor.conftest import TinyMLP, signed_run, train
 from tests.monitor.test_events import sgd
-from trainrecord.diary import generate_keypair, verify
+from trainrecord.diary import verify
 from trainrecord.errors import RecordRefused
 from trainrecord.monitor import Monitor
 
@@ -61,13 +60,7 @@ def _forge(run: Path) -> None:
 def test_a_signing_monitor_resuming_a_record_whose_seal_is_gone(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    torch.manual_seed(0)
-    priv, pub, print_ = generate_keypair(tmp_path / "signer")
-    run = tmp_path / "run"
-    model = TinyMLP()
-    optimizer = sgd(model)
-    with Monitor(model, optimizer, run, check_every=2, signing_key=priv) as monitor:
-        train(model, optimizer, monitor, 2)
+    model, optimizer, run, (priv, pub, print_) = signed_run(tmp_path)
     _forge(run)
     before = (run / "diary.jsonl").read_bytes()
     with pytest.raises(RecordRefused, match="require_seal=True, and the record has no seal"):
