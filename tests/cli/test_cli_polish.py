@@ -33,7 +33,10 @@ def test_help_texts_have_no_restructuredtext_markup(command: str) -> None:
 
 def test_show_help_starts_with_its_plain_synopsis() -> None:
     out = cli("show", "--help")
-    assert "\ntrainrecord show RUN_DIR: a human summary of a training record.\n" in out.stdout
+    assert (
+        "\ntrainrecord show RUN_DIR [--key PUBLIC_KEY]: a human summary of a training record.\n"
+        in out.stdout
+    )
 
 
 def test_serve_help_shows_the_port_default() -> None:
@@ -68,6 +71,29 @@ def test_verify_refuses_a_private_key_as_a_usage_error(
     assert secret not in out.stdout + out.stderr
     ok = cli("verify", signed_run, "--key", keys["a.pub"])
     assert ok.returncode == 0 and "signature valid" in ok.stdout
+
+
+def test_show_checks_a_signature_with_key_as_verify_does(
+    signed_run: Path, keys: dict[str, Path]
+) -> None:
+    """show's integrity line told to "pass --key" to check a signature, and show had no --key."""
+    unchecked = cli("show", signed_run)
+    assert unchecked.returncode == 0, unchecked.stderr
+    assert "signature not checked: pass --key" in unchecked.stdout.splitlines()[0]
+    ok = cli("show", signed_run, "--key", keys["a.pub"])
+    assert ok.returncode == 0, ok.stderr
+    verdict = cli("verify", signed_run, "--key", keys["a.pub"]).stdout.splitlines()[0]
+    assert "signature valid" in verdict and ok.stdout.splitlines()[0] == f"integrity: {verdict}"
+    other = cli("show", signed_run, "--key", keys["b.pub"])
+    assert other.returncode == 1 and other.stdout.startswith("integrity: FAILED")
+    assert "NOT TRUSTWORTHY" in other.stdout
+    err = usage_error(cli("show", signed_run, "--key", keys["a"]))
+    assert err.startswith("trainrecord show: --key") and "private key" in err
+    assert keys["a"].read_text().splitlines()[1] not in err
+    missing = usage_error(cli("show", signed_run, "--key", keys["a"].parent / "nope.pub"))
+    assert "nope.pub" in missing and "public key" in missing
+    both = usage_error(cli("show", signed_run, "--key", keys["a.pub"], "--no-verify"))
+    assert "--no-verify" in both and "--key" in both
 
 
 def _signer(run: Path) -> str:

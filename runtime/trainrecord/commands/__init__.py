@@ -6,6 +6,7 @@ import argparse
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 _ROLE = re.compile(r":[a-z]+:`([^`]*)`")
 
@@ -51,3 +52,36 @@ def whole_number(
         return value
 
     return parse
+
+
+def _is_private_key(path: Path) -> bool:
+    """Whether the file holds a PEM private key (of any kind, encrypted or not). A file that
+    cannot be read is left to the loader, which names it."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(1 << 16)
+    except OSError:
+        return False
+    return b"PRIVATE KEY-----" in head
+
+
+def load_key_option(command: str, path: Path | None) -> tuple[Any, str | None]:
+    """``--key PUBLIC_KEY`` of ``verify`` and ``show``: ``(key, None)``, ``(None, None)``
+    without the option, or ``(None, usage error)`` naming the command and what to pass (a
+    private key given by mistake, a file that cannot be read), never the key's text."""
+    if path is None:
+        return None, None
+    from trainrecord.diary import load_public_key
+
+    if _is_private_key(path):
+        return None, (
+            f"trainrecord {command}: --key {path} is a private key; pass the signer's PUBLIC "
+            "key (the .pub file trainrecord keygen wrote beside it)"
+        )
+    try:
+        return load_public_key(path), None
+    except OSError as exc:
+        return None, (
+            f"trainrecord {command}: --key {path}: {exc.strerror or exc}; pass the "
+            "signer's public key (the .pub file trainrecord keygen wrote)"
+        )

@@ -1,18 +1,19 @@
-"""``trainrecord show RUN_DIR``: a human summary of a training record.
+"""``trainrecord show RUN_DIR [--key PUBLIC_KEY]``: a human summary of a training record.
 
 The run, its layers, alarms with their steps, stuck channels, certificates, repairs, loss
 spikes, non-finite events and event counts. It verifies the record first, as ``trainrecord
-verify`` does without ``--key``, and its first line is that verdict: ``integrity: OK: 16
-lines verified (complete, sealed ..., not signed)``, or ``integrity: FAILED: <file, line,
-rule>`` followed by which of the values shown are not trustworthy (from the failing line
-on, or all of them when the seal or metrics.jsonl fails); the summary is shown either way.
+verify`` does (``--key`` checks the signature of a signed record, as there), and its first
+line is that verdict: ``integrity: OK: 16 lines verified (complete, sealed ..., not
+signed)``, or ``integrity: FAILED: <file, line, rule>`` followed by which of the values
+shown are not trustworthy (from the failing line on, or all of them when the seal or
+metrics.jsonl fails); the summary is shown either way.
 ``--no-verify`` skips that for a huge record (``integrity: not checked``). Text in the
 record is shown with control characters and surrogates escaped (``\\x1b``, ``\\ud800``).
 
 exit status: as trainrecord verify: 0 the record verifies, 1 it fails verification, 3 its
 last line is torn (a crash while writing; the summary covers the lines before it), 2 usage
-error (no run directory, no diary.jsonl, or with --no-verify a line that is not JSON);
---no-verify: 0.
+error (no run directory, no diary.jsonl, a --key that is not a public key, --key with
+--no-verify, or with --no-verify a line that is not JSON); --no-verify: 0.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from trainrecord.canonical import loads_strict
-from trainrecord.commands import plain, run_dir_problem
+from trainrecord.commands import load_key_option, plain, run_dir_problem
 from trainrecord.diary.read import DIARY, Summary, summarize
 from trainrecord.diary.verifier import VerifyResult, verify
 
@@ -47,6 +48,9 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("run_dir", metavar="RUN_DIR", type=Path)
+    parser.add_argument(
+        "--key", metavar="PUBLIC_KEY", type=Path, help="the signer's public key (PEM)"
+    )
     parser.add_argument(
         "--no-verify",
         action="store_true",
@@ -296,7 +300,22 @@ def run(args: argparse.Namespace) -> int:
             f"trainrecord show: {problem or f'no diary.jsonl in {args.run_dir}'}", file=sys.stderr
         )
         return 2
-    result = None if args.no_verify else verify(args.run_dir, progress=sys.stderr.isatty())
+    if args.no_verify and args.key is not None:
+        print(
+            "trainrecord show: --key checks the signature while verifying, which --no-verify "
+            "skips; give one of them",
+            file=sys.stderr,
+        )
+        return 2
+    key, key_problem = load_key_option("show", args.key)
+    if key_problem:
+        print(key_problem, file=sys.stderr)
+        return 2
+    result = (
+        None
+        if args.no_verify
+        else verify(args.run_dir, public_key=key, progress=sys.stderr.isatty())
+    )
     lines, unreadable = _read(args.run_dir / DIARY)
     if unreadable and result is None:
         print(

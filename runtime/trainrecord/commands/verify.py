@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trainrecord.commands import run_dir_problem, whole_number
-from trainrecord.diary import load_public_key, verify
+from trainrecord.commands import load_key_option, run_dir_problem, whole_number
+from trainrecord.diary import verify
 
 EXIT = {"ok": 0, "failed": 1, "torn": 3}
 
@@ -61,17 +61,6 @@ _workers = whole_number(1, what="processes", hint="or leave --workers out to use
 """``--workers``: a whole number of processes, at least 1 (argparse: usage error, exit 2)."""
 
 
-def _is_private_key(path: Path) -> bool:
-    """Whether the file holds a PEM private key (of any kind, encrypted or not). A file that
-    cannot be read is left to the verifier, which names it."""
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(1 << 16)
-    except OSError:
-        return False
-    return b"PRIVATE KEY-----" in head
-
-
 def run(args: argparse.Namespace) -> int:
     """Verify and print the verdict."""
     problem = run_dir_problem(args.run_dir)
@@ -86,24 +75,10 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if args.key is not None and _is_private_key(args.key):
-        print(
-            f"trainrecord verify: --key {args.key} is a private key; pass the signer's PUBLIC "
-            "key (the .pub file trainrecord keygen wrote beside it)",
-            file=sys.stderr,
-        )
-        return 2
-    key = None
-    if args.key is not None:  # loaded first: a key problem is said for any record, signed or
-        try:  # not (an unsigned record with --key then fails seal.signature.missing)
-            key = load_public_key(args.key)
-        except OSError as exc:
-            print(
-                f"trainrecord verify: --key {args.key}: {exc.strerror or exc}; pass the "
-                "signer's public key (the .pub file trainrecord keygen wrote)",
-                file=sys.stderr,
-            )
-            return 2
+    key, key_problem = load_key_option("verify", args.key)
+    if key_problem:  # loaded first: a key problem is said for any record, signed or not
+        print(key_problem, file=sys.stderr)  # (an unsigned record with --key then fails
+        return 2  # seal.signature.missing)
     progress = sys.stderr.isatty() and not args.no_progress and not args.json
     result = verify(args.run_dir, public_key=key, workers=args.workers, progress=progress)
     if args.json:
