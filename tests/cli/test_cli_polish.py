@@ -217,3 +217,22 @@ def test_show_pairs_each_alarm_with_its_clear_and_dates_stuck_channels_from_thei
     assert "since step 300 (4 channel events in all)\n" in out.stdout
     assert "no ReLU after 1 producer (flat and decayed channels only" in out.stdout
     assert ": head\n" in out.stdout
+
+
+def test_validate_says_a_valid_diary_is_valid_in_shape_only_and_names_verify(
+    tmp_path: Path,
+) -> None:
+    # A newcomer probe: validate printed "valid diary" for a diary with one field changed
+    # (verify fails it on the hash chain), and its help never named verify.
+    run = tmp_path / "run"
+    write_run(run)
+    out = cli("validate", run / "diary.jsonl")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == (
+        f"{run / 'diary.jsonl'}: valid diary (schema only: trainrecord verify {run} "
+        "checks the hash chain and seal)\n"
+    )
+    help_text = " ".join(cli("validate", "--help").stdout.split())
+    assert "validate checks each file's shape; verify checks that a diary was not changed" in (
+        help_text
+    )

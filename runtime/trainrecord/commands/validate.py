@@ -3,7 +3,9 @@
 Each file's format is told from its name (``observed.attempt<N>.json``, ``metrics.json``,
 ``diary.jsonl``, ...) or else from its content (see :mod:`trainrecord.formats`); a folder
 stands for the record files in it (recognised by name, recursively). Every problem is
-printed with its rule id. ``--json`` prints one JSON object instead.
+printed with its rule id. ``--json`` prints one JSON object instead. A valid diary's line
+says that only its shape was checked and names ``trainrecord verify``, which checks its hash
+chain and seal.
 
 Exit status: 0 when every file is valid, 1 when any file has a problem, 2 when a file
 cannot be read or its format cannot be told (pass ``--format`` or ``--schema``).
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,9 @@ Check record files against the trainrecord spec and print every problem with its
 The format of each file is told from its name (observed.attempt<N>.json, metrics.json,
 diary.jsonl, metrics.jsonl, record.json, report.json) or else from its content; a folder
 stands for the record files in it (by name, recursively).
+
+validate checks each file's shape; verify checks that a diary was not changed (its hash
+chain and seal): trainrecord verify RUN_DIR.
 
 exit status: 0 every file is valid, 1 a file has a problem, 2 a file cannot be read or
 its format cannot be told (pass --format or --schema)."""
@@ -130,6 +136,15 @@ def _schemas_accepted() -> str:
     return f"--schema takes a path under schemas/ ({paths}) or a $id ({ids})"
 
 
+def _shape_only(entry: dict[str, Any]) -> str:
+    """For a valid diary, the note that validate checked its shape only, and the command
+    that checks its hash chain and seal; else nothing."""
+    if entry["format"] != "diary":
+        return ""
+    run_dir = shlex.quote(str(Path(entry["path"]).parent))
+    return f" (schema only: trainrecord verify {run_dir} checks the hash chain and seal)"
+
+
 def _printable(value: Any) -> Any:
     """``value`` (JSON-ready) with every string printable: a surrogate code point (a field
     name read as ``"\\ud800"``, a file name that is not UTF-8) shown as its escape, so the
@@ -175,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
             if r["error"]:
                 print(f"{r['path']}: error: {r['error']}", file=sys.stderr)
             elif r["valid"]:
-                print(f"{r['path']}: valid {r['format']}")
+                print(f"{r['path']}: valid {r['format']}{_shape_only(r)}")
             else:
                 for line in r["shown"]:
                     print(f"{r['path']}: {line}")
