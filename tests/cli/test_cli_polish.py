@@ -74,7 +74,7 @@ def test_verify_refuses_a_private_key_as_a_usage_error(
 
 
 def test_show_checks_a_signature_with_key_as_verify_does(
-    signed_run: Path, keys: dict[str, Path]
+    signed_run: Path, keys: dict[str, Path], tmp_path: Path
 ) -> None:
     """show's integrity line told to "pass --key" to check a signature, and show had no --key."""
     unchecked = cli("show", signed_run)
@@ -86,7 +86,12 @@ def test_show_checks_a_signature_with_key_as_verify_does(
     assert "signature valid" in verdict and ok.stdout.splitlines()[0] == f"integrity: {verdict}"
     other = cli("show", signed_run, "--key", keys["b.pub"])
     assert other.returncode == 1 and other.stdout.startswith("integrity: FAILED")
-    assert "NOT TRUSTWORTHY" in other.stdout
+    assert "NOT TRUSTWORTHY" in other.stdout and "without a valid signature" in other.stdout
+    unsigned = tmp_path / "unsigned"
+    write_run(unsigned)
+    plain = cli("show", unsigned, "--key", keys["a.pub"])
+    assert plain.returncode == 1 and "[seal.signature.missing]" in plain.stdout
+    assert "the lines hold together, but without a valid signature" in plain.stdout
     err = usage_error(cli("show", signed_run, "--key", keys["a"]))
     assert err.startswith("trainrecord show: --key") and "private key" in err
     assert keys["a"].read_text().splitlines()[1] not in err
@@ -236,3 +241,19 @@ def test_validate_says_a_valid_diary_is_valid_in_shape_only_and_names_verify(
     assert "validate checks each file's shape; verify checks that a diary was not changed" in (
         help_text
     )
+
+
+@pytest.mark.parametrize("command", ["verify", "show"])
+def test_verify_and_show_point_a_foundry_folder_to_validate(tmp_path: Path, command: str) -> None:
+    """Probe: ``verify res/`` on Foundry run records said only "no diary.jsonl"; ``show``
+    did not even say what to give."""
+    res = tmp_path / "res"
+    res.mkdir()
+    (res / "observed.attempt0.json").write_text("{}\n")
+    (res / "metrics.json").write_text("[]\n")
+    err = usage_error(cli(command, res))
+    assert f"trainrecord {command}: {res} holds Foundry run records" in err
+    assert "metrics.json, observed.attempt0.json" in err
+    assert f"trainrecord validate {res}" in err
+    empty = usage_error(cli(command, tmp_path))
+    assert f"no diary.jsonl in {tmp_path}; give the run directory" in empty

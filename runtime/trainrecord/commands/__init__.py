@@ -29,6 +29,25 @@ def run_dir_problem(run_dir: Path) -> str | None:
     return f"not a directory: {run_dir}" + (f" ({what})" if what else "")
 
 
+def no_diary(command: str, run_dir: Path) -> str:
+    """The usage error of ``verify`` and ``show`` for a directory without diary.jsonl: what to
+    give instead, and, for a folder of Foundry run records, the command that checks those."""
+    foundry = sorted(
+        p.name
+        for pattern in ("observed.attempt*.json", "metrics.json")
+        for p in run_dir.glob(pattern)
+    )
+    if foundry:
+        return (
+            f"trainrecord {command}: {run_dir} holds Foundry run records ({', '.join(foundry)}), "
+            f"not a training diary: check them with trainrecord validate {run_dir}"
+        )
+    return (
+        f"trainrecord {command}: no diary.jsonl in {run_dir}; give the run directory that "
+        "holds the record (the run_dir the Monitor or DiaryWriter wrote)"
+    )
+
+
 def whole_number(
     minimum: int, maximum: int | None = None, what: str = "", hint: str = ""
 ) -> Callable[[str], int]:

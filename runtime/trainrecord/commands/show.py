@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from trainrecord.canonical import loads_strict
-from trainrecord.commands import load_key_option, plain, run_dir_problem
+from trainrecord.commands import load_key_option, no_diary, plain, run_dir_problem
 from trainrecord.diary.read import DIARY, Summary, summarize
 from trainrecord.diary.verifier import VerifyResult, verify
 
@@ -268,12 +268,28 @@ def integrity(result: VerifyResult | None) -> list[str]:
             f"  NOT TRUSTWORTHY from {where} on: the values below from that line on may not be "
             "the ones written (the lines before it pass the chain)"
         )
+    elif failure.rule in _SIGNATURE and result.lines > 0:
+        out.append(
+            "  NOT TRUSTWORTHY: the lines hold together, but without a valid signature of "
+            "--key's holder anyone could have written them (an edit re-chained and re-sealed "
+            "passes the chain), so none of the values below is vouched for"
+        )
     else:
         out.append(
             "  NOT TRUSTWORTHY: the record fails verification as a whole, so none of the "
             "values below can be taken for the ones written"
         )
     return out
+
+
+_SIGNATURE = {
+    "seal.signature.missing",
+    "seal.signature.key",
+    "seal.signature.invalid",
+    "seal.signature.format",
+}
+"""Failures of the signature alone (``--key``): the chain and seal hold, but nothing says who
+made them."""
 
 
 def _read(path: Path) -> tuple[list[dict[str, Any]], str | None]:
@@ -295,10 +311,11 @@ def _read(path: Path) -> tuple[list[dict[str, Any]], str | None]:
 def run(args: argparse.Namespace) -> int:
     """Verify, then print the summary."""
     problem = run_dir_problem(args.run_dir)
-    if problem or not (args.run_dir / DIARY).is_file():
-        print(
-            f"trainrecord show: {problem or f'no diary.jsonl in {args.run_dir}'}", file=sys.stderr
-        )
+    if problem:
+        print(f"trainrecord show: {problem}", file=sys.stderr)
+        return 2
+    if not (args.run_dir / DIARY).is_file():
+        print(no_diary("show", args.run_dir), file=sys.stderr)
         return 2
     if args.no_verify and args.key is not None:
         print(

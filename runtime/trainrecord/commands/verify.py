@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trainrecord.commands import load_key_option, run_dir_problem, whole_number
+from trainrecord.commands import load_key_option, no_diary, run_dir_problem, whole_number
 from trainrecord.diary import verify
 
 EXIT = {"ok": 0, "failed": 1, "torn": 3}
@@ -69,11 +69,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     diary = args.run_dir / "diary.jsonl"
     if not (diary.exists() or diary.is_symlink()):  # (one that is not a file: diary.file.regular)
-        print(
-            f"trainrecord verify: no diary.jsonl in {args.run_dir}; give the run directory "
-            "that holds the record",
-            file=sys.stderr,
-        )
+        print(no_diary("verify", args.run_dir), file=sys.stderr)
         return 2
     key, key_problem = load_key_option("verify", args.key)
     if key_problem:  # loaded first: a key problem is said for any record, signed or not
