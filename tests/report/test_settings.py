@@ -163,6 +163,39 @@ def test_load_settings_without_the_token_variable_raises(tmp_path: Path) -> None
     assert info.value.rule == "report.settings.token"
 
 
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"REPORT_TOKEN": TOKEN}, "REPORT_TOKEN is set"),
+        ({"TRAINRECORD_TOKEN": TOKEN}, "TRAINRECORD_TOKEN is set"),
+        ({"my_report_api_token": TOKEN}, "my_report_api_token is set"),
+        (
+            {"REPORT_TOKEN": TOKEN, "TRAINRECORD_TOKEN": TOKEN, "CORREAD_REPORT_TOKEN": ""},
+            "REPORT_TOKEN and TRAINRECORD_TOKEN are set",
+        ),
+        ({"TOKEN": TOKEN, "REPORT_URL": "x"}, None),
+    ],
+)
+def test_a_missing_token_names_a_similar_variable_that_is_set_never_its_value(
+    tmp_path: Path, env: dict[str, str], named: str | None
+) -> None:
+    # A newcomer probe exported TRAINRECORD_TOKEN or REPORT_TOKEN and got the same message
+    # as with no token at all.
+    toml = tmp_path / "paths.toml"
+    toml.write_text('[report]\nurl = "https://example.org/api/runs"\nevery = 60\n')
+    with pytest.raises(RecordRefused) as info:
+        load_settings(toml, env=env)
+    assert info.value.rule == "report.settings.token"
+    message = str(info.value)
+    assert TOKEN not in message and "\n" not in message
+    if named is None:
+        assert " is set" not in message
+    else:
+        assert message.endswith(
+            f"({named}, but the token is read only from CORREAD_REPORT_TOKEN)"
+        ), message
+
+
 def test_a_token_in_paths_toml_is_refused_and_not_shown(tmp_path: Path) -> None:
     toml = tmp_path / "paths.toml"
     toml.write_text(f'[report]\nurl = "https://example.org/r"\nevery = 60\ntoken = "{TOKEN}"\n')

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import cast
 from urllib.parse import unquote, urlsplit
 
-from trainrecord.errors import Problem, RecordRefused
+from trainrecord.errors import Problem, RecordRefused, printable
 from trainrecord.report.privacy import Secrets, scrub_home
 
 TOKEN_ENV = "CORREAD_REPORT_TOKEN"
@@ -186,15 +186,49 @@ def redact_url(url: str) -> str:
     return rest + mark + query + hash_ + ("***" if fragment else "")
 
 
+MISNAMED_TOKEN_VARIABLES = ("TRAINRECORD_TOKEN", "REPORT_TOKEN")
+"""Names a user may export the token under by mistake, besides any other name holding both
+REPORT and TOKEN (see :func:`misnamed_token_hint`)."""
+
+
+def misnamed_token_hint(env: Mapping[str, str] | None) -> str:
+    """`` (REPORT_TOKEN is set, but the token is read only from CORREAD_REPORT_TOKEN)`` when
+    ``env`` sets a variable named like the token's (one in :data:`MISNAMED_TOKEN_VARIABLES`,
+    or any whose name holds REPORT and TOKEN in any case) other than ``CORREAD_REPORT_TOKEN``;
+    else ``""``. Names only: no value is ever shown."""
+    if not env:
+        return ""
+    names = sorted(
+        printable(name)
+        for name in env
+        if name != TOKEN_ENV
+        and (
+            name in MISNAMED_TOKEN_VARIABLES
+            or ("REPORT" in name.upper() and "TOKEN" in name.upper())
+        )
+    )
+    if not names:
+        return ""
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    verb = "is" if len(names) == 1 else "are"
+    return f" ({listed} {verb} set, but the token is read only from {TOKEN_ENV})"
+
+
+def _no_token(env: Mapping[str, str] | None) -> RecordRefused:
+    """The refusal of a missing token, naming any variable of ``env`` that looks meant to
+    hold it (:func:`misnamed_token_hint`)."""
+    return RecordRefused.one(
+        "report.settings.token",
+        (TOKEN_ENV,),
+        f"export {TOKEN_ENV}=<token> before turning reporting on "
+        f"(the token is never read from a file){misnamed_token_hint(env)}",
+    )
+
+
 def check_token(token: object) -> str:
     """Return the token when it is usable in a Bearer header; never shows its value."""
     if not isinstance(token, str) or not token:
-        raise RecordRefused.one(
-            "report.settings.token",
-            (TOKEN_ENV,),
-            f"export {TOKEN_ENV}=<token> before turning reporting on "
-            "(the token is never read from a file)",
-        )
+        raise _no_token(None)
     if any(not (0x21 <= ord(c) <= 0x7E) for c in token):
         raise RecordRefused.one(
             "report.settings.token",
@@ -434,10 +468,15 @@ def load_settings(
     ca = section.get("ca_bundle")
     if ca is not None:
         ca = str((path.parent / str(ca)).resolve())
-    return ReportSettings(
-        url=url,
-        every=section.get("every", 60),
-        token=token,
-        ca_bundle=ca,
-        ca_environ={k: env[k] for k in CA_VARIABLES if k in env},
-    )
+    try:
+        return ReportSettings(
+            url=url,
+            every=section.get("every", 60),
+            token=token,
+            ca_bundle=ca,
+            ca_environ={k: env[k] for k in CA_VARIABLES if k in env},
+        )
+    except RecordRefused as exc:
+        if not token and exc.problems[0].path == (TOKEN_ENV,):
+            raise _no_token(env) from None  # the same refusal, naming a misnamed variable
+        raise
