@@ -34,11 +34,26 @@ COMMANDS = ("validate", "verify", "show", "plot", "keygen", "seal", "demo", "ser
 """Subcommand modules under ``trainrecord.commands``, in the order ``--help`` lists them."""
 
 
+EPILOG = """\
+examples:
+  trainrecord demo --out runs/demo   train a small CNN, break it, record what happened
+  trainrecord show runs/demo         a human summary of the record
+  trainrecord verify runs/demo       check that the diary, metrics and seal are untouched
+  trainrecord validate results/      check each record file against the spec
+  trainrecord serve --port 8787      receive Reporting API v2 job-status reports
+
+verify: was the diary changed? validate: is each file's shape right?
+'trainrecord COMMAND --help' describes each command."""
+"""The examples under ``trainrecord --help``, and which of verify and validate to use."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every available subcommand registered."""
     parser = argparse.ArgumentParser(
         prog="trainrecord",
         description="Write, verify and follow training-run records.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"trainrecord {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

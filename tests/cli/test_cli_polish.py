@@ -44,6 +44,25 @@ def test_serve_help_shows_the_port_default() -> None:
     assert "default 8787" in " ".join(out.stdout.split())
 
 
+def test_top_level_help_has_examples_and_says_verify_from_validate() -> None:
+    # A newcomer probe: trainrecord --help said nothing about which command to use.
+    out = cli("--help")
+    assert out.returncode == 0, out.stderr
+    assert "\nexamples:\n" in out.stdout
+    for command in ("demo --out runs/demo", "show runs/demo", "verify runs/demo", "validate"):
+        assert f"\n  trainrecord {command}" in out.stdout
+    assert "\n  trainrecord serve" in out.stdout
+    assert "verify: was the diary changed? validate: is each file's shape right?" in out.stdout
+
+
+def test_keygen_help_describes_its_arguments() -> None:
+    out = cli("keygen", "--help")
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())
+    assert "PRIVATE_KEY where to write the private key" in text
+    assert "--public PUBLIC_KEY where to write the public key (default PRIVATE_KEY.pub;" in text
+
+
 @pytest.fixture(scope="module")
 def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("keys")

@@ -23,8 +23,19 @@ def register(subparsers: Any) -> None:
         description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("private_key", metavar="PRIVATE_KEY", type=Path)
-    parser.add_argument("--public", metavar="PUBLIC_KEY", type=Path, default=None)
+    parser.add_argument(
+        "private_key",
+        metavar="PRIVATE_KEY",
+        type=Path,
+        help="where to write the private key (for seal --key; keep it secret)",
+    )
+    parser.add_argument(
+        "--public",
+        metavar="PUBLIC_KEY",
+        type=Path,
+        default=None,
+        help="where to write the public key (default PRIVATE_KEY.pub; for verify --key)",
+    )
     parser.set_defaults(func=run)
 
 
