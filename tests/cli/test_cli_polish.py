@@ -42,6 +42,7 @@ def test_show_help_starts_with_its_plain_synopsis() -> None:
 def test_serve_help_shows_the_port_default() -> None:
     out = cli("serve", "--help")
     assert "default 8787" in " ".join(out.stdout.split())
+    assert "--cert TLS_CERT" in out.stdout and "--key TLS_KEY" in out.stdout  # not KEY
 
 
 def test_top_level_help_has_examples_and_says_verify_from_validate() -> None:

@@ -48,8 +48,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--db", default="reports.sqlite", help="SQLite file (default reports.sqlite)"
     )
-    parser.add_argument("--cert", help="TLS certificate chain (PEM) for HTTPS")
-    parser.add_argument("--key", help="TLS private key (PEM) for HTTPS")
+    parser.add_argument("--cert", metavar="TLS_CERT", help="TLS certificate chain (PEM) for HTTPS")
+    parser.add_argument("--key", metavar="TLS_KEY", help="TLS private key (PEM) for HTTPS")
     parser.add_argument(
         "--every",
         type=float,
