@@ -178,6 +178,22 @@ def test_validate_with_an_unknown_schema_lists_the_schemas_it_accepts(tmp_path: 
         assert out.returncode == 0, out.stdout + out.stderr
 
 
+@pytest.mark.parametrize(
+    "given",
+    ["alarm", "alarms", "events/alarm", "alarm.schema.json", "diary/events/alram.schema.json"],
+)
+def test_validate_with_a_schema_name_close_to_one_suggests_it_alone(
+    tmp_path: Path, given: str
+) -> None:
+    # A newcomer probe: --schema alarm listed all 33 schema paths.
+    (tmp_path / "x.json").write_text("{}")
+    err = usage_error(cli("validate", "--schema", given, tmp_path / "x.json"))
+    assert err == (
+        f"trainrecord validate: unknown schema {given!r}; "
+        "did you mean diary/events/alarm.schema.json?"
+    )
+
+
 def test_validate_with_an_unknown_format_lists_the_formats(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text("{}")
     err = usage_error(cli("validate", "--format", "nope", tmp_path / "x.json"))

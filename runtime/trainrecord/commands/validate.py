@@ -14,6 +14,7 @@ cannot be read or its format cannot be told (pass ``--format`` or ``--schema``).
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import shlex
 import sys
@@ -136,6 +137,26 @@ def _schemas_accepted() -> str:
     return f"--schema takes a path under schemas/ ({paths}) or a $id ({ids})"
 
 
+def _close_schemas(given: str) -> list[str]:
+    """The shipped schemas' paths under schemas/ that ``given`` (an unknown --schema) most
+    likely meant: those it ends (``alarm``, ``events/alarm``, ``alarm.schema.json``), else
+    up to three whose name is close to its last part, else whose path is close to it
+    (difflib); ``[]`` when none is."""
+    from trainrecord import schemas
+
+    paths = list(schemas.all_schemas())
+    tail = given.rsplit("/schemas/", 1)[-1].strip("/")
+    ends = [
+        p for p in paths if any(("/" + p).endswith("/" + tail + x) for x in ("", ".schema.json"))
+    ]
+    if ends:
+        return ends
+    names = {p.rsplit("/", 1)[-1].removesuffix(".schema.json"): p for p in paths}
+    last = tail.rsplit("/", 1)[-1].removesuffix(".schema.json")
+    close = [names[n] for n in difflib.get_close_matches(last, names, n=3, cutoff=0.75)]
+    return close or difflib.get_close_matches(tail, paths, n=3, cutoff=0.85)
+
+
 def _shape_only(entry: dict[str, Any]) -> str:
     """For a valid diary, the note that validate checked its shape only, and the command
     that checks its hash chain and seal; else nothing."""
@@ -164,10 +185,9 @@ def run(args: argparse.Namespace) -> int:
         forced = _forced(args)
     except KeyError:
         if args.schema:
-            print(
-                f"trainrecord validate: unknown schema {args.schema!r}; {_schemas_accepted()}",
-                file=sys.stderr,
-            )
+            close = _close_schemas(args.schema)
+            hint = f"did you mean {' or '.join(close)}?" if close else _schemas_accepted()
+            print(f"trainrecord validate: unknown schema {args.schema!r}; {hint}", file=sys.stderr)
             return 2
         known = ", ".join(f.name for f in formats.available())
         print(
