@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import logging
 import sys
 from collections.abc import Iterator, Sequence
@@ -125,6 +126,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def no_rule_matches(patterns: Sequence[str]) -> str:
+    """Why ``--rules PATTERN...`` selected nothing: the patterns as written, the rule family
+    a pattern most likely meant (``'witnes.*'``: ``'witness.*'``), every family, and the
+    command that lists the rules."""
+    from trainrecord_conformance.runner import select
+
+    families = sorted({rule.split(".")[0] for rule in select(None)})
+    shown = ", ".join(repr(p) for p in patterns)
+    meant = []
+    for pattern in patterns:
+        head, dot, rest = pattern.partition(".")
+        close = difflib.get_close_matches(head, families, n=1, cutoff=0.6)
+        if head not in families and close:
+            meant.append(repr(close[0] + dot + rest))
+    guess = f"did you mean {' or '.join(meant)}? " if meant else ""
+    return (
+        f"no rule matches {shown} ({guess}rule families: {', '.join(families)}; "
+        "list them with trainrecord-conformance rules)"
+    )
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Run the suite once per target; the worst exit status wins."""
     import trustme  # noqa: F401  (checks import it late: a missing one is named here, at once)
@@ -136,7 +158,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     worst = 0
     rule_ids = select(args.rules)
     if not rule_ids:
-        print(f"no rule matches {args.rules}", file=sys.stderr)
+        print(no_rule_matches(args.rules), file=sys.stderr)
         return 2
     specs = [
         part
@@ -198,7 +220,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
     checks = all_checks()
     rule_ids = select(args.rules)
     if not rule_ids:
-        print(f"no rule matches {args.rules}", file=sys.stderr)
+        print(no_rule_matches(args.rules), file=sys.stderr)
         return 2
     for rule in rule_ids:
         found = checks.get(rule, ())

@@ -180,6 +180,21 @@ def test_conformance_rules_matching_nothing_is_a_usage_error() -> None:
     assert "no rule matches" in out.stderr
 
 
+@pytest.mark.parametrize("command", ["run", "rules"])
+def test_conformance_rules_matching_nothing_suggests_the_family_and_how_to_list(
+    command: str,
+) -> None:
+    # A newcomer probe: "no rule matches ['witnes.*']", a Python list and no way on.
+    target = ["--target", "python"] if command == "run" else []
+    out = conformance(command, *target, "--rules", "witnes.*", "--rules", "seal.x")
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr == (
+        "no rule matches 'witnes.*', 'seal.x' (did you mean 'witness.*'? rule families: "
+        "canonical, diary, diary_metrics, harness, metrics, report, seal, witness; list "
+        "them with trainrecord-conformance rules)\n"
+    )
+
+
 def test_conformance_version_and_the_timeout_default_in_help() -> None:
     """``trainrecord --version`` worked and ``trainrecord-conformance --version`` was a usage
     error; ``run --help`` did not say what ``--timeout`` defaults to (a docs probe)."""
