@@ -102,12 +102,14 @@ def encode(message: dict[str, Any]) -> bytes:
 
 
 def decode(line: bytes) -> Any:
-    """Parse one response line (strict JSON), or raise :class:`ProtocolError`."""
+    """Parse one response line (strict JSON), or raise :class:`ProtocolError` (which says
+    that stdout is for protocol lines only: the usual cause is a harness logging there)."""
     try:
         return loads_strict(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise ProtocolError(
-            f"response is not one strict JSON value: {line[:200]!r} ({exc})",
+            f"response is not one strict JSON value: {line[:200]!r} ({exc}); stdout is "
+            "reserved for protocol lines: write logs to stderr",
             ["harness.message.type"],
         ) from exc
 

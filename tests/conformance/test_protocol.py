@@ -137,3 +137,15 @@ def test_a_run_whose_op_is_no_name_is_answered_unsupported(op: object) -> None:
     assert response["seq"] == 7
     assert response["outcome"] == "unsupported"
     assert "is not supported" in response["message"]
+
+
+def test_a_log_line_on_stdout_is_refused_with_the_remedy() -> None:
+    """A newcomer probe: a harness printing "my harness starting up" on stdout got "response
+    is not one strict JSON value" and no word on what to do."""
+    from trainrecord_conformance import protocol
+
+    with pytest.raises(protocol.ProtocolError) as info:
+        protocol.decode(b"my harness starting up")
+    message = str(info.value)
+    assert message.startswith("response is not one strict JSON value: b'my harness starting up'")
+    assert message.endswith("; stdout is reserved for protocol lines: write logs to stderr")
