@@ -17,11 +17,16 @@ _MAX_VALUE_REPR = 80
 
 
 def safe_value(value: Any) -> str:
-    """Return a short, display-safe rendering of ``value`` for error messages."""
+    """Return a short, display-safe rendering of ``value`` for error messages: one line
+    (a repr that spans lines, as an optimizer's does, has each run of white space made one
+    space; a JSON value's repr never spans lines, so it is shown as is), at most
+    ``_MAX_VALUE_REPR`` characters."""
     try:
         text = repr(value)
     except ValueError:  # an int past sys.get_int_max_str_digits() has no repr
         text = f"an integer of about {int(value.bit_length() * 0.30103)} digits"
+    if text.splitlines() != [text]:  # a line break anywhere in it
+        text = " ".join(text.split())
     if len(text) > _MAX_VALUE_REPR:
         text = text[: _MAX_VALUE_REPR - 3] + "..."
     return text

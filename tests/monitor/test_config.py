@@ -156,6 +156,18 @@ def test_every_bad_value_is_named_at_once_in_lists_too():
     assert "config['b'][1]" in str(err) and "config['c']['d'][0]" in str(err)
 
 
+def test_a_value_whose_repr_spans_lines_is_shown_on_one_short_line():
+    # A newcomer probe: config={"opt": optimizer} showed SGD's repr, line breaks and all.
+    optimizer = torch.optim.SGD(torch.nn.Linear(2, 2).parameters(), lr=0.1)
+    with pytest.raises(RecordRefused) as info:
+        record_config({"opt": optimizer})
+    (problem,) = info.value.problems
+    assert problem.rule == "diary.file.json"  # the rule id is unchanged
+    assert problem.value is not None and problem.value.startswith("SGD ( Parameter Group 0 ")
+    assert len(problem.value) <= 80 and problem.value.endswith("...")
+    assert "\n" not in str(info.value) and "  " not in problem.value
+
+
 def test_a_key_that_is_not_a_string_is_refused_with_its_path():
     err = refused({"optim": {1: 0.1}})
     (problem,) = err.problems
