@@ -86,6 +86,17 @@ def test_refusal(results: Path, case: str, rows: Any, rule: str, field: str) -> 
     assert not results.exists()
 
 
+def test_an_extra_field_is_refused_listing_the_fields_a_row_holds(results: Path) -> None:
+    # A newcomer probe: "[0].split: field 'split' is not allowed here; remove it" did not say
+    # which fields are.
+    with pytest.raises(RecordRefused) as info:
+        write_metrics(results, [good_row(split="test")])
+    assert str(info.value) == (
+        "[metrics.row.extra] [0].split: field 'split' is not allowed here; remove it (a row "
+        "holds only benchmark, metric, horizon, seed, value)"
+    )
+
+
 def test_a_refused_call_keeps_the_previous_file(results: Path) -> None:
     write_metrics(results, [good_row()])
     before = snapshot(results)

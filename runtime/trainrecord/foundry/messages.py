@@ -66,10 +66,17 @@ MESSAGES: dict[str, str] = {
 }
 
 
+APPENDED: dict[str, str] = {
+    "metrics.row.extra": " (a row holds only benchmark, metric, horizon, seed, value)",
+}
+"""What is added to the oracle's message of a rule whose message is kept (it names the field
+already): ``field 'split' is not allowed here; remove it`` and the fields a row holds."""
+
+
 def humane(problems: list[Problem]) -> list[Problem]:
     """``problems`` with the Foundry schema rules' messages made actionable."""
     out = []
     for problem in problems:
-        message = MESSAGES.get(problem.rule)
-        out.append(replace(problem, message=message) if message else problem)
+        message = MESSAGES.get(problem.rule) or problem.message + APPENDED.get(problem.rule, "")
+        out.append(replace(problem, message=message))
     return out
