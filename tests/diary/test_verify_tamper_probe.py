@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -381,3 +382,35 @@ def test_a_key_given_for_an_unsigned_record_is_loaded_and_the_record_fails(
     assert "record.json names no signature and there is no record.sig" in failure.message
     with pytest.raises(FileNotFoundError):  # unsealed too
         verify(plain, public_key=tmp_path / "nope.pub")
+
+
+def test_a_diary_cut_after_its_lines_were_read_fails_and_one_growing_verifies(
+    tmp_path: Path,
+) -> None:
+    """Workers can read every range before this process hears of the first one, so a cut
+    made then was said OK (the race test above failed 2 runs in 4 under load). A diary
+    shorter at the end of verification than at its start now fails diary.file.changed,
+    deterministically; one that grew (a live run appending) verifies the lines it had."""
+    run = tmp_path / "run"
+    write_run(run, seal=False)
+    diary = run / "diary.jsonl"
+    whole = diary.read_bytes()
+
+    def cut(done: int, total: int) -> None:
+        if done == total:  # after the last read
+            os.truncate(diary, 100)
+
+    result = verify(run, progress=cut)
+    assert result.failure is not None and result.failure.rule == "diary.file.changed"
+    assert "after its lines were read" in result.failure.message
+    assert f"it had {len(whole)} bytes" in result.failure.message
+
+    diary.write_bytes(whole)
+    lines = len(whole.splitlines())
+
+    def grow(done: int, total: int) -> None:
+        with diary.open("ab") as fh:
+            fh.write(b'{"torn": ')
+
+    grown = verify(run, progress=grow)
+    assert grown.status == "ok" and grown.lines == lines, grown.summary()

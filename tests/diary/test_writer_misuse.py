@@ -262,3 +262,20 @@ def test_a_metrics_file_whose_last_row_nests_deeply_is_resumed(tmp_path: Path) -
     (run / "metrics.jsonl").write_text('{"step": 0, "x": ' + deep + "}\n")
     with MetricsWriter(run) as rows:
         assert rows.rows == 1
+
+
+def test_verify_of_a_path_that_is_no_run_directory_raises_saying_what_to_pass(
+    tmp_path: Path,
+) -> None:
+    """Newcomer probe: ``verify("nope")`` read ``FAILED ... [diary.file.empty] nope/diary.jsonl
+    does not exist`` (a typo looked like a broken record) and ``verify(".../diary.jsonl")``
+    looked for ``diary.jsonl/diary.jsonl``. A call's mistake is an exception, as in the CLI."""
+
+    with pytest.raises(FileNotFoundError, match="no such run directory; give the run directory"):
+        verify(tmp_path / "nope")
+    write_run(tmp_path / "run")
+    with pytest.raises(NotADirectoryError, match=f"give its folder, {tmp_path / 'run'}, not"):
+        verify(tmp_path / "run" / "diary.jsonl")
+    assert verify(tmp_path / "run").ok
+    empty = verify(tmp_path)  # a directory without a diary is a verdict, as before
+    assert empty.failure is not None and empty.failure.rule == "diary.file.empty"

@@ -158,7 +158,7 @@ class DiaryChanged(Exception):
     """diary.jsonl ended before a byte it held when verification began: it was cut (or
     replaced by a shorter file) while being read."""
 
-    def __init__(self, size: int, end: int, now: int | None) -> None:
+    def __init__(self, size: int, end: int | None, now: int | None) -> None:
         super().__init__(size, end, now)
         self.size, self.end, self.now = size, end, now
 
@@ -171,8 +171,12 @@ class DiaryChanged(Exception):
             f"diary.jsonl changed while it was being verified: it had {self.size} bytes "
             "when verification began"
             + (f" and has {self.now} now" if self.now is not None else "")
-            + f" (a read found its end at byte {self.end}: it was cut or replaced), so its "
-            "lines cannot be checked as one file; verify it again once nothing writes to, "
+            + (
+                f" (a read found its end at byte {self.end}: it was cut or replaced), so its "
+                if self.end is not None
+                else " (it was cut or replaced after its lines were read), so its "
+            )
+            + "lines cannot be checked as one file; verify it again once nothing writes to, "
             "copies or cuts it",
         )
 
@@ -418,6 +422,18 @@ def _missing(path: Path) -> str:
     return "does not exist"
 
 
+def _check_run_dir(run: Path) -> None:
+    """Raise when ``run`` is no directory (see :func:`verify`)."""
+    if run.is_dir():
+        return
+    give = "give the run directory that holds diary.jsonl"
+    if not (run.exists() or run.is_symlink()):
+        raise FileNotFoundError(errno.ENOENT, f"no such run directory; {give}", str(run))
+    if run.name == DIARY:
+        give = f"give its folder, {run.parent}, not the file"
+    raise NotADirectoryError(errno.ENOTDIR, f"not a run directory; {give}", str(run))
+
+
 def verify(
     run_dir: str | os.PathLike[str],
     *,
@@ -437,7 +453,13 @@ def verify(
     unreadable file: ``OSError``; not an Ed25519 public key: ``RecordRefused``,
     ``seal.key.format``): a caller who passes a key expects a signature check, so a key
     problem is never left unsaid, signed record or not.
+
+    A ``run_dir`` that is no directory is a mistake of the call, not a verdict on a record:
+    ``FileNotFoundError`` when nothing is there, ``NotADirectoryError`` for a file (the
+    diary.jsonl itself, say), each saying what to pass. A directory without diary.jsonl
+    fails ``diary.file.empty``.
     """
+    _check_run_dir(Path(run_dir))
     if public_key is not None:  # the caller's key: a problem with it is said first, whatever
         from trainrecord.diary.keys import load_public_key  # the record (signed or not)
 
@@ -465,6 +487,9 @@ def verify(
     report: ProgressFn | None = _tty_progress() if progress is True else (progress or None)
     try:
         results, torn = _scan_file(path, size, workers, report)
+        now = _size_now(path)
+        if now is not None and now < size:  # cut after the reads (workers can read every
+            raise DiaryChanged(size, None, now)  # range before this process hears of one)
     except DiaryChanged as exc:  # cut while being read: no verdict on lines it no longer has
         return VerifyResult(str(run), "failed", 0, failure=exc.failure())
     lines, failure, head = _join(results)
@@ -528,6 +553,15 @@ def _scan_file(
             if report:
                 report(complete_end, complete_end)
         return results, torn
+
+
+def _size_now(path: Path) -> int | None:
+    """The diary's size now, or None when it cannot be read (gone: a shorter file than when
+    verification began is a changed one; a missing file is said by the next verify)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
 
 
 def _no_progress(done: int, total: int) -> None:
