@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -18,12 +19,16 @@ from tests.report.conftest import TOKEN, TLSFiles, settings_for, training_state
 from tests.report.servers import Behaviour, TestServer
 from trainrecord.errors import RecordRefused
 from trainrecord.report import (
+    JobState,
     Reporter,
     ReportNotDelivered,
     ReportServer,
+    config,
+    epoch_entry,
     load_settings,
     open_run,
     report_status,
+    validation_entry,
 )
 from trainrecord.report.privacy import scrub_token
 from trainrecord.report.settings import redact_url
@@ -260,3 +265,25 @@ def test_a_reporter_refused_for_its_state_undoes_the_new_runs_folder(tmp_path: P
     with pytest.raises(TypeError, match="state must be"):
         Reporter(settings_for("http://127.0.0.1:9/api"), None, run=run)  # type: ignore[arg-type]
     assert not (tmp_path / "models").exists()
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda run: run.job_state("train", {"mode": "pre"}, epochs_first=0, epochs_total=5),
+        lambda run: config("train", lr=0.1),
+        lambda run: epoch_entry("Training", epoch=0),
+        lambda run: validation_entry("words", loss=1.0),
+        lambda run: JobState(kind="train", run_id=run.run_id, name="n", group="g", config={}),
+    ],
+)
+def test_an_unknown_kind_is_one_problem_where_it_is_given(
+    tmp_path: Path, call: Callable[[Any], Any]
+) -> None:
+    """Newcomer probe: job_state("train", ...) returned, then the Reporter refused it with 48
+    problems (every field of a kind it could not know); config("train") was a KeyError."""
+    run = open_run(tmp_path / "models" / "pre" / "s1", {"mode": "pre"})
+    with pytest.raises(RecordRefused) as caught:
+        call(run)
+    assert [p.rule for p in caught.value.problems] == ["report.kind.unknown"]
+    assert "training, lesion, wordset" in str(caught.value)

@@ -99,6 +99,19 @@ def local_time(t: float | None = None) -> str:
     return moment.astimezone().replace(microsecond=0).isoformat()
 
 
+def check_kind(kind: Any) -> None:
+    """Refuse a kind the report does not have (``report.kind.unknown``) at once, where it is
+    given: left to the report's validation, it failed there with every field of a kind it
+    could not know (48 problems for ``"train"``), or with a KeyError."""
+    if not (isinstance(kind, str) and kind in KINDS):
+        raise RecordRefused.one(
+            "report.kind.unknown",
+            ("kind",),
+            f"kind must be one of {', '.join(KINDS)} (got {kind!r}); a training run is "
+            '"training", a lesion run "lesion", a word set generation "wordset"',
+        )
+
+
 def _fill(definition: str, rule_prefix: str, values: Mapping[str, Any]) -> dict[str, Any]:
     names = fields_of(definition)
     extra = sorted(set(values) - set(names))
@@ -122,6 +135,7 @@ def config(kind: Kind, **values: Any) -> dict[str, Any]:
     ``lesioned_units`` is a set of unit indices: it is given in ascending order without
     repeats, as the report requires, whatever order the job lists them in.
     """
+    check_kind(kind)
     out = _fill(f"{kind}_config", "report.config", values)
     if kind == "lesion":
         units = list(values.get("lesioned_units") or [])
@@ -138,6 +152,7 @@ def config(kind: Kind, **values: Any) -> dict[str, Any]:
 def validation_entry(kind: Kind, **values: Any) -> dict[str, Any]:
     """One validation result (initial_validation, or lesion intact/lesioned), every field;
     a NaN or infinite value is null (see :func:`epoch_entry`)."""
+    check_kind(kind)
     definition = "lesion_validation" if kind == "lesion" else "training_validation"
     return _finite(_fill(definition, "report.initial_validation", values), definition)
 
@@ -148,6 +163,7 @@ def epoch_entry(kind: Kind, **values: Any) -> dict[str, Any]:
     A NaN or infinite value (a diverged epoch's loss) is null, the report's "no number",
     with a warning: kept, it would make every later report of the run, the final one
     included, break the spec (no NaN in JSON), and none of them could be sent."""
+    check_kind(kind)
     definition = "lesion_epoch" if kind == "lesion" else "training_epoch"
     return _finite(_fill(definition, "report.history_entry", values), definition)
 
@@ -325,6 +341,9 @@ class JobState:
     work_started: float = field(default_factory=time.monotonic)
     words_at_start: int = 0
     error: dict[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        check_kind(self.kind)
 
     def snapshot(self) -> JobState:
         """A copy that later updates of this state do not change (cheap: history entries are

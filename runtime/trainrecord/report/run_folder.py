@@ -54,7 +54,7 @@ from trainrecord.canonical import dumps_strict
 from trainrecord.errors import RecordRefused
 from trainrecord.folders import make_folder
 from trainrecord.foundry import files
-from trainrecord.report.payload import JobState, Kind, local_time, mended_entry
+from trainrecord.report.payload import JobState, Kind, check_kind, local_time, mended_entry
 from trainrecord.report.seq import SEQ_FILE, SeqClock
 
 try:
@@ -146,6 +146,7 @@ class RunFolder:
         kept entry that breaks the spec is mended or left out, with a warning, as
         :meth:`Reporter.epoch_end <trainrecord.report.Reporter.epoch_end>` does.
         """
+        check_kind(kind)
         identity: dict[str, Any] = {
             "name": self.name,
             "group": self.group,
