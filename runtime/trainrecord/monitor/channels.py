@@ -87,15 +87,20 @@ def channel_extremes(x: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Ten
 class ActivationProbe:
     """Forward hooks that keep a per-channel max and min of chosen modules' outputs.
 
-    Forward passes with gradients count, whatever the modules' mode (a frozen eval-mode
-    BatchNorm, or a model fine-tuned in eval mode, is measured; a validation pass under
-    ``torch.no_grad()`` is not). An output with fewer than two values per channel (a batch of
-    one sample and one position) is not measured: every channel of it would look flat."""
+    Forward passes with gradients count (a validation pass under ``torch.no_grad()`` does
+    not). A module's passes in training mode are what it is judged on: once one is seen, its
+    passes in eval mode are left out, and those seen before it dropped (a validation pass
+    run with gradients between two steps, in ``model.eval()``, made units dead on every
+    training batch look alive). A module only ever run in eval mode (a frozen eval-mode
+    BatchNorm, a model fine-tuned in eval mode) is measured on those passes. An output with
+    fewer than two values per channel (a batch of one sample and one position) is not
+    measured: every channel of it would look flat."""
 
     def __init__(self, modules: dict[str, nn.Module]) -> None:
         self.maxima: dict[str, torch.Tensor] = {}
         self.minima: dict[str, torch.Tensor] = {}
         self.values: dict[str, int] = {}  # values per channel seen (samples x positions)
+        self._trained: set[str] = set()  # modules whose kept values come from training mode
         self.transformed = False  # a forward pass ran under a torch.func transform: unseen
         self.dtypes: set[torch.dtype] = set()  # of the outputs measured (autocast shows here)
         self._modules = list(modules.values())  # held, so that their ids stay theirs
@@ -117,6 +122,12 @@ class ActivationProbe:
         dim = channel_dim(module, tensor)
         if tensor.numel() < 2 * tensor.shape[dim]:  # one value per channel: proves nothing
             return
+        if module.training:
+            if name not in self._trained:  # what eval-mode passes left is dropped
+                self._trained.add(name)
+                self._forget(name)
+        elif name in self._trained:  # a validation pass beside training ones: not judged
+            return
         high, low = channel_extremes(tensor.detach(), dim)  # no graph
         self.values[name] = self.values.get(name, 0) + tensor.numel() // tensor.shape[dim]
         self.dtypes.add(tensor.dtype)
@@ -125,6 +136,11 @@ class ActivationProbe:
             self.minima[name] = torch.minimum(self.minima[name], low)
         else:
             self.maxima[name], self.minima[name] = high, low
+
+    def _forget(self, name: str) -> None:
+        self.maxima.pop(name, None)
+        self.minima.pop(name, None)
+        self.values.pop(name, None)
 
     def remove(self) -> None:
         """Remove every hook."""

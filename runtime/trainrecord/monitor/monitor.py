@@ -408,6 +408,22 @@ class Monitor:
             start_step,
         )
 
+    def _warn_micro_batches(self, step: int) -> None:
+        """Warn (once) that step() was called at ``step`` right after the check before it
+        with a backward between and no optimizer step: once per micro-batch of gradient
+        accumulation. Checks then read partial sums and one micro-batch's activations."""
+        self._said_twice = True
+        LOGGER.warning(
+            "trainrecord.Monitor: step() was called at steps %d and %d with a backward "
+            "between but no optimizer step (the gradients grew, the parameters did not "
+            "change): under gradient accumulation call monitor.step(loss) once per optimizer "
+            "step, after the last micro-batch's backward() and before optimizer.step(). Every "
+            "call counts as a step: steps, checks and metrics rows now run ahead of the "
+            "optimizer's, and a check reads a partial sum of the gradients",
+            step - 1,
+            step,
+        )
+
     def _warn_twice(self, step: int) -> None:
         """Warn (once) that step() was called at ``step`` right after the check before it
         with nothing done between: the gradient the check read, the same tensor unchanged,
@@ -479,8 +495,11 @@ class Monitor:
         mark = self._stepped_at
         if mark is not None:  # the step after a check: was step() called twice?
             self._stepped_at = None
-            if mark.step == step - 1 and not self._said_twice and mark.same():
-                self._warn_twice(step)
+            if mark.step == step - 1 and not self._said_twice:
+                if mark.same():
+                    self._warn_twice(step)
+                elif mark.accumulated() and self._scale_now() == mark.scale:  # (a scaler
+                    self._warn_micro_batches(step)  # that skipped the step changed its scale)
             if step % self.check_every and (step + 1) % self.check_every:
                 self.steps = step + 1
                 return
@@ -492,6 +511,8 @@ class Monitor:
                 self._check(step, self._loss_value(loss))
                 if not self._said_twice:
                     self._stepped_at = _StepMark.of(step, self._parameters, self.optimizer)
+                    if self._stepped_at is not None:
+                        self._stepped_at.scale = self._scale_now()
             self.steps = step + 1
             if self.steps % self.check_every == 0 and self._record_error is None:
                 self._arm()
@@ -969,6 +990,11 @@ class Monitor:
         scale = float(scaler.get_scale())
         return scale, 1.0 if stage == "UNSCALED" else scale
 
+    def _scale_now(self) -> float | None:
+        """The enabled GradScaler's scale, or None (see :meth:`_scale`)."""
+        scale = self._scale()
+        return None if scale is None else scale[0]
+
     def _channels(
         self,
         step: int,
@@ -1316,7 +1342,9 @@ class Monitor:
                 )
         notes = [
             "steps between checks only increment a counter; forward hooks are installed for "
-            "the forward pass of a check step only",
+            "the forward pass of a check step only (every forward with gradients from the "
+            "step before the check on; a module's passes in eval mode, a validation pass, "
+            "count only when it ran none in training mode)",
             "per-layer gradient norms come from one batched pass over the gradients per "
             "check (BLAS dot products on the CPU, torch._foreach_norm elsewhere), summed per "
             "layer in float64; a sum of squares that underflows or overflows float32 is "
@@ -1400,6 +1428,7 @@ class _StepMark:
     grad: weakref.ref[torch.Tensor]
     param_version: int
     grad_version: int
+    scale: float | None = None  # the GradScaler's, when one is given
 
     @classmethod
     def of(
@@ -1423,6 +1452,18 @@ class _StepMark:
                     return None
                 return cls(step, weakref.ref(param), weakref.ref(grad), *versions)
         return None
+
+    def accumulated(self) -> bool:
+        """Whether a backward added to the gradient the check read (the same tensor, its
+        version moved) with no optimizer step between (the parameter unchanged): step()
+        called once per micro-batch of gradient accumulation."""
+        param, grad = self.param(), self.grad()
+        if param is None or grad is None or param.grad is not grad:
+            return False
+        try:
+            return param._version == self.param_version and grad._version != self.grad_version
+        except (AttributeError, RuntimeError):
+            return False
 
     def same(self) -> bool:
         """Whether the parameter and its gradient are as they were (nothing happened)."""
