@@ -375,3 +375,25 @@ def test_the_word_set_s_own_reports_carry_words_done(
         reporter.interrupted()
     progress = https_receiver.store.latest(state.run_id)["progress"]
     assert progress == {"words_done": 300, "words_total": 1000, "fraction": 0.3}
+
+
+class _NoStr(Exception):
+    def __str__(self) -> str:
+        raise ValueError("no str")
+
+
+def test_an_exception_whose_str_fails_is_still_reported_failed(
+    receiver: ReportServer, tmp_path: Path
+) -> None:
+    """Operator probe F2: the reporter's own ValueError replaced the job's exception and no
+    failed report was sent (the receiver stayed on "in progress")."""
+    run = open_run(tmp_path / "models" / "pre" / "s20", {"mode": "pre"})
+    state = _state(run)
+    with pytest.raises(_NoStr), Reporter(settings_for(receiver.url), state, run=run):
+        raise _NoStr
+    latest = receiver.store.latest(state.run_id)
+    assert latest is not None and (latest["event"], latest["status"]) == ("failed", "failed")
+    assert latest["error"] == {
+        "type": "_NoStr",
+        "message": "<str() of the exception failed: ValueError>",
+    }

@@ -302,10 +302,20 @@ def _finite(entry: dict[str, Any], definition: str) -> dict[str, Any]:
 
 
 def error_info(exc: BaseException, secrets: Secrets | None = None) -> dict[str, str]:
-    """``{"type": <exception class>, "message": <scrubbed, at most 500 characters>}``."""
+    """``{"type": <exception class>, "message": <scrubbed, at most 500 characters>}``.
+
+    Never raises: an exception whose ``str()`` fails (or gives no ``str``) has the message
+    ``<str() of the exception failed: ...>``; raising here would replace the job's exception
+    with the reporter's, and send no ``failed`` report."""
+    try:
+        text = str(exc)
+        if not isinstance(text, str):
+            raise TypeError(f"__str__ returned {type(text).__name__}")
+    except Exception as broken:  # any error of a user's __str__
+        text = f"<str() of the exception failed: {type(broken).__name__}>"
     return {
         "type": type(exc).__name__[:200] or "Exception",
-        "message": scrub_message(str(exc), secrets),
+        "message": scrub_message(text, secrets),
     }
 
 
