@@ -1,7 +1,7 @@
 """``trainrecord plot RUN_DIR -o FILE.png``: gradient norms and stuck channels over steps.
 
 Top: the gradient norm of every layer per check (log scale) from metrics.jsonl. Bottom:
-stuck channels per producer (certified + constant + silent + decayed). Alarm steps are
+stuck channels per producer (certified + flat + silent + decayed). Alarm steps are
 marked with dotted red lines and repair steps with dashed green lines. Uses matplotlib's
 Agg backend (no display needed).
 """
