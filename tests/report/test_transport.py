@@ -6,10 +6,14 @@ the first 300 characters of the body."""
 from __future__ import annotations
 
 import json
+import ssl
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
+import trustme
 
 from tests.report.conftest import TOKEN, TLSFiles, settings_for, training_state
 from tests.report.servers import Behaviour, RawServer, TestServer
@@ -171,6 +175,9 @@ def test_garbage_or_a_closed_connection_is_a_failure(hostile: Start, mode: str) 
     outcome = post_report(settings_for(server.url, timeout=5), body())
     assert not outcome.ok and outcome.category == "network"
     assert len(server.requests) == 1
+    # operator probe F7: an answer that is not HTTP read "the server is down"
+    said = "was not valid HTTP (BadStatusLine)" if mode == "garbage" else "closed the connection"
+    assert said in outcome.message
 
 
 def test_nobody_listening_is_a_failure() -> None:
@@ -280,3 +287,55 @@ def test_a_hanging_name_resolution_is_a_timeout_on_time_and_nothing_is_sent_late
     assert elapsed < 2.0, elapsed  # the deadline and the grace for the cut, not 3 s
     time.sleep(3.0)  # the name resolves meanwhile: the late connection is cut, not used
     assert server.requests == []
+
+
+def _context_for(ca: trustme.CA, *names: str, **dates: datetime) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert(*names, **dates).configure_cert(ctx)
+    return ctx
+
+
+def test_each_tls_refusal_names_its_cause(hostile: Start, tmp_path: Path) -> None:
+    """Operator probe F6: an expired certificate, one for another host and one of an unknown
+    CA all read "did not verify ... set ca_bundle", wrong advice for the first two."""
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(tmp_path / "ca.pem")
+    trusted = str(tmp_path / "ca.pem")
+    now = datetime.now(UTC)
+    cases = {
+        "has expired; no report was sent (renew it)": _context_for(
+            ca, "127.0.0.1", not_before=now - timedelta(days=30), not_after=now - timedelta(days=1)
+        ),
+        "is not for the host in [report] url (": _context_for(ca, "other.example"),
+    }
+    for expected, ctx in cases.items():
+        server = hostile(tls=ctx)
+        outcome = post_report(settings_for(server.url, ca=trusted), body())
+        assert (outcome.ok, outcome.category) == (False, "tls")
+        assert expected in outcome.message and "ca_bundle" not in outcome.message
+        assert server.requests == [] and TOKEN not in outcome.message
+    unknown = hostile(tls=_context_for(trustme.CA(), "127.0.0.1"))
+    outcome = post_report(settings_for(unknown.url, ca=trusted), body())
+    assert "did not verify (" in outcome.message and "set ca_bundle" in outcome.message
+
+
+def test_https_to_a_plain_http_server_asks_whether_it_speaks_https(hostile: Start) -> None:
+    plain = hostile()
+    outcome = post_report(settings_for(plain.url.replace("http:", "https:"), timeout=3), body())
+    assert (outcome.ok, outcome.category) == (False, "tls")
+    assert "the TLS handshake failed (" in outcome.message
+    assert "does the server speak HTTPS on this port?" in outcome.message
+
+
+def test_a_404_and_a_413_say_what_to_check(hostile: Start) -> None:
+    """Operator probe F7, F5: both read "the server failed"; a too large report did not say
+    its size, so a long run's reports (over 256 KB past ~650 epochs) failed unexplained."""
+    missing = post_report(settings_for(hostile(Behaviour(status=404)).url), body())
+    assert missing.category == "failed" and "check [report] url" in missing.message
+    sent = body()
+    large = post_report(settings_for(hostile(Behaviour(status=413)).url), sent)
+    assert large.category == "failed"
+    assert f"too large (HTTP 413: {len(sent)} bytes;" in large.message
+    assert "262144 bytes" in large.message
+    other = post_report(settings_for(hostile(Behaviour(status=409)).url), body())
+    assert other.message == "the server refused the report (HTTP 409)"

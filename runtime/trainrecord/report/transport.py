@@ -38,7 +38,9 @@ sent on it.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import socket
+import ssl
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -280,8 +282,13 @@ def _preview(resp: requests.Response, token: str) -> str:
     return scrub_token(raw.decode("utf-8", errors="replace"), token)[:BODY_PREVIEW]
 
 
-def classify(status: int, body: str) -> Outcome:
-    """The meaning of an HTTP status to the client (§2)."""
+SAFE_BODY = 256 * 1024
+"""§2: "Accepting up to 256 KB is safe" (the receiver's limit, named in a 413's warning)."""
+
+
+def classify(status: int, body: str, sent: int | None = None) -> Outcome:
+    """The meaning of an HTTP status to the client (§2); ``sent`` is the size of the body
+    sent, named when the server found it too large."""
     if 200 <= status < 300:
         return Outcome(True, status, "accepted", body, "accepted")
     if status in (401, 403):
@@ -311,7 +318,86 @@ def classify(status: int, body: str) -> Outcome:
             f"the server answered with a redirect (HTTP {status}), which is never "
             "followed; point [report] url at the final address",
         )
-    return Outcome(False, status, "failed", body, f"the server failed (HTTP {status})")
+    if status == 404:
+        why = (
+            "the server has no such address (HTTP 404); check [report] url: it is POSTed to "
+            "exactly as configured, no path added"
+        )
+    elif status == 413:
+        size = f"{sent} bytes" if sent is not None else "the report"
+        why = (
+            f"the server refused the report as too large (HTTP 413: {size}; §2 says "
+            f"receivers accept up to {SAFE_BODY} bytes, and every report carries the whole "
+            "history, about 400 bytes an epoch): raise the receiver's limit"
+        )
+    elif 400 <= status < 500:
+        why = f"the server refused the report (HTTP {status})"
+    else:
+        why = f"the server failed (HTTP {status})"
+    return Outcome(False, status, "failed", body, why)
+
+
+def _malformed(exc: BaseException) -> str | None:
+    """The name of the HTTP parsing error under ``exc`` (a bad status line, a header
+    over the limits), or None when the connection failed or was closed."""
+    if isinstance(exc, requests.exceptions.InvalidHeader):
+        return "InvalidHeader"
+    seen: set[int] = set()
+    cause: Any = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, http.client.HTTPException) and not isinstance(
+            cause, http.client.RemoteDisconnected | http.client.IncompleteRead
+        ):
+            return type(cause).__name__
+        args = getattr(cause, "args", ())
+        inner = [a for a in args if isinstance(a, BaseException)]
+        cause = cause.__cause__ or cause.__context__ or (inner[-1] if inner else None)
+    return None
+
+
+def _tls_problem(exc: BaseException) -> str:
+    """What a TLS failure was, from the ssl error under ``exc``: an expired certificate, one
+    for another host, one no trusted CA signed, or a server that does not speak TLS."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            detail = str(cause.verify_message or "")
+            if "expired" in detail:
+                return "the server's TLS certificate has expired; no report was sent (renew it)"
+            if "not yet valid" in detail:
+                return (
+                    "the server's TLS certificate is not valid yet (check the clocks); no "
+                    "report was sent"
+                )
+            if "Hostname mismatch" in detail or "IP address mismatch" in detail:
+                return (
+                    "the server's TLS certificate is not for the host in [report] url "
+                    f"({detail}); no report was sent (use a host name the certificate names)"
+                )
+            return (
+                f"the server's TLS certificate did not verify ({detail or 'untrusted'}); no "
+                "report was sent (set ca_bundle in [report] for a private CA)"
+            )
+        if isinstance(cause, ssl.SSLError):
+            reason = getattr(cause, "reason", None) or type(cause).__name__
+            hint = (
+                ": does the server speak HTTPS on this port?"
+                if reason
+                in ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG")
+                else ""
+            )
+            return f"the TLS handshake failed ({reason}{hint}); no report was sent"
+        nxt = cause.__cause__ or cause.__context__
+        if nxt is None and cause.args and isinstance(cause.args[0], BaseException):
+            nxt = cause.args[0]  # urllib3's MaxRetryError holds the reason as an argument
+        cause = nxt if nxt is not None else getattr(cause, "reason", None)
+    return (
+        "the server's TLS certificate did not verify; no report was sent "
+        "(set ca_bundle in [report] for a private CA)"
+    )
 
 
 def _timed_out(settings: ReportSettings) -> Outcome:
@@ -375,29 +461,28 @@ def _exchange(settings: ReportSettings, body: bytes, sess: requests.Session) -> 
             stream=True,
         )
         try:
-            return classify(resp.status_code, _preview(resp, settings.token))
+            return classify(resp.status_code, _preview(resp, settings.token), len(body))
         finally:
             resp.close()
-    except requests.exceptions.SSLError:
-        return Outcome(
-            False,
-            None,
-            "tls",
-            "",
-            "the server's TLS certificate did not verify; no report was sent "
-            "(set ca_bundle in [report] for a private CA)",
-        )
+    except requests.exceptions.SSLError as exc:
+        return Outcome(False, None, "tls", "", _tls_problem(exc))
     except requests.exceptions.Timeout:
         return _timed_out(settings)
     except requests.exceptions.RequestException as exc:
         kind = type(exc).__name__
+        malformed = _malformed(exc)
         return Outcome(
             False,
             None,
             "network",
             "",
-            f"could not deliver the report ({kind}): the server is down, "
-            "unreachable or closed the connection",
+            f"could not deliver the report ({kind}): "
+            + (
+                f"the server's answer was not valid HTTP ({malformed}); is [report] url a "
+                "web server's?"
+                if malformed
+                else "the server is down, unreachable or closed the connection"
+            ),
         )
     except OSError:  # requests: the CA bundle to verify with cannot be read
         return Outcome(
