@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -397,3 +399,52 @@ def test_an_exception_whose_str_fails_is_still_reported_failed(
         "type": "_NoStr",
         "message": "<str() of the exception failed: ValueError>",
     }
+
+
+_OTHER_PROCESS = """
+import sys
+from trainrecord.report import Reporter, ReportSettings, open_run
+from tests.report.conftest import TOKEN, training_state
+url, folder = sys.argv[1], sys.argv[2]
+run = open_run(folder)
+state = training_state(run_id=run.run_id, name=run.name, group=run.group)
+with Reporter(ReportSettings(url=url, every=60.0, token=TOKEN), state, run=run):
+    print("ready", flush=True)
+    sys.stdin.readline()
+print("done", flush=True)
+"""
+
+
+def test_ctrl_c_never_deletes_a_folder_another_process_is_reporting_from(
+    receiver: ReportServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Operator probe F1: two jobs started on one folder; Ctrl+C on the one that made it,
+    before its first epoch, deleted the folder under the other (still training) and the
+    receiver ended on "discarded" for a run that then finished."""
+    folder = tmp_path / "models" / "pre" / "s11e"
+    run = open_run(folder, {"mode": "pre"})
+    assert run.created and run.new_folder
+    other = subprocess.Popen(
+        [sys.executable, "-c", _OTHER_PROCESS, receiver.url, str(folder)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    try:
+        assert other.stdout is not None and other.stdout.readline() == "ready\n"
+        with caplog.at_level(logging.WARNING, logger="trainrecord.report"):
+            latest = _ctrl_c(receiver, _state(run), run=run)
+        assert (latest["event"], latest["status"]) == ("interrupted", "interrupted")
+        assert (folder / METADATA).is_file()  # kept: the other process reports from it
+        assert "another process is reporting run pre/s11e now" in caplog.text
+        assert "not discarded" in caplog.text and "another process is reporting the run" in (
+            caplog.text
+        )
+        out, _ = other.communicate("go\n", timeout=60)
+    finally:
+        if other.poll() is None:
+            other.kill()
+    assert other.returncode == 0 and out == "done\n"
+    final = receiver.store.latest(run.run_id)
+    assert final is not None and final["status"] == "complete"

@@ -63,7 +63,7 @@ import os
 import threading
 import time
 from types import TracebackType
-from typing import Any
+from typing import IO, Any
 
 from trainrecord import sigterm
 from trainrecord.errors import RecordRefused
@@ -77,7 +77,7 @@ from trainrecord.report.payload import (
     mended_entry,
 )
 from trainrecord.report.privacy import Secrets
-from trainrecord.report.run_folder import HISTORY, RunFolder
+from trainrecord.report.run_folder import HISTORY, RunFolder, alone, hold
 from trainrecord.report.sender import Sender
 from trainrecord.report.seq import SeqClock
 from trainrecord.report.settings import ReportSettings
@@ -120,8 +120,18 @@ class Reporter:
                 run.undo_start()
             raise
         self.sender = Sender(settings, flush_timeout=flush_timeout)
+        self._active: IO[bytes] | None = None
         if run is not None:
             run.spend()  # accepted: from now on, the run's folder is never undone
+            self._active, others = hold(run.folder)
+            if others:
+                log.warning(
+                    "trainrecord report: another process is reporting run %s/%s now (the "
+                    "same run_id): the receiver keeps whichever report comes last, so its "
+                    "status will go back and forth; start one process per run folder",
+                    run.group,
+                    run.name,
+                )
 
     def _check(
         self,
@@ -304,6 +314,14 @@ class Reporter:
         with a warning (status ``interrupted``, folder kept) when the run may not be.
         """
         why_not = self._why_not_discarded()
+        if why_not is None and discarded is not False and not alone(self._active):
+            why_not = "another process is reporting the run from its folder now"
+            if not discarded:  # asked or not: a folder in use is never deleted
+                log.warning(
+                    "trainrecord report: the run was not discarded (its folder is kept and "
+                    "reported interrupted): %s",
+                    why_not,
+                )
         if discarded and why_not:
             log.warning(
                 "trainrecord report: the run was not discarded (its folder is kept and "
@@ -369,7 +387,12 @@ class Reporter:
         """Give the last report a bounded time to go out; returns whether it did. SIGTERM's
         handler is restored (see :meth:`started`)."""
         sigterm.deactivate(self)
-        return self.sender.close(timeout)
+        try:
+            return self.sender.close(timeout)
+        finally:
+            if self._active is not None:  # the run is no longer reported from here
+                self._active.close()
+                self._active = None
 
     def __enter__(self) -> Reporter:
         self.started()

@@ -48,7 +48,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from trainrecord.canonical import dumps_strict
 from trainrecord.errors import RecordRefused
@@ -66,6 +66,10 @@ METADATA = "metadata.json"
 """The name of the run's metadata file in its folder."""
 LOCK = ".metadata.json.lock"
 """The lock file that serialises changes to an existing metadata.json."""
+ACTIVE = ".report.active.lock"
+"""The lock file every Reporter given the run folder holds shared while it reports the run
+(:func:`hold`): a Ctrl+C deletes the folder only when no other process holds it
+(:func:`alone`), and a second process reporting the run at once is told so."""
 RESERVED = ("run_id", "started_at")
 """Fields of metadata.json that :func:`open_run` owns; a job does not set them."""
 HISTORY = "report_history"
@@ -377,6 +381,44 @@ def _encode(record: Mapping[str, Any]) -> bytes:
             f"the metadata for {METADATA} must be strict JSON (no NaN, Infinity or "
             f"objects JSON has no form for): {str(exc)[:120]}",
         ) from None
+
+
+def hold(folder: Path) -> tuple[IO[bytes] | None, bool]:
+    """Hold the run in ``folder`` as reported by this process: a shared lock on
+    :data:`ACTIVE`, kept until the returned handle is closed. Returns the handle (None where
+    there is no ``fcntl``, or the file cannot be made) and whether another process held the
+    run already (two processes reporting one run: the receiver keeps whichever reports
+    last)."""
+    if fcntl is None:  # pragma: no cover - not POSIX
+        return None, False
+    try:
+        handle = open(folder / ACTIVE, "a+b")  # noqa: SIM115 - held until the Reporter closes
+    except OSError:
+        return None, False
+    others = False
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        others = True
+    except OSError:
+        handle.close()
+        return None, False
+    fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
+    return handle, others
+
+
+def alone(handle: IO[bytes] | None) -> bool:
+    """Whether no other process holds the run (see :func:`hold`). When so, ``handle`` now
+    holds it exclusively: a process starting to report it waits until this one closes the
+    handle (after deleting the folder). When not, ``handle`` holds it shared again."""
+    if fcntl is None or handle is None:  # pragma: no cover - not POSIX
+        return True
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:  # (a failed conversion drops the lock: take it shared again)
+        fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
+        return False
+    return True
 
 
 @contextlib.contextmanager
