@@ -1,19 +1,26 @@
 """Loops the architecture probe (/tmp/probe_arch) ran that the Monitor misread: a
 validation pass run with gradients in eval mode between two steps made units dead on every
 training batch look alive, and step() called once per micro-batch of gradient
-accumulation went unsaid. Real training of a small MLP; each test failed before its fix."""
+accumulation went unsaid; and (newcomer probe) a Monitor never closed ended without a word.
+Real training of a small MLP; each test failed before its fix."""
 
 from __future__ import annotations
 
+import gc
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 from torch.nn import functional as F
 
-from tests.monitor.conftest import TinyMLP, batches, events, read_run
+from tests.monitor.conftest import TinyMLP, batches, events, read_run, train
 from tests.monitor.test_misuse import said
+from trainrecord.diary import verify
 from trainrecord.monitor import Monitor
+from trainrecord.monitor.sinks import describe
 
 DEAD = [0, 1, 2]
 
@@ -57,6 +64,9 @@ def test_an_eval_mode_pass_between_steps_leaves_the_channel_verdict_alone(
     assert set(DEAD) <= silent, [e for e in lines if e["event"] == "channels"]
     manifest = events(lines, "manifest")[0]
     assert any("count only when it ran none in training mode" in n for n in manifest["notes"])
+    # the log line lists the counts in the seed's order (it said silent before flat)
+    line = describe(events(lines, "channels")[0])
+    assert re.search(r"\(certified \d+, flat \d+, silent [1-9]\d*, decayed \d+\)", line), line
 
 
 def test_a_model_only_ever_in_eval_mode_is_still_measured(tmp_path: Path) -> None:
@@ -109,3 +119,70 @@ def test_step_once_per_micro_batch_is_warned_once(
     assert "a backward between but no optimizer step" in warning
     assert "once per optimizer step, after the last micro-batch's backward()" in warning
     assert events(read_run(run), "run_end")[0]["steps"] == 48  # as called
+
+
+_UNCLOSED = """
+import sys, torch
+from tests.monitor.conftest import TinyMLP, train
+from trainrecord import Monitor
+model = TinyMLP()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+monitor = Monitor(model, optimizer, sys.argv[1], check_every=2)
+train(model, optimizer, monitor, 3)
+if sys.argv[2] == "close":
+    monitor.close()
+elif sys.argv[2] == "raise":
+    raise RuntimeError("boom")
+"""
+
+
+@pytest.mark.parametrize("end", ["close", "forget", "raise"])
+def test_a_monitor_never_closed_is_named_when_the_process_ends(tmp_path: Path, end: str) -> None:
+    """Newcomer probe: a script that forgot monitor.close() (or raised outside a with block)
+    ended without a word, its record left without run_end and seal."""
+    run = tmp_path / "run"
+    out = subprocess.run(
+        [sys.executable, "-c", _UNCLOSED, str(run), end],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+        check=False,
+    )
+    warned = f"trainrecord.Monitor: {run} was not closed" in out.stderr
+    assert warned == (end != "close"), out.stderr[-2000:]
+    if warned:
+        assert "use 'with Monitor(...) as monitor:'" in out.stderr
+        assert not verify(run).complete
+    else:
+        assert out.returncode == 0 and verify(run).complete
+
+
+def test_a_monitor_dropped_unclosed_is_named_when_it_is_collected(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    def train_and_forget() -> None:
+        model = TinyMLP()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+        monitor = Monitor(model, optimizer, tmp_path / "run", check_every=2)
+        train(model, optimizer, monitor, 3)
+
+    train_and_forget()
+    gc.collect()
+    assert said(caplog, "was not closed")
+
+
+def test_running_a_script_again_on_its_run_dir_says_how_to_start_afresh(
+    run_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Newcomer probe: the warning explained a resume only; one re-running an experiment
+    usually wanted a new record."""
+    for _ in range(2):
+        model = TinyMLP()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+        with Monitor(model, optimizer, run_dir, check_every=2) as monitor:
+            train(model, optimizer, monitor, 2)
+    [warning] = said(caplog, "continues an earlier run's diary")
+    assert "pass start_step=" in warning and "to start a new record instead, use a new run_dir" in (
+        warning
+    )

@@ -357,12 +357,15 @@ class Monitor:
                 raise
         self._sinks = SinkDispatcher(sink_list, weakref.WeakMethod(self._sink_failed))
         self._held.sinks = self._sinks
-        weakref.finalize(self, self._held.release)
+        if self.dist.writer:
+            self._held.unclosed = str(self.run_dir)
+        weakref.finalize(self, self._held.release)  # (also when the process ends)
         if self._diary is not None and self._diary.seq and start_step == 0:
             LOGGER.warning(
                 "trainrecord.Monitor: %s continues an earlier run's diary, and steps count "
                 "from 0 again; when training resumed from a checkpoint, pass "
-                "start_step=<optimizer steps already taken> so steps and metrics rows carry on",
+                "start_step=<optimizer steps already taken> so steps and metrics rows carry "
+                "on; to start a new record instead, use a new run_dir",
                 self.run_dir,
             )
         elif self._diary is not None and self._diary.seq:
@@ -372,6 +375,7 @@ class Monitor:
         self._emit("run_start", start)
         if self._record_error is not None:  # before training: a clear error, not a warning
             self.closed = True
+            self._held.unclosed = None
             self._held.release()
             with contextlib.suppress(OSError):
                 self._metrics.close()
@@ -543,6 +547,7 @@ class Monitor:
         if self.closed:
             return
         self.closed = True
+        self._held.unclosed = None
         sigterm.deactivate(self)
         self._disarm()
         self._held.unwatch_registrations()
@@ -1485,6 +1490,7 @@ class _Held:
     anywhere in the process ran eagerly for good. (The diary writers close themselves.)"""
 
     stance: EagerStance
+    unclosed: str | None = None  # the run folder, while the Monitor writes and is not closed
     structure_probe: StructureProbe | None = None
     activation_probe: ActivationProbe | None = None
     sinks: SinkDispatcher | None = None
@@ -1510,7 +1516,17 @@ class _Held:
         self.registrations.clear()
 
     def release(self) -> None:
-        """Remove the hooks, give the stance back, let the sinks' thread end."""
+        """Remove the hooks, give the stance back, let the sinks' thread end; say so when the
+        Monitor was never closed (dropped, or still open when the process ends)."""
+        if self.unclosed is not None:
+            LOGGER.warning(
+                "trainrecord.Monitor: %s was not closed: its record has no run_end and no "
+                "seal (trainrecord verify says 'no run_end yet'); call monitor.close() when "
+                "training ends, also after an exception, or use 'with Monitor(...) as "
+                "monitor:'",
+                self.unclosed,
+            )
+            self.unclosed = None
         self.unwatch_registrations()
         for probe in (self.structure_probe, self.activation_probe):
             if probe is not None:

@@ -55,8 +55,8 @@ def describe(line: dict[str, Any]) -> str:
     if event == "channels":
         return (
             f"{where}{named}: {line['level']} of {line['channels']} channels stuck "
-            f"(certified {line['n_certified']}, silent {line['n_observed']}, "
-            f"flat {line['n_flat']}, decayed {line['n_decayed']})"
+            f"(certified {line['n_certified']}, flat {line['n_flat']}, "
+            f"silent {line['n_observed']}, decayed {line['n_decayed']})"
         )
     if event == "certificate":
         return f"{where}{named}: {line['count']} channels proven dead"
