@@ -186,3 +186,23 @@ def test_running_a_script_again_on_its_run_dir_says_how_to_start_afresh(
     assert "pass start_step=" in warning and "to start a new record instead, use a new run_dir" in (
         warning
     )
+
+
+def test_a_trainable_layer_the_optimizer_does_not_hold_is_named_in_the_manifest(
+    run_dir: Path,
+) -> None:
+    """Architecture probe 5: Adam over the head only, fc1 still requires grad: the manifest
+    listed fc1 as any other layer, certifiable, with no word that nothing updates it."""
+    torch.manual_seed(0)
+    model = TinyMLP()
+    optimizer = torch.optim.Adam(model.fc2.parameters(), lr=1e-3)
+    with Monitor(model, optimizer, run_dir, check_every=2) as monitor:
+        train(model, optimizer, monitor, 4)
+    notes = events(read_run(run_dir), "manifest")[0]["notes"]
+    [note] = [n for n in notes if "the optimizer does not hold" in n]
+    assert note.startswith("layers with trainable parameters the optimizer does not hold: fc1:")
+    full = run_dir.parent / "full"
+    whole = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with Monitor(model, whole, full, check_every=2) as monitor:
+        train(model, whole, monitor, 4)
+    assert not any("does not hold" in n for n in events(read_run(full), "manifest")[0]["notes"])

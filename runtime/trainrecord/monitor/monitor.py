@@ -1316,6 +1316,21 @@ class Monitor:
             **({"start_step": self.start_step} if self.start_step else {}),
         }
 
+    def _outside_optimizer(self) -> list[str]:
+        """The layers none of whose trainable parameters the optimizer holds; none when it
+        holds none of the model's (master weights, a vmap ensemble's stacked ones) or shards
+        them across processes (ZeroRedundancyOptimizer: each holds a part)."""
+        optimizer = self.optimizer
+        if optimizer is None or "ZeroRedundancy" in type(optimizer).__name__:
+            return []
+        held = {id(p) for group in optimizer.param_groups for p in group["params"]}
+        outside = [
+            layer
+            for layer, params in self.layers.items()
+            if not any(id(p) in held for _, p in params)
+        ]
+        return outside if len(outside) < len(self.layers) else []
+
     def _manifest(self, step: int) -> dict[str, Any]:
         producers = []
         assert self.structure is not None
@@ -1374,6 +1389,14 @@ class Monitor:
                 "constant and silent counts stay 0 and none is certified while that lasts "
                 "(their producers entries say measured: false); decayed channels are still "
                 "counted"
+            )
+        outside = self._outside_optimizer()
+        if outside:
+            notes.append(
+                "layers with trainable parameters the optimizer does not hold: "
+                + ", ".join(outside)
+                + ": their gradients are measured and judged, but nothing updates them (add "
+                "them to the optimizer, or set requires_grad=False to freeze them)"
             )
         tied = self._tied_layers()
         if tied:
