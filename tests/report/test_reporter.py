@@ -448,3 +448,33 @@ def test_ctrl_c_never_deletes_a_folder_another_process_is_reporting_from(
     assert other.returncode == 0 and out == "done\n"
     final = receiver.store.latest(run.run_id)
     assert final is not None and final["status"] == "complete"
+
+
+def test_a_final_report_takes_its_seq_when_the_job_ends_not_when_it_is_sent(
+    hostile: Callable[..., TestServer], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Operator probe F3: an attempt failed while its started report hung at a slow
+    server; close() gave up, the script retried in the same process, and the first
+    attempt's failed report, built when its sender got to it, took a seq above the retry's
+    started: the receiver showed "failed" while the retry trained."""
+    server = hostile(Behaviour(mode="hang"))
+    run = open_run(tmp_path / "models" / "pre" / "s18", {"mode": "pre"})
+    settings = settings_for(server.url, timeout=5.0)
+    first = Reporter(settings, _state(run), run=run, flush_timeout=0.5)
+    with pytest.raises(RuntimeError), first:
+        wait_until(lambda: len(server.requests) == 1)  # started: hanging
+        raise RuntimeError("NCCL timeout (flaky node)")
+    retry = open_run(run.folder)
+    second = Reporter(settings, _state(retry), run=retry)
+    second.started()
+    wait_until(lambda: len(server.requests) == 2)
+    server.release.set()  # the slow server gets through: the old failed report is sent
+    wait_until(lambda: len(server.requests) == 3)
+    second.close(0.1)
+    sent = [json.loads(r.body) for r in server.requests]
+    seq = {(r["event"], r["status"]): r["seq"] for r in sent}
+    assert set(seq) == {("started", "in progress"), ("failed", "failed")} and len(sent) == 3
+    first_started, retry_started = sorted(r["seq"] for r in sent if r["event"] == "started")
+    assert first_started < seq[("failed", "failed")] < retry_started
+    assert "not delivered within 0.5 s of the job's end" in caplog.text  # (said "0 s")
+    assert "it is still sent while this process lives" in caplog.text

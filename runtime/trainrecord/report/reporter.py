@@ -180,7 +180,7 @@ class Reporter:
         def build() -> bytes | None:
             with self._build_lock:
                 if self._sealed:
-                    return None  # a discarded run's report went first; nothing follows it
+                    return None  # the final report took its seq: nothing follows it
                 seq = self.seq.next()
             return self._encode(snap, event, status, seq)
 
@@ -274,9 +274,31 @@ class Reporter:
             log.warning("trainrecord report: the history was not kept in metadata.json: %s", exc)
 
     def _finish(self, event: str, status: str) -> None:
+        """Build the final report now, in the job's thread, and send it: its seq is taken
+        when the job ends, not when the sender gets to it. Reports queued before and not
+        yet built are dropped (the final one holds the whole state). Taken later, a job's
+        final report still queued behind a slow request after close() gave up took a seq
+        above that of the next attempt's ``started`` (a retry in the same process), and
+        the receiver showed the old attempt's ``failed`` while the new one trained."""
         if not self._seal_final():
             return
-        self._queue(event, status)
+        snap = self.state.snapshot()
+        with self._build_lock:
+            self._sealed = True
+            try:
+                seq = self.seq.next()
+            except Exception as exc:  # reporting never stops the job
+                log.warning("trainrecord report: no seq for the final report (%s)", exc)
+                return
+        self._send_final(snap, event, status, seq)
+
+    def _send_final(self, snap: JobState, event: str, status: str, seq: int) -> None:
+        try:
+            body = self._encode(snap, event, status, seq)
+        except Exception as exc:  # reporting never stops the job
+            log.warning("trainrecord report: the final report could not be built (%s)", exc)
+            return
+        self.sender.submit(lambda: body)
 
     def _seal_final(self) -> bool:
         """Mark the final report as queued; False when one already was."""
@@ -360,12 +382,7 @@ class Reporter:
         if seq is None:
             return
         status = "interrupted" if run.metadata_path.exists() else "discarded"
-        try:
-            body = self._encode(snap, "interrupted", status, seq)
-        except Exception as exc:  # reporting never stops the job
-            log.warning("trainrecord report: the final report could not be built (%s)", exc)
-            return
-        self.sender.submit(lambda: body)
+        self._send_final(snap, "interrupted", status, seq)
 
     def failed(self, exc: BaseException) -> None:
         """An exception ended the job; its class and scrubbed message go in error."""
@@ -379,7 +396,7 @@ class Reporter:
         if not self.close(max(0.0, deadline - time.monotonic())):
             log.warning(
                 "trainrecord report: SIGTERM: the interrupted report was not delivered "
-                "within %.0f s; the receiver keeps the last report it got",
+                "within %g s; the receiver keeps the last report it got",
                 self.sender.flush_timeout,
             )
 
@@ -412,9 +429,10 @@ class Reporter:
             self.failed(exc)
         if not self.close():
             log.warning(
-                "trainrecord report: the final report was not delivered within %.0f s of "
-                "the job's end (the server did not answer in time); the receiver keeps the "
-                "last report it got",
+                "trainrecord report: the final report was not delivered within %g s of "
+                "the job's end (the server did not answer in time); it is still sent while "
+                "this process lives, and until it gets through the receiver keeps the last "
+                "report it got",
                 self.sender.flush_timeout,
             )
 
