@@ -256,8 +256,10 @@ def test_show_pairs_each_alarm_with_its_clear_and_dates_stuck_channels_from_thei
     assert "  4.1: exploding at step 681-682, 999-1000, 1472 (open)\n" in out.stdout
     assert "  fc: most of " in out.stdout
     assert "since step 300 (4 channel events in all)\n" in out.stdout
-    assert "no ReLU after 1 producer (flat and decayed channels only" in out.stdout
-    assert ": head\n" in out.stdout
+    assert "  head: no ReLU takes its output (or a norm other than BatchNorm" in out.stdout
+    assert "only flat and decayed channels are checked there (no silent ones, no certificates)" in (
+        " ".join(out.stdout.split())
+    )
 
 
 def test_validate_says_a_valid_diary_is_valid_in_shape_only_and_names_verify(

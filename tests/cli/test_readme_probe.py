@@ -132,8 +132,9 @@ def test_show_leaves_out_what_a_hand_written_run_start_gives_as_null(tmp_path: P
     out = cli("show", tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("integrity: OK: 2 lines verified")
-    head = out.stdout.splitlines()[1:3]  # after the integrity line
+    head = out.stdout.splitlines()[1:4]  # after the integrity line
     assert head == [
+        "findings: none",
         "run 'exp1': Net with 84 parameters",
         f"  written by mytrainer 0.1; python {platform.python_version()}, {platform.platform()}",
     ]
@@ -148,8 +149,9 @@ def test_show_reads_a_run_start_missing_fields_without_a_traceback(tmp_path: Pat
     (tmp_path / "diary.jsonl").write_text(json.dumps(line) + "\n")
     out = cli("show", "--no-verify", tmp_path)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines()[:3] == [
+    assert out.stdout.splitlines()[:4] == [
         "integrity: not checked (--no-verify); trainrecord verify RUN_DIR checks it",
+        "findings: none",
         "run 'x': unknown",
         "  written by unknown",
     ]
@@ -158,7 +160,7 @@ def test_show_reads_a_run_start_missing_fields_without_a_traceback(tmp_path: Pat
     said = out.stdout.splitlines()
     assert said[0].startswith("integrity: FAILED: diary.jsonl line 1 (seq 0): [diary.")
     assert said[1].startswith("  NOT TRUSTWORTHY from line 1 (seq 0) on")
-    assert said[2:4] == ["run 'x': unknown", "  written by unknown"]
+    assert said[2:5] == ["findings: none", "run 'x': unknown", "  written by unknown"]
 
 
 @pytest.mark.parametrize("command", ["run", "rules"])

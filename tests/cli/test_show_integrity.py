@@ -48,7 +48,9 @@ def test_an_intact_record_is_said_ok_first_as_verify_says_it(run: Path) -> None:
     verdict = cli("verify", run).stdout.splitlines()[0]
     assert verdict.startswith("OK: ")
     assert out.stdout.splitlines()[0] == f"integrity: {verdict}"
-    assert out.stdout.splitlines()[1].startswith("run 'exp1': ")
+    lines = out.stdout.splitlines()
+    assert lines[1].startswith("findings: ")  # the headline, then the run
+    assert next(x for x in lines[2:] if not x.startswith("  ")).startswith("run 'exp1': ")
     assert "NOT TRUSTWORTHY" not in out.stdout
 
 

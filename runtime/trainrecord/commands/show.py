@@ -9,6 +9,11 @@ shown are not trustworthy (from the failing line on, or all of them when the sea
 metrics.jsonl fails); the summary is shown either way.
 ``--no-verify`` skips that for a huge record (``integrity: not checked``). Text in the
 record is shown with control characters and surrogates escaped (``\\x1b``, ``\\ud800``).
+After the verdict comes a ``findings:`` headline, the most important facts first (how a
+run failed, non-finite values, channels proven dead and repaired, channels stuck without a
+proof, layers that lost their gradient, loss spikes; ``findings: none`` for a quiet
+record). Alarms of layers with the same diagnosis and steps share a line; a certificate's
+statement is wrapped at 100 columns and its assumptions listed one a line.
 
 exit status: as trainrecord verify: 0 the record verifies, 1 it fails verification, 3 its
 last line is torn (a crash while writing; the summary covers the lines before it), 2 usage
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import textwrap
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -114,6 +120,134 @@ def _alarm_episodes(s: Summary) -> dict[tuple[str, str], list[str]]:
     return spans
 
 
+WIDTH = 100
+"""The column long text (a certificate's statement, the findings) is wrapped at."""
+
+
+def _wrap(text: str, first: str, indent: str) -> list[str]:
+    """``text`` after ``first``, wrapped at :data:`WIDTH` columns, the lines after the first
+    indented by ``indent``; escaped first (:func:`printable`), so a newline or tab in the
+    record is shown as ``\\n`` and never taken for a place to break."""
+    return textwrap.wrap(
+        printable(text),
+        WIDTH,
+        initial_indent=first,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [first.rstrip()]
+
+
+def _int(value: Any) -> int | None:
+    """``value`` where it is an integer (not a bool), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _names(names: list[str], most: int = 4) -> str:
+    """``a, b, c``; past ``most``: ``a, b, c, d and 3 more``."""
+    if len(names) <= most:
+        return ", ".join(names)
+    return f"{', '.join(names[:most])} and {len(names) - most} more"
+
+
+def _steps(steps: list[Any], most: int = 3) -> str:
+    """``step 200``, ``steps 200, 300``; past ``most``: ``steps 200, 300, 400, ...``."""
+    unique = list(dict.fromkeys(steps))
+    if len(unique) == 1:
+        return f"step {unique[0]}"
+    shown = ", ".join(map(str, unique[:most]))
+    return f"steps {shown}" + (", ..." if len(unique) > most else "")
+
+
+def _sum(lines: list[dict[str, Any]], key: str) -> int:
+    return sum(_int(line.get(key)) or 0 for line in lines)
+
+
+_LOST = {
+    "no_gradient": ("lost its gradient", "lost their gradient"),
+    "vanishing": ("has a vanishing gradient", "have a vanishing gradient"),
+    "exploding": ("has an exploding gradient", "have an exploding gradient"),
+}
+"""What a headline says of the layers alarmed with a diagnosis."""
+
+_UNPROVEN = {"n_flat": "flat", "n_observed": "silent", "n_decayed": "decayed"}
+"""The counts of stuck channels a channels event gives besides the certified ones."""
+
+
+def findings(s: Summary) -> list[str]:
+    """The headline: the most important facts of the record first (how a run failed, non-
+    finite values, channels proven dead and their repairs, channels stuck but not proven,
+    gradient alarms, loss spikes), or ``findings: none`` for a quiet record."""
+    facts: list[str] = []
+    error = (s.end or {}).get("error")
+    if isinstance(error, dict):
+        facts.append(f"the run ended by {error.get('type')}")
+    if s.nonfinite:
+        kinds = list(dict.fromkeys(str(c.get("event")) for c in s.nonfinite))
+        facts.append(
+            f"{_n(len(s.nonfinite), 'non-finite event')} ({', '.join(kinds)}) from step "
+            f"{s.nonfinite[0].get('step')}"
+        )
+    for lines, verb in ((s.certificates, "proven dead"), (s.repairs, "repaired")):
+        if not lines:
+            continue
+        layers = list(dict.fromkeys(str(c.get("layer")) for c in lines))
+        steps = _steps([c.get("step") for c in lines])
+        if len(layers) < len(lines):  # the same layer again: its counts do not add up
+            what = "certificate" if verb == "proven dead" else "repair"
+            facts.append(f"{_n(len(lines), what)} of {_names(layers)} ({steps})")
+        elif (
+            verb == "repaired"
+            and facts
+            and facts[-1].startswith(
+                f"{_n(_sum(lines, 'count'), 'channel')} proven dead in {_names(layers)} ("
+            )
+        ):
+            facts[-1] += f", repaired ({steps})"  # the same channels
+        else:
+            facts.append(
+                f"{_n(_sum(lines, 'count'), 'channel')} {verb} in {_names(layers)} ({steps})"
+            )
+    unproven = {  # stuck for a reason no certificate proves
+        layer: c
+        for layer, c in s.channels.items()
+        if c.get("level") != "none" and any(_int(c.get(k)) for k in _UNPROVEN)
+    }
+    if unproven:
+        kinds = [
+            f"{total} {word}"
+            for key, word in _UNPROVEN.items()
+            if (total := _sum(list(unproven.values()), key))
+        ]
+        facts.append(f"{', '.join(kinds)} channels in {_names(list(unproven))}")
+    episodes = _alarm_episodes(s)
+    for diagnosis in dict.fromkeys(d for _, d in episodes):
+        mine = {layer: spans for (layer, d), spans in episodes.items() if d == diagnosis}
+        one, many = _LOST.get(diagnosis, (f"has {diagnosis} alarms", f"have {diagnosis} alarms"))
+        opened = [
+            str(a.get("step"))
+            for a in s.alarms
+            if str(a.get("diagnosis")) == diagnosis and str(a.get("layer")) in mine
+        ]
+        still = sum(1 for spans in mine.values() if spans[-1].endswith(" (open)"))
+        state = "cleared" if not still else "open" if still == len(mine) else f"{still} open"
+        facts.append(
+            f"{_n(len(mine), 'layer')} {one if len(mine) == 1 else many} at "
+            f"{_steps(opened)} ({state})"
+        )
+    rises = [c for c in s.spikes if c.get("event") == "loss_spike"]
+    if rises:
+        said = (
+            f"a loss spike at step {rises[0].get('step')}"
+            if len(rises) == 1
+            else f"{len(rises)} loss spikes ({_steps([c.get('step') for c in rises])})"
+        )
+        if s.spikes[-1].get("event") == "loss_recovered":
+            said += f", recovered at step {s.spikes[-1].get('step')}"
+        facts.append(said)
+    return _wrap("; ".join(facts) or "none", "findings: ", "  ")
+
+
 def _without_relu(manifest: dict[str, Any] | None) -> list[str]:
     """The manifest's producers that no ReLU follows."""
     producers = (manifest or {}).get("producers")
@@ -163,10 +297,13 @@ def render(s: Summary) -> list[str]:
         )
         unchecked = _without_relu(s.manifest)
         if unchecked:
-            out.append(
-                f"  no ReLU after {_n(len(unchecked), 'producer')} (flat and decayed channels "
-                f"only; no silent ones, no certificates): {', '.join(unchecked[:8])}"
-                + (" ..." if len(unchecked) > 8 else "")
+            them = "its" if len(unchecked) == 1 else "their"
+            out += _wrap(
+                f"{_names(unchecked, 8)}: no ReLU takes {them} output (or a norm other than "
+                "BatchNorm, or a different activation, comes first), so only flat and decayed "
+                "channels are checked there (no silent ones, no certificates)",
+                "  ",
+                "    ",
             )
     if s.end:
         e = s.end
@@ -187,9 +324,21 @@ def render(s: Summary) -> list[str]:
     else:
         out.append("no run_end: the run is still going, or it crashed")
     out.append(f"alarms ({len(s.alarms)}):" if s.alarms else "alarms: none")
+    together: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for (layer, diagnosis), spans in _alarm_episodes(s).items():
-        shown = ", ".join(spans[:12]) + (f", ... ({len(spans)} in all)" if len(spans) > 12 else "")
-        out.append(f"  {layer}: {diagnosis} at step {shown}")
+        together.setdefault((diagnosis, tuple(spans)), []).append(layer)
+    for (diagnosis, shared), layers in together.items():  # the same spans: one line
+        shown = ", ".join(shared[:12]) + (
+            f", ... ({len(shared)} in all)" if len(shared) > 12 else ""
+        )
+        if len(layers) == 1:
+            out.append(f"  {layers[0]}: {diagnosis} at step {shown}")
+        else:
+            out += _wrap(
+                f"{diagnosis} at step {shown} in {len(layers)} layers: {', '.join(layers)}",
+                "  ",
+                "    ",
+            )
     stuck = {k: v for k, v in s.channels.items() if v.get("level") != "none"}
     out.append(f"stuck channels ({_n(len(stuck), 'layer')}):" if stuck else "stuck channels: none")
     for layer, c in stuck.items():
@@ -205,11 +354,15 @@ def render(s: Summary) -> list[str]:
         )
     out.append(f"certificates ({len(s.certificates)}):" if s.certificates else "certificates: none")
     for c in s.certificates:
-        out.append(
-            f"  step {c.get('step')} {c.get('layer')}: {_n(c.get('count'), 'channel')} dead; "
-            f"{c.get('statement')}"
-        )
-        out.append(f"    assumes: {'; '.join(map(str, c.get('assumes') or []))}")
+        out.append(f"  step {c.get('step')} {c.get('layer')}: {_n(c.get('count'), 'channel')} dead")
+        out += _wrap(str(c.get("statement")), "    ", "    ")
+        assumes = c.get("assumes")
+        if isinstance(assumes, list) and assumes:
+            out.append("    assumes:")
+            for item in assumes:
+                out += _wrap(str(item), "      - ", "        ")
+        else:
+            out.append(f"    assumes: {assumes if assumes else 'none'}")
     for c in s.refusals:
         out.append(
             f"  not certified at step {c.get('step')} {c.get('layer')}: "
@@ -341,7 +494,8 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    out = integrity(result) + render(summarize(lines))
+    summary = summarize(lines)
+    out = integrity(result) + findings(summary) + render(summary)
     if unreadable:
         out.append(f"the summary stops before {unreadable}")
     text = "\n".join(printable(line) for line in out) + "\n"

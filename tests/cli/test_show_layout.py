@@ -1,0 +1,178 @@
+"""``trainrecord show`` on real records (the demo, trained here) reads root cause first.
+
+A newcomer probe (item 28): on the demo record the root cause (two blocks' channels proven
+dead) came after six symptom alarms (every layer before them lost its gradient at the same
+step), each certificate was one ~350-character sentence and a ~500-character ``assumes:``
+line, and "no ReLU after 1 producer (flat and decayed channels only; no silent ones, no
+certificates): classifier" was cryptic."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.diary.helpers import cli, rechain, write_run
+from trainrecord.monitor.demo import run_demo
+
+LAYERS = "conv1.0, conv1.1, conv2.0, conv2.1, conv3.0, conv3.1"
+
+
+def _demo(root: Path, *args: str) -> tuple[Path, list[dict[str, Any]], str]:
+    """A small demo trained for real (the layers broken at step 200): its folder, its diary
+    lines and what show prints of it."""
+    out = cli("demo", "--tiny", *args, "--out", root)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = [json.loads(x) for x in (root / "diary.jsonl").read_text().splitlines()]
+    shown = cli("show", root)
+    assert shown.returncode == 0, shown.stderr
+    return root, lines, shown.stdout
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]], str]:
+    return _demo(tmp_path_factory.mktemp("show") / "demo")
+
+
+@pytest.fixture(scope="module")
+def repaired(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]], str]:
+    return _demo(tmp_path_factory.mktemp("show") / "demo", "--repair")
+
+
+def _of(lines: list[dict[str, Any]], event: str) -> list[dict[str, Any]]:
+    return [x for x in lines if x["event"] == event]
+
+
+def _block(text: str, start: str) -> list[str]:
+    """The line of ``text`` that starts with ``start`` and the indented ones after it."""
+    lines = text.splitlines()
+    at = next(i for i, x in enumerate(lines) if x.startswith(start))
+    end = next((i for i in range(at + 1, len(lines)) if not lines[i].startswith("  ")), None)
+    return lines[at:end]
+
+
+def _joined(lines: list[str]) -> str:
+    """Wrapped lines as the one line they were."""
+    return " ".join(x.strip() for x in lines)
+
+
+def test_the_findings_headline_follows_the_integrity_line_and_names_the_root_cause_first(
+    demo: tuple[Path, list[dict[str, Any]], str],
+) -> None:
+    _, lines, text = demo
+    assert text.splitlines()[0].startswith("integrity: OK: ")
+    assert text.splitlines()[1].startswith("findings: ")
+    headline = _block(text, "findings: ")
+    assert len(headline) <= 2 and all(len(x) <= 100 for x in headline), headline
+    certificates = _of(lines, "certificate")
+    dead = sum(c["count"] for c in certificates)
+    [step] = {c["step"] for c in certificates}
+    [spike] = _of(lines, "loss_spike")
+    assert _joined(headline) == (
+        f"findings: {dead} channels proven dead in conv2.0, conv3.0 (step {step}); 10 flat "
+        f"channels in classifier; 6 layers lost their gradient at step {step} (open); a loss "
+        f"spike at step {spike['step']}"
+    )
+
+
+def test_the_headline_says_what_was_repaired_and_cleared(
+    repaired: tuple[Path, list[dict[str, Any]], str],
+) -> None:
+    _, lines, text = repaired
+    headline = _joined(_block(text, "findings: "))
+    [step] = {c["step"] for c in _of(lines, "repair")}
+    assert f"conv2.0, conv3.0 (step {step}), repaired (step {step}); " in headline
+    assert f"6 layers lost their gradient at step {step} (cleared)" in headline
+    recovered = _of(lines, "loss_recovered")
+    if recovered:
+        assert f", recovered at step {recovered[-1]['step']}" in headline
+
+
+def test_a_quiet_record_has_no_findings(tmp_path: Path) -> None:
+    run_demo(tmp_path, steps=200, break_at=10**9, check_every=5, width=8, samples=1024, seed=1)
+    out = cli("show", tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[1] == "findings: none"
+
+
+def test_alarms_opening_at_the_same_step_with_the_same_diagnosis_share_one_line(
+    demo: tuple[Path, list[dict[str, Any]], str],
+    repaired: tuple[Path, list[dict[str, Any]], str],
+) -> None:
+    _, lines, text = demo
+    [step] = {a["step"] for a in _of(lines, "alarm")}
+    assert _block(text, "alarms (6):")[1:] == [
+        f"  no_gradient at step {step} (open) in 6 layers: {LAYERS}"
+    ]
+    _, lines, text = repaired
+    ends: dict[int, list[str]] = {}  # layers cleared at another step are another line
+    for a in _of(lines, "alarm_cleared"):
+        ends.setdefault(a["step"], []).append(a["layer"])
+    expected = [
+        f"  no_gradient at step {step}-{end} in {len(layers)} layers: {', '.join(layers)}"
+        if len(layers) > 1
+        else f"  {layers[0]}: no_gradient at step {step}-{end}"
+        for end, layers in ends.items()
+    ]
+    assert sorted(_block(text, "alarms (6):")[1:]) == sorted(expected)
+
+
+def test_a_certificate_is_wrapped_and_its_assumptions_listed_one_a_line(
+    demo: tuple[Path, list[dict[str, Any]], str],
+) -> None:
+    _, lines, text = demo
+    block = _block(text, "certificates (2):")
+    assert all(len(x) <= 100 for x in block), [x for x in block if len(x) > 100]
+    for c in _of(lines, "certificate"):
+        head = f"  step {c['step']} {c['layer']}: {c['count']} channels dead"
+        at = block.index(head)
+        then = block.index("    assumes:", at)
+        statement = block[at + 1 : then]
+        assert all(x.startswith("    ") and not x.startswith("     ") for x in statement)
+        assert _joined(statement) == c["statement"]
+        items: list[list[str]] = []
+        for x in block[then + 1 :]:
+            if x.startswith("      - "):
+                items.append([x[8:]])
+            elif x.startswith("        ") and items:
+                items[-1].append(x)
+            else:
+                break
+        assert [_joined(i) for i in items] == c["assumes"]
+
+
+def test_a_producer_no_relu_follows_is_said_in_words(
+    demo: tuple[Path, list[dict[str, Any]], str],
+) -> None:
+    _, _, text = demo
+    assert "no ReLU after" not in text
+    assert _joined(_block(text, "  classifier: ")) == (
+        "classifier: no ReLU takes its output (or a norm other than BatchNorm, or a different "
+        "activation, comes first), so only flat and decayed channels are checked there (no "
+        "silent ones, no certificates)"
+    )
+
+
+def test_wrapped_text_is_escaped_before_it_is_wrapped(tmp_path: Path) -> None:
+    # a newline or ESC in a statement is shown as \n, \x1b, never taken for a break
+    run = tmp_path / "run"
+    write_run(run)
+    odd = "x " * 60 + "line one\nline two\x1b[1A " + "y " * 60
+
+    def edit(at: int, line: dict[str, Any]) -> None:
+        if line["event"] == "certificate":
+            line["statement"] = odd
+            line["assumes"] = ["tab\there", "z " * 70]
+
+    rechain(run, edit)
+    (run / "record.json").unlink()
+    (run / "record.sig").unlink(missing_ok=True)
+    out = cli("show", run)
+    assert out.returncode == 0, out.stderr
+    assert "\x1b" not in out.stdout
+    block = _block(out.stdout, "certificates (1):")
+    assert all(len(x) <= 100 for x in block)
+    assert "line one\\nline two\\x1b[1A" in out.stdout
+    assert "      - tab\\there" in block
