@@ -79,10 +79,34 @@ def test_the_skeleton_gets_the_output_the_guide_shows(
     # the standard library only: it reads as pseudo-code for any language
     imported = set(re.findall(r"^import (\w+)$", skeleton, flags=re.M))
     assert imported <= set(sys.stdlib_module_names), imported
-    assert "You should see this, with exit status 1:" in _section()
+    assert "You should see this, with exit status 0:" in _section()
     done = _run(tmp_path, skeleton)
     assert _seconds(done.stdout) == _seconds(first), done.stdout + done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("change", "rule"),
+    [
+        # a skeleton answering unsupported without the seq: harness.run.* fail, not skip
+        ('reply({"seq": seq, "outcome": "unsupported"})', "harness.run.seq.echo"),
+        # a stop answer that breaks the schema failed as "the suite's own check crashed"
+        ('reply({"stopped": True})', "harness.stop.exit"),
+    ],
+)
+def test_a_broken_skeleton_fails_the_rule_it_breaks(
+    tmp_path: Path, blocks: tuple[str, str, str, str], change: str, rule: str
+) -> None:
+    skeleton = blocks[0]
+    assert change in skeleton
+    broken = {
+        "harness.run.seq.echo": 'reply({"outcome": "unsupported"})',
+        "harness.stop.exit": 'reply({"stopped": "yes"})',
+    }[rule]
+    done = _run(tmp_path, skeleton.replace(change, broken))
     assert done.returncode == 1, done.stdout + done.stderr
+    assert f"FAIL {rule}\n" in done.stdout, done.stdout
+    assert "ERROR" not in done.stdout and "crashed" not in done.stdout, done.stdout
 
 
 def test_the_skeleton_with_config_hash_passes(
