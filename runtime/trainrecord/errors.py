@@ -39,7 +39,8 @@ def printable(text: str) -> str:
 
 
 def format_path(path: Sequence[str | int]) -> str:
-    """Render a JSON path such as ``("rows", 0, "horizon")`` as ``rows[0].horizon``.
+    """Render a JSON path such as ``("rows", 0, "horizon")`` as ``rows[0].horizon``; the empty
+    path (the whole document) as ``(top level)``.
 
     A surrogate code point in a name (a field name read from JSON text as ``"\\ud800"``)
     is shown as its escape, so the path can always be printed."""
@@ -50,7 +51,7 @@ def format_path(path: Sequence[str | int]) -> str:
         else:
             part = printable(str(part))
             out += f".{part}" if out else part
-    return out or "(document)"
+    return out or "(top level)"
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,10 @@ from trainrecord.foundry import METRICS_SCHEMA, read_metrics, write_metrics
 
 REFUSALS: list[tuple[str, Any, str, str]] = [
     # (case, rows, rule, field)
-    ("no rows", [], "metrics.empty", "(document)"),
-    ("rows is a dict", good_row(), "metrics.type", "(document)"),
-    ("rows is text", "ETTh1,mse,96,0,0.38", "metrics.type", "(document)"),
-    ("rows is None", None, "metrics.type", "(document)"),
+    ("no rows", [], "metrics.empty", "(top level)"),
+    ("rows is a dict", good_row(), "metrics.type", "(top level)"),
+    ("rows is text", "ETTh1,mse,96,0,0.38", "metrics.type", "(top level)"),
+    ("rows is None", None, "metrics.type", "(top level)"),
     ("row is a number", [good_row(), 3], "metrics.row.type", "[1]"),
     ("row is a list", [["ETTh1", "mse", 96, 0, 0.3]], "metrics.row.type", "[0]"),
     ("row is None", [None], "metrics.row.type", "[0]"),

@@ -102,14 +102,14 @@ def test_metadata_the_job_wrote_first_gets_a_run_id_and_keeps_its_fields(tmp_pat
 @pytest.mark.parametrize(
     ("text", "rule", "field"),
     [
-        ("not json", "report.metadata.json", "(document)"),
+        ("not json", "report.metadata.json", "(top level)"),
         (
             '{"run_id": "8c7e1e0e-4a57-4a3c-9d36-1f7d7b2f1b3a", "loss": NaN}',
             "report.metadata.json",
-            "(document)",
+            "(top level)",
         ),
-        ('{"mode": "pre", "mode": "lit"}', "report.metadata.json", "(document)"),
-        ('["8c7e1e0e-4a57-4a3c-9d36-1f7d7b2f1b3a"]', "report.metadata.json", "(document)"),
+        ('{"mode": "pre", "mode": "lit"}', "report.metadata.json", "(top level)"),
+        ('["8c7e1e0e-4a57-4a3c-9d36-1f7d7b2f1b3a"]', "report.metadata.json", "(top level)"),
         ('{"run_id": "8C7E1E0E-4A57-4A3C-9D36-1F7D7B2F1B3A"}', "report.metadata.run_id", "run_id"),
         (
             '{"run_id": "{8c7e1e0e-4a57-4a3c-9d36-1f7d7b2f1b3a}"}',
