@@ -8,9 +8,24 @@ the PyTorch monitor (``trainrecord.monitor``, needs torch), the Foundry run-reco
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from trainrecord.errors import Problem, RecordRefused, RecordWriteError
+
+if TYPE_CHECKING:
+    # What type checkers and IDEs see: the real objects (at run time they load lazily).
+    # ``X as X`` marks each as a re-export.
+    from trainrecord.diary import DiaryWriter as DiaryWriter
+    from trainrecord.diary import MetricsWriter as MetricsWriter
+    from trainrecord.diary import verify as verify
+    from trainrecord.foundry import config_sha as config_sha
+    from trainrecord.foundry import read_metrics as read_metrics
+    from trainrecord.foundry import read_witness as read_witness
+    from trainrecord.foundry import write_metrics as write_metrics
+    from trainrecord.foundry import write_witness as write_witness
+    from trainrecord.monitor import Monitor as Monitor
+    from trainrecord.report import Reporter as Reporter
+    from trainrecord.report import ReportSettings as ReportSettings
 
 __version__ = "0.1.0"
 _LAZY = {
@@ -32,10 +47,12 @@ _LAZY = {
 __all__ = ["Problem", "RecordRefused", "RecordWriteError", "__version__", *sorted(_LAZY)]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'trainrecord' has no attribute {name!r}")
-    import importlib
+if not TYPE_CHECKING:  # hidden from type checkers, so a misspelt name is a type error
 
-    return getattr(importlib.import_module(module), name)
+    def __getattr__(name: str) -> object:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module 'trainrecord' has no attribute {name!r}")
+        import importlib
+
+        return getattr(importlib.import_module(module), name)
