@@ -10,11 +10,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from trainrecord.errors import Problem, RecordRefused, RecordWriteError
+from trainrecord.errors import (
+    Problem,
+    RecordRefused,
+    RecordWriteError,
+    TrainrecordError,
+    WriterClosed,
+)
 
 if TYPE_CHECKING:
     # What type checkers and IDEs see: the real objects (at run time they load lazily).
     # ``X as X`` marks each as a re-export.
+    from trainrecord.arguments import ArgumentRefused as ArgumentRefused
     from trainrecord.diary import DiaryWriter as DiaryWriter
     from trainrecord.diary import MetricsWriter as MetricsWriter
     from trainrecord.diary import verify as verify
@@ -29,6 +36,7 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 _LAZY = {
+    "ArgumentRefused": "trainrecord.arguments",
     "Monitor": "trainrecord.monitor",
     "DiaryWriter": "trainrecord.diary",
     "MetricsWriter": "trainrecord.diary",
@@ -44,7 +52,15 @@ _LAZY = {
 """Names re-exported from their modules on first use, so ``import trainrecord`` stays light
 (it never imports torch, jsonschema or requests until one of these is asked for)."""
 
-__all__ = ["Problem", "RecordRefused", "RecordWriteError", "__version__", *sorted(_LAZY)]
+__all__ = [
+    "Problem",
+    "RecordRefused",
+    "RecordWriteError",
+    "TrainrecordError",
+    "WriterClosed",
+    "__version__",
+    *sorted(_LAZY),
+]
 
 
 if not TYPE_CHECKING:  # hidden from type checkers, so a misspelt name is a type error

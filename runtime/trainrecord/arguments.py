@@ -20,10 +20,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from trainrecord.errors import safe_value
+from trainrecord.errors import TrainrecordError, safe_value
 
 
-class ArgumentRefused(TypeError, ValueError):
+class ArgumentRefused(TrainrecordError, TypeError, ValueError):
     """An argument of a trainrecord call is of the wrong type or out of its range.
 
     ``call``: the call as written in the message (``Monitor``); ``argument``: its name."""

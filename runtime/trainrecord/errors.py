@@ -1,5 +1,10 @@
 """Problems and refusals: the one error family of trainrecord.
 
+Every error trainrecord raises on purpose is a :class:`TrainrecordError`: catch it for
+"trainrecord refused or could not do this". Each also keeps the builtin base that suits it
+(``ValueError``, ``TypeError``, ``OSError``, ``RuntimeError``), so code that catches those
+still does.
+
 Every refusal of bad input is a :class:`RecordRefused` (a ``ValueError``) carrying one or
 more :class:`Problem` objects. A problem names the rule it breaks (a stable id from the
 rule registry in ``spec/rules/``), the field (a JSON path), the offending value (made safe
@@ -54,6 +59,19 @@ def format_path(path: Sequence[str | int]) -> str:
     return out or "(top level)"
 
 
+class TrainrecordError(Exception):
+    """The base of every error trainrecord raises on purpose: the one thing to catch for
+    "trainrecord refused or could not do this".
+
+    Its subclasses: :class:`RecordRefused` (bad input, a ``ValueError``),
+    :class:`trainrecord.arguments.ArgumentRefused` (a bad argument, a ``TypeError`` and a
+    ``ValueError``), :class:`WriterClosed` (a write after ``close()``, a ``ValueError``),
+    :class:`RecordWriteError` (a write that failed, an ``OSError``),
+    ``trainrecord.report.ReportNotDelivered`` (a ``RuntimeError``) and
+    ``trainrecord.monitor.UnsupportedModel`` (a ``TypeError``). A missing file is still a
+    plain ``FileNotFoundError``."""
+
+
 @dataclass(frozen=True)
 class Problem:
     """One broken rule: which rule, where, what value, and what to do about it."""
@@ -83,7 +101,7 @@ class Problem:
 
 
 @dataclass
-class RecordRefused(ValueError):
+class RecordRefused(TrainrecordError, ValueError):
     """Bad input was refused; nothing was written. Carries every problem found."""
 
     problems: list[Problem] = field(default_factory=list)
@@ -132,7 +150,7 @@ class RecordRefused(ValueError):
         return id(self)
 
 
-class RecordWriteError(OSError):
+class RecordWriteError(TrainrecordError, OSError):
     """A record file could not be written (a full disk, a file-size limit, an I/O error).
 
     An ``OSError`` (``errno`` is the cause's, ``filename`` the file), so code that handles
@@ -149,3 +167,9 @@ class RecordWriteError(OSError):
 
     def __reduce__(self) -> tuple[Any, ...]:  # keep it picklable (multiprocessing, logging)
         return (type(self), (self.errno, self.message, self.filename))
+
+
+class WriterClosed(TrainrecordError, ValueError):
+    """A write to a diary or metrics writer after its ``close()`` (a ``ValueError``, as a
+    write to a closed file is); nothing was written. Open a new writer on the folder to
+    continue the record."""

@@ -73,7 +73,7 @@ from trainrecord.diary.events import (
 from trainrecord.diary.keys import fingerprint, load_private_key
 from trainrecord.diary.nonfinite import encode
 from trainrecord.diary.verifier import DIARY, METRICS, SEAL, SIGNATURE, VerifyResult, verify
-from trainrecord.errors import Problem, RecordRefused, printable, safe_value
+from trainrecord.errors import Problem, RecordRefused, WriterClosed, printable, safe_value
 from trainrecord.folders import make_folder
 
 LOGGER = logging.getLogger("trainrecord.diary")
@@ -494,7 +494,9 @@ class DiaryWriter:
     def append(self, event: str, fields: dict[str, Any]) -> dict[str, Any]:
         """Write one event; return the full line (seq, time, event, fields, prev, hash)."""
         if self._closed:
-            raise ValueError("the diary writer is closed")
+            raise WriterClosed(
+                "the diary writer is closed; open a new DiaryWriter on the folder to continue it"
+            )
         # a refused first line keeps the (empty) file and its lock: another writer must not
         # start the diary meanwhile; close() removes it while it is still empty
         body, text = self._body(event, fields)
@@ -672,7 +674,9 @@ class MetricsWriter:
     def append(self, row: dict[str, Any]) -> dict[str, Any]:
         """Write one row (non-finite floats become tokens); return the row as written."""
         if self._closed:
-            raise ValueError("the metrics writer is closed")
+            raise WriterClosed(
+                "the metrics writer is closed; open a new MetricsWriter on the folder to continue it"
+            )
         try:
             row = encode(row)
             if self.validate:

@@ -17,10 +17,11 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from trainrecord.errors import TrainrecordError
 from trainrecord.monitor.compiled import is_compiled_wrapper
 
 
-class UnsupportedModel(TypeError):
+class UnsupportedModel(TrainrecordError, TypeError):
     """The model is wrapped in a way the monitor cannot observe (FSDP)."""
 
 

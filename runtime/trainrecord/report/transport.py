@@ -53,6 +53,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError
 from urllib3.util import SKIP_HEADER
 
+from trainrecord.errors import TrainrecordError
 from trainrecord.report.privacy import scrub_token
 from trainrecord.report.settings import ReportSettings, is_loopback_host
 
@@ -76,7 +77,7 @@ class Outcome:
     message: str
 
 
-class ReportNotDelivered(RuntimeError):
+class ReportNotDelivered(TrainrecordError, RuntimeError):
     """A report that was meant to get through did not (``report_status()``)."""
 
     def __init__(self, outcome: Outcome) -> None:
