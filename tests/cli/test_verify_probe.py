@@ -66,7 +66,7 @@ def test_verify_says_signature_not_checked_and_how_to_check_it(records: dict[str
 def test_an_unsealed_record_names_no_signature(tmp_path: Path) -> None:
     write_run(tmp_path, seal=False)
     out = cli("verify", tmp_path)
-    assert out.returncode == 0 and "(complete, not sealed)" in out.stdout
+    assert out.returncode == 0 and "(ended with run_end, not sealed)" in out.stdout
     doc = json.loads(cli("verify", tmp_path, "--json").stdout)
     assert (doc["signature"], doc["sealed_at"], doc["sealed_lines"]) == (None, None, None)
 

@@ -3,7 +3,7 @@
 The run, its layers, alarms with their steps, stuck channels, certificates, repairs, loss
 spikes, non-finite events and event counts. It verifies the record first, as ``trainrecord
 verify`` does (``--key`` checks the signature of a signed record, as there), and its first
-line is that verdict: ``integrity: OK: 16 lines verified (complete, sealed ..., not
+line is that verdict: ``integrity: OK: 16 lines verified (ended with run_end, sealed ..., not
 signed)``, or ``integrity: FAILED: <file, line, rule>`` followed by which of the values
 shown are not trustworthy (from the failing line on, or all of them when the seal or
 metrics.jsonl fails); the summary is shown either way.

@@ -91,7 +91,7 @@ class VerifyResult:
         """One paragraph for people."""
         if self.status == "ok":
             head = f"OK: {self.lines} lines verified"
-            extra = ["complete" if self.complete else "no run_end yet"]
+            extra = ["ended with run_end" if self.complete else "no run_end yet"]
             if not self.sealed:
                 extra.append("not sealed")
             else:
