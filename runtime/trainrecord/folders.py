@@ -4,7 +4,8 @@
 that leads to no folder) stands where the folder or one of its parents must be; the
 writers, ``open_run`` and ``keygen`` name that path instead, before anything is made.
 The readers' refusal of a path that is no regular file says what it is in the same words
-(:func:`not_regular`).
+(:func:`not_regular`). Files a writer opens to append or lock are never opened through a
+symbolic link (:func:`open_no_link`).
 """
 
 from __future__ import annotations
@@ -93,3 +94,25 @@ def not_regular(mode: int) -> str:
     if stat.S_ISFIFO(mode):
         return "a FIFO (named pipe)"
     return "a socket" if stat.S_ISSOCK(mode) else "a device"
+
+
+def open_no_link(path: Path, flags: int, mode: int = 0o644, what: str = "") -> int:
+    """``os.open(path, flags | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode)``: a descriptor of
+    the file itself, never of what a symbolic link at ``path`` points to. Someone who can
+    write into a run folder could plant a link at a file the run appends to, cuts or
+    locks; the run would then write, truncate or create that file with its owner's rights.
+    A link there is an ``OSError`` (``ELOOP``) naming it and the fix."""
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    try:
+        return os.open(path, flags | os.O_CREAT | nofollow | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP or not path.is_symlink():
+            raise
+        role = f"{what} " if what else ""
+        raise OSError(
+            errno.ELOOP,
+            f"{role}{path} is a symbolic link (to {os.readlink(path)}); trainrecord never "
+            "writes through one, since it could point at any file: remove the link (or "
+            "give another folder)",
+            str(path),
+        ) from None

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Literal
 
 from trainrecord.errors import RecordRefused, RecordWriteError
+from trainrecord.folders import open_no_link
 
 try:
     import fcntl
@@ -91,7 +92,7 @@ class AppendFile:
         self.unit = unit  # what one line is called in error messages ("line", "row")
         self.fsync_policy = fsync_policy
         self.fsync_interval = float(fsync_interval)
-        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self.fd = open_no_link(path, os.O_WRONLY | os.O_APPEND)  # (a planted link: refused)
         try:
             if fcntl is not None:
                 fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

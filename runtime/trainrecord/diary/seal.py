@@ -50,17 +50,15 @@ def _file_facts(path: Path) -> tuple[str, int, int]:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    """Write ``path`` whole or not at all (a temporary file renamed over it)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    """Write ``path`` whole or not at all: a temporary file of a random name, created
+    exclusively (never through a link someone put there: a name from the pid could be
+    guessed, and a planted link made the seal overwrite the file it pointed at), renamed
+    over it."""
+    from trainrecord.foundry import files
+
     try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        files.replace(path, data)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
         raise RecordWriteError(
             exc.errno,
             f"trainrecord could not write {path}: {cause_text(exc)}; the record is not "

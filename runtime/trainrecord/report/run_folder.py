@@ -52,7 +52,7 @@ from typing import IO, Any
 
 from trainrecord.canonical import dumps_strict
 from trainrecord.errors import RecordRefused
-from trainrecord.folders import make_folder
+from trainrecord.folders import make_folder, open_no_link
 from trainrecord.foundry import files
 from trainrecord.report.payload import JobState, Kind, check_kind, local_time, mended_entry
 from trainrecord.report.seq import SEQ_FILE, SeqClock
@@ -392,7 +392,7 @@ def hold(folder: Path) -> tuple[IO[bytes] | None, bool]:
     if fcntl is None:  # pragma: no cover - not POSIX
         return None, False
     try:
-        handle = open(folder / ACTIVE, "a+b")  # noqa: SIM115 - held until the Reporter closes
+        handle = os.fdopen(open_no_link(folder / ACTIVE, os.O_RDWR), "r+b")
     except OSError:
         return None, False
     others = False
@@ -426,7 +426,7 @@ def _locked(folder: Path) -> Iterator[None]:
     if fcntl is None:  # pragma: no cover - not POSIX
         yield
         return
-    with open(folder / LOCK, "a+b") as handle:
+    with os.fdopen(open_no_link(folder / LOCK, os.O_RDWR), "r+b") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
             yield

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from trainrecord.folders import open_no_link
 from trainrecord.foundry import files
 
 try:
@@ -73,7 +74,7 @@ class SeqClock:
             yield
             return
         lock_path = self.path.with_name(self.path.name + ".lock")
-        with open(lock_path, "a+b") as handle:
+        with os.fdopen(open_no_link(lock_path, os.O_RDWR), "r+b") as handle:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
             try:
                 yield
