@@ -106,3 +106,25 @@ def test_type_checking_imports_name_every_lazy_export() -> None:
                         assert trainrecord._LAZY[alias.name] == stmt.module
                         seen.add(alias.name)
     assert seen == set(trainrecord._LAZY)
+
+
+def test_the_foundry_readers_return_the_generated_models(tmp_path: Path) -> None:
+    out = run_mypy(
+        tmp_path,
+        """\
+        from trainrecord import read_metrics, read_witness
+
+        witness = read_witness("observed.attempt1.json")
+        reveal_type(witness)
+        witness.no_such_field
+        rows = read_metrics("metrics.json")
+        reveal_type(rows)
+        rows[0].no_such_field
+        """,
+    )
+    assert "FoundryWitness" in lines_of(out, 4), out
+    assert 'has no attribute "no_such_field"' in lines_of(out, 5), out
+    assert "list[trainrecord_spec.models.foundry.metrics_schema.FoundryMetricsRow]" in lines_of(
+        out, 7
+    ), out
+    assert 'has no attribute "no_such_field"' in lines_of(out, 8), out

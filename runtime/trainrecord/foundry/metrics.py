@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainrecord import schemas
 from trainrecord.canonical import dumps_strict, loads_strict
@@ -22,6 +22,9 @@ from trainrecord.foundry.messages import humane
 from trainrecord.foundry.numbers import long_int_problems, plain_number
 from trainrecord.foundry.text import text_problems
 from trainrecord.foundry.witness import WITNESS_NAME
+
+if TYPE_CHECKING:  # the generated models load with pydantic: only when a file is read
+    from trainrecord_spec.models.foundry.metrics_schema import FoundryMetricsRow
 
 METRICS_SCHEMA = "https://trainrecord.dev/schemas/foundry/metrics.schema.json"
 METRICS_NAME = "metrics.json"
@@ -108,8 +111,11 @@ def sibling_version_problems(path: Path) -> list[Problem]:
     return []
 
 
-def read_metrics(path: str | os.PathLike[str]) -> list[Any]:
-    """Read and validate ``metrics.json``; return the generated ``FoundryMetricsRow`` models."""
+def read_metrics(path: str | os.PathLike[str]) -> list[FoundryMetricsRow]:
+    """Read and validate ``metrics.json``; return the generated ``FoundryMetricsRow`` models.
+
+    A ``value`` the file holds as an integer is returned as that ``int``, exactly (a float
+    would round ``2**53 + 1``)."""
     import trainrecord_spec
 
     file = Path(path)

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainrecord import schemas
 from trainrecord.canonical import config_sha as _config_sha
@@ -24,6 +24,9 @@ from trainrecord.foundry.accelerator import accelerator_info
 from trainrecord.foundry.messages import humane
 from trainrecord.foundry.numbers import long_int_problems, plain_number
 from trainrecord.foundry.text import text_problems
+
+if TYPE_CHECKING:  # the generated models load with pydantic: only when a file is read
+    from trainrecord_spec.models.foundry.witness_schema import FoundryWitness
 
 WITNESS_SCHEMA = "https://trainrecord.dev/schemas/foundry/witness.schema.json"
 RUN_RECORD_FORMAT = 1
@@ -236,13 +239,13 @@ def witness_problems(data: Any, path: Path | None = None) -> list[Problem]:
     return found
 
 
-def read_witness(path: str | os.PathLike[str]) -> Any:
+def read_witness(path: str | os.PathLike[str]) -> FoundryWitness:
     """Read and validate a witness; return the generated ``FoundryWitness`` model."""
-    import trainrecord_spec
+    from trainrecord_spec.models.foundry.witness_schema import FoundryWitness
 
     file = Path(path)
     data, text = files.read_json(file, "witness.file.json")
     found = witness_problems(data, file)
     if found:
         raise RecordRefused(found)
-    return trainrecord_spec.MODELS[WITNESS_SCHEMA].model_validate_json(text)
+    return FoundryWitness.model_validate_json(text)
