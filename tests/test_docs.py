@@ -80,3 +80,61 @@ def test_the_api_tables_options_are_the_signatures() -> None:
         for name in list(inspect.signature(call).parameters)[1:]:
             if name != "self":
                 assert f"{name}=" in DOCS_README, (call.__name__, name)
+
+
+def _as_documented(call: object) -> str:
+    """``call``'s signature as the API table writes it: no annotations, strings in "."""
+    import inspect
+
+    sig = inspect.signature(call)  # type: ignore[arg-type]
+    sig = sig.replace(
+        parameters=[p.replace(annotation=p.empty) for p in sig.parameters.values()],
+        return_annotation=sig.empty,
+    )
+    return f"{call.__name__}{sig}".replace("'", '"')  # type: ignore[attr-defined]
+
+
+def test_the_api_tables_signatures_are_the_code_s() -> None:
+    # An API probe: the table said generate_keypair(private, public=None, ...), but the
+    # parameters are private_path and public_path (a keyword call from the docs failed)
+    from trainrecord.diary import DiaryWriter, MetricsWriter, generate_keypair, verify, write_seal
+    from trainrecord.foundry import metrics_problems, witness_problems, write_witness
+    from trainrecord.monitor import Monitor
+    from trainrecord.report import Reporter, ReportSettings, open_run, report_status
+
+    for call in (
+        Monitor,
+        DiaryWriter,
+        MetricsWriter,
+        verify,
+        write_seal,
+        generate_keypair,
+        write_witness,
+        witness_problems,
+        metrics_problems,
+        Reporter,
+        ReportSettings,
+        open_run,
+        report_status,
+    ):
+        assert _as_documented(call) in _flat(DOCS_README), _as_documented(call)
+
+
+def test_the_api_table_names_every_export() -> None:
+    # An API probe: trainrecord.foundry exports exit_on_sigterm (the README's example uses
+    # it), but the table did not name it
+    import importlib
+
+    rows = dict(re.findall(r"^\| `([\w.]+)` \| (.*?) \|", DOCS_README, re.MULTILINE))
+    for module in (
+        "trainrecord",
+        "trainrecord.diary",
+        "trainrecord.foundry",
+        "trainrecord.report",
+        "trainrecord.monitor",
+        "trainrecord_spec",
+    ):
+        missing = [
+            n for n in importlib.import_module(module).__all__ if f"`{n}" not in rows[module]
+        ]
+        assert not missing, (module, missing)

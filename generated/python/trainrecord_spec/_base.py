@@ -4,8 +4,9 @@
 
 Strict mode makes the models agree with the JSON Schema oracle: no ``"3"`` or ``true`` for
 an integer, no string for a number, no NaN or infinity for a float. Validate JSON text with
-``Model.model_validate_json``; strict pydantic refuses date-time and UUID strings given as
-Python objects, so never validate a parsed dict of a record with date-time fields.
+``Model.model_validate_json``; a dict parsed from JSON (``Model.model_validate(data)``) is
+checked the same way (times and UUIDs are strings with patterns, not ``datetime`` or
+``UUID`` fields).
 """
 
 from __future__ import annotations
