@@ -13,6 +13,19 @@ from pydantic import BaseModel, ConfigDict
 
 
 class StrictModel(BaseModel):
-    """Base class of the generated models: strict, finite, extra fields as each schema says."""
+    """Base class of the generated models: strict, finite, extra fields as each schema says.
 
-    model_config = ConfigDict(strict=True, allow_inf_nan=False, populate_by_name=True)
+    ``model_dump_json()`` writes each field by its JSON name (``schema``, not the Python
+    ``schema_``) and keeps the extra fields an open schema allows (a diary line's
+    ``x_...``: a model of a closed schema forbids them), so a valid record dumps back as the
+    same JSON; an assignment is validated as a field given to the constructor is
+    (``row.horizon = "oops"`` raises)."""
+
+    model_config = ConfigDict(
+        strict=True,
+        allow_inf_nan=False,
+        populate_by_name=True,
+        serialize_by_alias=True,
+        validate_assignment=True,
+        extra="allow",
+    )
