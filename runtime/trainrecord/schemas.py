@@ -53,7 +53,46 @@ def _is_number(checker: Any, instance: Any) -> bool:
 TYPE_CHECKER = Draft202012Validator.TYPE_CHECKER.redefine_many(
     {"integer": _is_integer, "number": _is_number}
 )
-OracleValidator = jsonschema.validators.extend(Draft202012Validator, type_checker=TYPE_CHECKER)
+
+_BOUNDS: dict[str, tuple[Any, str]] = {
+    "minimum": (lambda value, bound: value < bound, "is less than the minimum of"),
+    "maximum": (lambda value, bound: value > bound, "is greater than the maximum of"),
+    "exclusiveMinimum": (
+        lambda value, bound: value <= bound,
+        "is less than or equal to the minimum of",
+    ),
+    "exclusiveMaximum": (
+        lambda value, bound: value >= bound,
+        "is greater than or equal to the maximum of",
+    ),
+}
+
+
+def _bound(keyword: str) -> Any:
+    """``keyword``'s check that also holds an integer too large for a float to its bound.
+    jsonschema applies the bounds to "number" instances only, and such an integer is no
+    number here (:func:`_is_number`), though it is an integer: ``seq: 10**400`` passed
+    ``maximum`` (and the strict models, which compare exactly, refused it)."""
+    original = Draft202012Validator.VALIDATORS[keyword]
+    broken, words = _BOUNDS[keyword]
+
+    def check(validator: Any, bound: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        if _is_integer(None, instance) and not _is_number(None, instance):
+            if broken(instance, bound):
+                digits = len(str(abs(instance)))
+                sign = "a negative" if instance < 0 else "an"
+                yield ValidationError(f"{sign} integer of {digits} digits {words} {bound!r}")
+            return
+        yield from original(validator, bound, instance, schema)
+
+    return check
+
+
+OracleValidator = jsonschema.validators.extend(
+    Draft202012Validator,
+    validators={keyword: _bound(keyword) for keyword in _BOUNDS},
+    type_checker=TYPE_CHECKER,
+)
 """Draft 2020-12 with the spec's integer and number rules."""
 
 

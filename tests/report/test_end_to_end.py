@@ -247,3 +247,28 @@ def test_serve_refuses_an_every_that_is_not_a_finite_number_above_0(
     assert "report.settings.every" in err and "--every" in err and "finite" in err
     assert "Traceback" not in err and TOKEN not in err
     assert not db.exists()  # refused before anything was opened
+
+
+def test_serve_refuses_a_token_easy_to_guess(tmp_path: Path) -> None:
+    """Security probe R2: a one-character token was taken, and guessed online in 8 tries."""
+    env = {**os.environ, "CORREAD_REPORT_TOKEN": "7" * 15}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainrecord.cli",
+            "serve",
+            "--port",
+            "0",
+            "--db",
+            str(tmp_path / "r"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "[report.server.auth]" in proc.stderr and "at least 16" in proc.stderr
+    assert "7" * 15 not in proc.stderr
+    assert not (tmp_path / "r").exists()

@@ -94,6 +94,10 @@ def _db_problem(db: Path) -> str | None:
     return None
 
 
+MIN_TOKEN = 16
+"""The shortest token ``serve`` takes (the clients take any the seed allows)."""
+
+
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT or SIGTERM. Every argument is checked before anything is created:
     the database file is opened only once the address is bound."""
@@ -109,6 +113,14 @@ def run(args: argparse.Namespace) -> int:
             f"export {TOKEN_ENV}=<token> before starting the receiver",
         )
     check_token(token)
+    if len(token) < MIN_TOKEN:  # the token is all that keeps others out: one of a few
+        raise RecordRefused.one(  # characters is guessed online in a fraction of a second
+            "report.server.auth",
+            (TOKEN_ENV,),
+            f"the token has {len(token)} characters; a receiver needs one hard to guess, "
+            f"at least {MIN_TOKEN} (make one with: python -c 'import secrets; "
+            "print(secrets.token_urlsafe(32))') and give the clients the same",
+        )
     if not math.isfinite(args.every) or args.every <= 0:
         raise RecordRefused.one(
             "report.settings.every",

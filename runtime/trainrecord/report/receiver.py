@@ -32,11 +32,13 @@ keyfile=None) -> ReportServer``; :class:`ReportServer` (``url``, ``serve_in_thre
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import json
 import logging
 import re
 import socket
+import sqlite3
 import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -56,8 +58,17 @@ that the client reads the answer; over it the connection is closed without readi
 _DRAIN_CHUNK = 64 * 1024
 """§2: accepting up to 256 KB is safe; more is refused with 413."""
 REQUEST_TIMEOUT_S = 30.0
+"""The longest a request may take, from its first byte (or the connection's TLS handshake)
+to its last: a deadline for the whole of it, not for each read (a client dripping a byte
+every 29 s held its connection for good)."""
+MAX_CONNECTIONS = 256
+"""Connections served at once; more are closed at once, unread."""
+MAX_PER_CLIENT = 16
+"""Connections served at once from one client address: one client cannot take them all."""
 log = logging.getLogger("trainrecord.report.receiver")
 _RUN_PATH = re.compile(r"^/api/runs/([0-9a-f-]{36})(/receipts)?/?$")
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7F, 0xA0)]}
+"""Control characters (C0, DEL, C1) as escapes, for the log."""
 
 
 class ReportServer(ThreadingHTTPServer):
@@ -87,6 +98,52 @@ class ReportServer(ThreadingHTTPServer):
                 self.socket, server_side=True, do_handshake_on_connect=False
             )
         self._thread: threading.Thread | None = None
+        self._open: dict[str, int] = {}  # connections being served, by client address
+        self._open_lock = threading.Lock()
+        self._said_full = False
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """Serve the connection in a thread of its own, unless :data:`MAX_CONNECTIONS` are
+        served already or :data:`MAX_PER_CLIENT` from its address (then it is closed at
+        once, unread: idle connections could otherwise take every descriptor and thread)."""
+        host = str(client_address[0])
+        with self._open_lock:
+            total = sum(self._open.values())
+            if total >= MAX_CONNECTIONS or self._open.get(host, 0) >= MAX_PER_CLIENT:
+                if not self._said_full:
+                    self._said_full = True
+                    log.warning(
+                        "connections refused: %d open, %d from %s (at most %d, %d a client)",
+                        total,
+                        self._open.get(host, 0),
+                        host,
+                        MAX_CONNECTIONS,
+                        MAX_PER_CLIENT,
+                    )
+                self.shutdown_request(request)
+                return
+            self._open[host] = self._open.get(host, 0) + 1
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._done(host)
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._done(str(client_address[0]))
+
+    def _done(self, host: str) -> None:
+        with self._open_lock:
+            left = self._open.get(host, 0) - 1
+            if left > 0:
+                self._open[host] = left
+            else:
+                self._open.pop(host, None)
+            if sum(self._open.values()) < MAX_CONNECTIONS // 2:
+                self._said_full = False
 
     @property
     def url(self) -> str:
@@ -120,6 +177,9 @@ class ReportHandler(BaseHTTPRequestHandler):
     sys_version = ""
 
     def handle(self) -> None:
+        self._deadline = threading.Timer(REQUEST_TIMEOUT_S, self._cut)  # the handshake too
+        self._deadline.daemon = True
+        self._deadline.start()
         try:
             if isinstance(self.connection, ssl.SSLSocket):
                 self.connection.settimeout(self.timeout)
@@ -128,12 +188,31 @@ class ReportHandler(BaseHTTPRequestHandler):
         except (ssl.SSLError, ConnectionError, TimeoutError, OSError) as exc:
             log.info("connection from %s dropped: %s", self.address_string(), type(exc).__name__)
             self.close_connection = True
+        finally:
+            self._deadline.cancel()
+
+    def handle_one_request(self) -> None:
+        """One request within :data:`REQUEST_TIMEOUT_S` of its first wait (a keep-alive
+        connection's wait for its next request counts)."""
+        self._deadline.cancel()
+        self._deadline = threading.Timer(REQUEST_TIMEOUT_S, self._cut)
+        self._deadline.daemon = True
+        self._deadline.start()
+        super().handle_one_request()
+
+    def _cut(self) -> None:
+        """The request ran past its deadline: shut the connection (a blocked read returns)."""
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
 
     def log_message(self, format: str, *args: Any) -> None:
         # the request line is the client's: a client that put the token in its URL (as a
-        # query, say) must not put it into this log, as written or percent-encoded
+        # query, say) must not put it into this log, as written or percent-encoded; and
+        # its control characters are escaped, as the standard library's own log does (a
+        # client could write terminal escapes or fake lines into the log)
         line = scrub_token(format % args, self.server.expected.decode("ascii"))
-        log.info("%s %s", self.address_string(), line)
+        log.info("%s %s", self.address_string(), line.translate(_CONTROL))
 
     def _send(
         self,
@@ -180,6 +259,12 @@ class ReportHandler(BaseHTTPRequestHandler):
         same = hmac.compare_digest(given, self.server.expected)  # constant time, always run
         if same and scheme.lower() == "bearer":
             return True
+        log.warning(
+            "refused %s %s from %s: bad or missing bearer token",
+            self.command,
+            self.path.split("?", 1)[0][:100].translate(_CONTROL),
+            self.address_string(),
+        )
         self._drop_body()
         self._send(
             401,
@@ -223,11 +308,20 @@ class ReportHandler(BaseHTTPRequestHandler):
         except (UnicodeDecodeError, ValueError):
             self._send(400, {"ok": False, "error": "the body is not strict JSON in UTF-8"})
             return
-        found = problems(report)
+        try:
+            found = problems(report)
+        except RecursionError:  # nested just under the parser's limit: the validator's
+            self._send(400, {"ok": False, "error": "the body is nested too deeply"})
+            return
         if found:
             self._send(422, {"ok": False, "problems": [p.to_json() for p in found[:50]]})
             return
-        stored = self.server.store.put(report)
+        try:
+            stored = self.server.store.put(report)
+        except (OverflowError, sqlite3.Error) as exc:  # an answer, never a dropped connection
+            log.error("could not store a report: %s: %s", type(exc).__name__, exc)
+            self._send(500, {"ok": False, "error": "the receiver could not store the report"})
+            return
         self._send(200, {"ok": True, "stored": stored})
 
     def do_GET(self) -> None:
