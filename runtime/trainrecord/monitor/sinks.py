@@ -147,6 +147,15 @@ FLUSH = "(flush)"
 """The queue item kind that marks a :meth:`SinkDispatcher.flush` point."""
 
 
+def _takes_metrics(sink: Any) -> bool:
+    """Whether ``sink`` does something with metrics rows (not one of :data:`_NO_METRICS`)."""
+    return getattr(getattr(sink, "metrics", None), "__func__", None) not in _NO_METRICS
+
+
+MAX_QUEUED = 10_000
+"""Items waiting for the sinks past which metrics rows are dropped for them."""
+
+
 class SinkDispatcher:
     """Runs sinks on a background thread; reports failures through ``on_error``, held
     weakly (a ``weakref.WeakMethod``): the thread must not keep its Monitor alive."""
@@ -157,6 +166,7 @@ class SinkDispatcher:
         self.sinks = sinks
         self.on_error = on_error
         self.failures = 0
+        self.dropped = 0  # metrics rows not queued: the sinks were behind (see put)
         self._seen: set[tuple[str, str]] = set()
         # (kind, payload) for the sinks; (FLUSH, an Event to set) from flush(); None: stop
         self._queue: queue.Queue[tuple[str, dict[str, Any] | threading.Event] | None] = (
@@ -165,16 +175,36 @@ class SinkDispatcher:
         self._thread = threading.Thread(target=self._run, name="trainrecord-sinks", daemon=True)
         # metrics rows are queued only when a sink does something with them (the logging
         # and callback sinks do not): no thread wake-up on every check for nothing
-        self._wants_metrics = any(
-            getattr(getattr(s, "metrics", None), "__func__", None) not in _NO_METRICS for s in sinks
-        )
+        self._wants_metrics = any(_takes_metrics(s) for s in sinks)
         if sinks:
             self._thread.start()
 
     def put(self, kind: str, payload: dict[str, Any]) -> None:
-        """Queue an event ('event') or a metrics row ('metrics') for every sink."""
-        if self.sinks and (kind != "metrics" or self._wants_metrics):
-            self._queue.put((kind, payload))
+        """Queue an event ('event') or a metrics row ('metrics') for every sink. A metrics
+        row is dropped while :data:`MAX_QUEUED` items wait (sinks slower than the checks:
+        the queue grew without bound, 830 bytes a row), said once as a sink_error; events
+        are always queued (the diary's lines, few)."""
+        if not self.sinks or (kind == "metrics" and not self._wants_metrics):
+            return
+        if kind == "metrics" and self._queue.qsize() >= MAX_QUEUED:
+            self.dropped += 1
+            if self.dropped == 1:
+                self.failures += 1
+                report = self.on_error()
+                if report is not None:
+                    names = "+".join(
+                        str(getattr(x, "name", type(x).__name__))
+                        for x in self.sinks
+                        if _takes_metrics(x)
+                    )
+                    report(
+                        names,
+                        f"the sinks are slower than the checks: {MAX_QUEUED} items wait, so "
+                        "metrics rows are dropped for the sinks until they catch up (the "
+                        "record keeps every row; make the sink faster or check less often)",
+                    )
+            return
+        self._queue.put((kind, payload))
 
     def _run(self) -> None:
         while True:
