@@ -9,14 +9,16 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import stat
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import requests
 
 from tests.report.test_receiver import AUTH, post, report
-from trainrecord.report import ReportServer
+from trainrecord.report import ReportServer, ReportStore
 from trainrecord.report import receiver as receiver_module
 
 
@@ -122,3 +124,15 @@ def test_a_refused_token_is_logged_without_it(
     [line] = [r.getMessage() for r in caplog.records if "refused POST" in r.getMessage()]
     assert "bad or missing bearer token" in line and "127.0.0.1" in line
     assert guess not in caplog.text and "\x1b" not in caplog.text
+
+
+def test_a_new_store_is_private_and_never_made_through_a_link(tmp_path: Path) -> None:
+    """Security probe R6: the database was made 0644 (every report readable by every user)
+    and through a dangling --db link."""
+    store = ReportStore(tmp_path / "r.sqlite")
+    assert stat.S_IMODE((tmp_path / "r.sqlite").stat().st_mode) == 0o600
+    assert store.runs(60.0) == []
+    (tmp_path / "link.sqlite").symlink_to(tmp_path / "elsewhere.sqlite")
+    with pytest.raises(OSError, match="is a symbolic link"):
+        ReportStore(tmp_path / "link.sqlite")
+    assert not (tmp_path / "elsewhere.sqlite").exists()

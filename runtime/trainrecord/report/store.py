@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from trainrecord.folders import open_no_link
+
 NO_CONTACT_GRACE_S = 300.0
 """The "few minutes" of §3 added to 3 x every before an in-progress run shows no contact."""
 
@@ -76,6 +78,8 @@ class ReportStore:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
+        if not self.path.exists():  # made private (reports hold hosts, configs, errors), and
+            os.close(open_no_link(self.path, os.O_RDWR, 0o600))  # never through a link
         with self._connect() as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(_SCHEMA)
