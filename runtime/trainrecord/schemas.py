@@ -188,35 +188,59 @@ def _leaf_errors(error: ValidationError) -> Iterator[ValidationError]:
     """Descend into oneOf/anyOf contexts to the branch errors that carry a rule."""
     rules = error.schema.get("x-rules") if isinstance(error.schema, dict) else None
     if error.context and not (isinstance(rules, dict) and error.validator in rules):
-        subs = _missing_discriminator_first(error, _selected_branch(error))
+        subs = _selected_branch(error)
         merged = _unknown_discriminator(error, subs)
         if merged is not None:
             yield merged  # the most useful problem first: which values the field takes
             subs = [sub for sub in subs if not _at_discriminator(error, sub)]
+            yield from _in_every_branch(subs)  # no branch chosen: only what all of them say
+            return
+        if _lacks_discriminator(error):  # no branch chosen either: its absence comes first
+            common = list(_in_every_branch(subs))
+            missing = [leaf for leaf in common if _names_discriminator(error, leaf)]
+            yield from missing + [leaf for leaf in common if leaf not in missing]
+            return
         for sub in subs:
             yield from _leaf_errors(sub)
     else:
         yield error
 
 
-def _missing_discriminator_first(
-    error: ValidationError, subs: list[ValidationError]
-) -> list[ValidationError]:
-    """When the instance lacks a discriminated ``oneOf``'s property (``kind``), the
-    branches' ``required`` errors for it first: without it no branch can be chosen, so it is
-    the most useful problem, as an unknown value is (:func:`_unknown_discriminator`)."""
+def _in_every_branch(subs: list[ValidationError]) -> Iterator[ValidationError]:
+    """The leaf errors of a ``oneOf`` whose discriminator matched no branch that every
+    branch reports (a common field missing): one branch's own fields are no problem of an
+    instance that is of no branch (a wrong ``event`` listed every event type's required
+    fields, 85 lines for one line)."""
+    by_branch: dict[Any, list[ValidationError]] = {}
+    for sub in subs:
+        branch = sub.relative_schema_path[0] if sub.relative_schema_path else None
+        by_branch.setdefault(branch, []).extend(_leaf_errors(sub))
+
+    def key(leaf: ValidationError) -> tuple[Any, ...]:
+        return (tuple(leaf.absolute_path), leaf.validator, leaf.message)
+
+    if not by_branch:
+        return
+    common = set.intersection(*({key(leaf) for leaf in leaves} for leaves in by_branch.values()))
+    for leaf in next(iter(by_branch.values())):
+        if key(leaf) in common:
+            yield leaf
+
+
+def _lacks_discriminator(error: ValidationError) -> bool:
+    """Whether the instance of a discriminated ``oneOf`` lacks its property (``kind``)."""
     prop = (_keywords(error).get("discriminator") or {}).get("propertyName")
-    if not prop or not isinstance(error.instance, dict) or prop in error.instance:
-        return subs
+    return bool(prop) and isinstance(error.instance, dict) and prop not in error.instance
 
-    def lacks_prop(sub: ValidationError) -> bool:
-        return (
-            sub.validator == "required"
-            and tuple(sub.absolute_path) == tuple(error.absolute_path)
-            and sub.message.startswith(repr(prop))
-        )
 
-    return [sub for sub in subs if lacks_prop(sub)] + [sub for sub in subs if not lacks_prop(sub)]
+def _names_discriminator(error: ValidationError, leaf: ValidationError) -> bool:
+    """Whether ``leaf`` is the ``required`` error for the discriminator's property."""
+    prop = (_keywords(error).get("discriminator") or {}).get("propertyName")
+    return (
+        leaf.validator == "required"
+        and tuple(leaf.absolute_path) == tuple(error.absolute_path)
+        and leaf.message.startswith(repr(prop))
+    )
 
 
 def _at_discriminator(error: ValidationError, sub: ValidationError) -> bool:
