@@ -318,3 +318,11 @@ def test_a_killed_writer_leaves_a_complete_file(results: Path) -> None:
         _consistent(results / "metrics.json")
     leftovers = [p.name for p in results.iterdir() if p.name != "metrics.json"]
     assert all(name.startswith(".metrics.json.") and name.endswith(".tmp") for name in leftovers)
+
+
+def test_read_metrics_takes_the_folder_write_metrics_took(results: Path) -> None:
+    """API probe F9: write_metrics(results_dir, rows) but read_metrics(results_dir) was
+    refused ('is a folder, not a regular file')."""
+    write_metrics(results, [good_row()])
+    assert read_metrics(results) == read_metrics(results / "metrics.json")
+    assert len(read_metrics(results)) == 1

@@ -114,11 +114,14 @@ def sibling_version_problems(path: Path) -> list[Problem]:
 def read_metrics(path: str | os.PathLike[str]) -> list[FoundryMetricsRow]:
     """Read and validate ``metrics.json``; return the generated ``FoundryMetricsRow`` models.
 
-    A ``value`` the file holds as an integer is returned as that ``int``, exactly (a float
-    would round ``2**53 + 1``)."""
+    ``path`` is the file, or the results folder that holds it (as :func:`write_metrics`
+    takes). A ``value`` the file holds as an integer is returned as that ``int``, exactly (a
+    float would round ``2**53 + 1``)."""
     import trainrecord_spec
 
     file = Path(path)
+    if file.is_dir():  # the folder write_metrics was given
+        file = file / METRICS_NAME
     found = sibling_version_problems(file)
     if found:
         raise RecordRefused(found)
