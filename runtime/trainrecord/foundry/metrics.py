@@ -120,8 +120,8 @@ def read_metrics(path: str | os.PathLike[str]) -> list[FoundryMetricsRow]:
     import trainrecord_spec
 
     file = Path(path)
-    if file.is_dir():  # the folder write_metrics was given
-        file = file / METRICS_NAME
+    if file.is_dir() and file.name != METRICS_NAME:  # the folder write_metrics was given
+        file = file / METRICS_NAME  # (a folder named metrics.json is metrics.file.regular)
     found = sibling_version_problems(file)
     if found:
         raise RecordRefused(found)
