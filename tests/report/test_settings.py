@@ -357,3 +357,15 @@ def test_a_token_that_is_only_part_of_the_host_is_no_leak(
         assert info.value.rule == "report.settings.token"
     else:
         assert ReportSettings(url=url, every=60, token=token).url == url
+
+
+def test_settings_say_every_problem_of_url_every_and_token_at_once() -> None:
+    """API probe F12: ReportSettings('ftp://x', 'sixty', '') said the URL only; the every
+    and token problems came one a try."""
+    with pytest.raises(RecordRefused) as caught:
+        ReportSettings("ftp://x", "sixty", "")  # type: ignore[arg-type]
+    assert [p.rule for p in caught.value.problems] == [
+        "report.settings.url_scheme",
+        "report.settings.every",
+        "report.settings.token",
+    ]

@@ -40,7 +40,7 @@ import math
 import os
 import ssl
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -324,10 +324,23 @@ class ReportSettings:
     """Where ``REQUESTS_CA_BUNDLE``/``CURL_CA_BUNDLE`` are read (None: ``os.environ``)."""
 
     def __post_init__(self) -> None:
+        # a token in the url is said alone (other messages show the url); then every
+        # problem of url, every and token at once, as the writers say theirs (they came one
+        # a try); the CA checks below need a usable url and token first
         check_token_not_in_url(self.url, self.token)
-        check_url(self.url)
-        object.__setattr__(self, "every", check_every(self.every))
-        check_token(self.token)
+        found: list[Problem] = []
+        checks: list[Callable[[], object]] = [
+            lambda: check_url(self.url),
+            lambda: object.__setattr__(self, "every", check_every(self.every)),
+            lambda: check_token(self.token),
+        ]
+        for run_check in checks:
+            try:
+                run_check()
+            except RecordRefused as exc:
+                found.extend(exc.problems)
+        if found:
+            raise RecordRefused(found)
         if self.ca_bundle is not None and not _is_ca_file(self.ca_bundle):
             raise _ca_refused(
                 ("report", "ca_bundle"),
