@@ -1,9 +1,13 @@
-"""Problems and refusals: the one error family of trainrecord.
+"""Problems and refusals: the error family of trainrecord.
 
-Every error trainrecord raises on purpose is a :class:`TrainrecordError`: catch it for
-"trainrecord refused or could not do this". Each also keeps the builtin base that suits it
-(``ValueError``, ``TypeError``, ``OSError``, ``RuntimeError``), so code that catches those
-still does.
+trainrecord's refusals are :class:`TrainrecordError` subclasses. Each also keeps the
+builtin base that suits it (``ValueError``, ``TypeError``, ``OSError``, ``RuntimeError``),
+so code that catches those still does. Some checks still raise a plain builtin, which
+``except TrainrecordError`` does not catch: ``verify()`` on a path that is no directory
+(``FileNotFoundError``, ``NotADirectoryError``), a symbolic link planted in a run folder
+(``OSError``, ``ELOOP``), ``Monitor.step()`` after ``close()`` (``RuntimeError``), a
+Monitor model or optimizer of the wrong type (``TypeError``) and ``run_id`` in
+``open_run``'s metadata (``ValueError``).
 
 Every refusal of bad input is a :class:`RecordRefused` (a ``ValueError``) carrying one or
 more :class:`Problem` objects. A problem names the rule it breaks (a stable id from the
@@ -60,8 +64,8 @@ def format_path(path: Sequence[str | int]) -> str:
 
 
 class TrainrecordError(Exception):
-    """The base of every error trainrecord raises on purpose: the one thing to catch for
-    "trainrecord refused or could not do this".
+    """The base of trainrecord's refusals (some checks still raise a plain builtin: see
+    the module docstring).
 
     Its subclasses: :class:`RecordRefused` (bad input, a ``ValueError``),
     :class:`trainrecord.arguments.ArgumentRefused` (a bad argument, a ``TypeError`` and a
