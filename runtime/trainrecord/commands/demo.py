@@ -68,7 +68,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--tiny",
         action="store_true",
-        help="a quicker version on a smaller model and 8x8 images (about a third of the time)",
+        help="a quicker version on a smaller model and 8x8 images (a little faster)",
     )
     parser.set_defaults(func=run)
 

@@ -32,7 +32,7 @@ def register(subparsers: Any) -> None:
         "serve",
         help="run the Reporting API v2 reference receiver",
         description="Receive Reporting API v2 reports into SQLite and serve a JSON read API. "
-        "The bearer token comes from CORREAD_REPORT_TOKEN.",
+        "The bearer token comes from CORREAD_REPORT_TOKEN (16 characters or more).",
     )
     parser.add_argument(
         "--host",
@@ -46,7 +46,10 @@ def register(subparsers: Any) -> None:
         help="port (default 8787; 0: any free one)",
     )
     parser.add_argument(
-        "--db", default="reports.sqlite", help="SQLite file (default reports.sqlite)"
+        "--db",
+        default="reports.sqlite",
+        help="SQLite file (default reports.sqlite; a new one is made mode 0600, never through "
+        "a symbolic link)",
     )
     parser.add_argument("--cert", metavar="TLS_CERT", help="TLS certificate chain (PEM) for HTTPS")
     parser.add_argument("--key", metavar="TLS_KEY", help="TLS private key (PEM) for HTTPS")

@@ -51,7 +51,7 @@ def register(subparsers: Any) -> None:
         type=_workers,
         default=None,
         metavar="N",
-        help="processes to use, 1 or more (default: every CPU)",
+        help="processes to use, 1 or more (default: every CPU, for diaries of 8 MiB and more)",
     )
     parser.add_argument("--no-progress", action="store_true", help="never draw a progress bar")
     parser.set_defaults(func=run)
