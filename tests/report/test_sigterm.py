@@ -207,3 +207,58 @@ def test_a_hanging_server_delays_the_death_by_at_most_the_flush_bound(
     assert proc.returncode == -signal.SIGTERM, (proc.returncode, err)
     assert took < 5.0 + 4.0, took  # flush_timeout (5 s) plus a generous margin
     assert "not delivered" in err  # one warning says the report did not go out
+
+
+_ENDING = """
+import os, signal, sys, threading, time
+from trainrecord.report import Reporter, ReportSettings, open_run
+from tests.report.conftest import TOKEN, training_state
+url, folder = sys.argv[1], sys.argv[2]
+run = open_run(folder)
+state = training_state(run_id=run.run_id, name=run.name, group=run.group)
+reporter = Reporter(ReportSettings(url=url, every=60.0, token=TOKEN), state, run=run)
+reporter.started()
+print("ready", flush=True)
+sys.stdin.readline()
+threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM)).start()
+reporter.complete()  # waits in seq.next(): another process holds the run's seq lock
+reporter.close(5)
+print("exited normally", flush=True)
+"""
+
+
+def test_a_sigterm_while_the_final_report_takes_its_seq_waits_for_it(
+    receiver: ReportServer, tmp_path: Path
+) -> None:
+    """Review of the final report's seq taken in the job's thread: a SIGTERM in that window
+    found the report marked final and sent nothing; the receiver stayed on in progress."""
+    import fcntl
+
+    from trainrecord.report import open_run
+
+    run = open_run(tmp_path / "models" / "pre" / "s1", {"mode": "pre"})
+    job = subprocess.Popen(
+        [sys.executable, "-c", _ENDING, receiver.url, str(run.folder)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    try:
+        assert job.stdin is not None and job.stdout is not None
+        assert job.stdout.readline() == "ready\n"
+        wait_until(lambda: receiver.store.latest(run.run_id) is not None)
+        with open(run.seq_path.with_name(run.seq_path.name + ".lock"), "a+b") as lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)  # another reporter of the run
+            job.stdin.write("go\n")
+            job.stdin.flush()
+            time.sleep(1.5)  # the SIGTERM lands while the job waits for the lock
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+        job.communicate(timeout=60)
+    finally:
+        if job.poll() is None:
+            job.kill()
+    assert job.returncode == -signal.SIGTERM  # it still dies of SIGTERM
+    latest = receiver.store.latest(run.run_id)
+    assert latest is not None and (latest["event"], latest["status"]) == ("complete", "complete")

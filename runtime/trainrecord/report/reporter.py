@@ -58,10 +58,12 @@ Public API:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 import time
+from collections.abc import Iterator
 from types import TracebackType
 from typing import IO, Any
 
@@ -156,6 +158,7 @@ class Reporter:
         self._sealed = False  # the last report is built: no other may take a seq after it
         self._last_queued = float("-inf")
         self._final = False
+        self._finishing = False  # the job's thread builds the final report: SIGTERM waits
         # Refuse a job whose reports could never be sent, before any work starts.
         check_report(
             build_report(
@@ -192,7 +195,13 @@ class Reporter:
         SIGTERM sends ``interrupted`` (main thread, default SIGTERM handler only)."""
         self.state.running = True
         sigterm.activate(
-            self, sigterm.Stop(self._sigterm_begin, self._sigterm_end, self.sender.flush_timeout)
+            self,
+            sigterm.Stop(
+                self._sigterm_begin,
+                self._sigterm_end,
+                self.sender.flush_timeout,
+                busy=lambda: self._finishing,
+            ),
         )
         self._queue("started", "in progress")
 
@@ -280,17 +289,37 @@ class Reporter:
         final report still queued behind a slow request after close() gave up took a seq
         above that of the next attempt's ``started`` (a retry in the same process), and
         the receiver showed the old attempt's ``failed`` while the new one trained."""
-        if not self._seal_final():
-            return
-        snap = self.state.snapshot()
-        with self._build_lock:
-            self._sealed = True
-            try:
-                seq = self.seq.next()
-            except Exception as exc:  # reporting never stops the job
-                log.warning("trainrecord report: no seq for the final report (%s)", exc)
+        with self._final_report():
+            if not self._seal_final():
                 return
-        self._send_final(snap, event, status, seq)
+            snap = self.state.snapshot()
+            with self._build_lock:
+                self._sealed = True
+                try:
+                    seq = self.seq.next()
+                except Exception as exc:  # reporting never stops the job
+                    log.warning("trainrecord report: no seq for the final report (%s)", exc)
+                    return
+            self._send_final(snap, event, status, seq)
+
+    @contextlib.contextmanager
+    def _final_report(self) -> Iterator[None]:
+        """The job's thread builds and queues the final report: a SIGTERM meanwhile waits
+        for it (``busy``; it found the report marked final and sent nothing, so the
+        receiver stayed on in progress), and one raised here (Ctrl+C while the seq file
+        is read) leaves no report marked final that was never queued."""
+        self._finishing = True
+        submitted = self.sender.submitted
+        try:
+            yield
+        except BaseException:
+            if self.sender.submitted == submitted:  # nothing went out: a later final may
+                with self._lock:
+                    self._final = self._sealed = False
+            raise
+        finally:
+            self._finishing = False
+            sigterm.settle()
 
     def _send_final(self, snap: JobState, event: str, status: str, seq: int) -> None:
         try:
@@ -353,8 +382,9 @@ class Reporter:
         if discarded is False or why_not:
             self._finish("interrupted", "interrupted")
             return
-        if self._seal_final():
-            self._discard()
+        with self._final_report():
+            if self._seal_final():
+                self._discard()
 
     def _discard(self) -> None:
         """Take the final seq, delete the run folder, and send ``discarded`` (or

@@ -51,6 +51,7 @@ class Sender:
         self._closing = False
         self._closed = False
         self._failing = False
+        self.submitted = 0  # reports handed to submit() while open
         self.sent = 0
         self.failed = 0
         self.refused = 0
@@ -67,6 +68,7 @@ class Sender:
                 return
             if self._pending is not None:
                 self.superseded += 1
+            self.submitted += 1
             self._pending = build
             self._cond.notify()
 
