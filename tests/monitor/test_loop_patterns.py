@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -121,6 +122,60 @@ def test_step_once_per_micro_batch_is_warned_once(
     assert events(read_run(run), "run_end")[0]["steps"] == 48  # as called
 
 
+class DataSGD(torch.optim.Optimizer):
+    """An optimizer in the pre-2.0 style, writing through ``p.data``: the parameter's version
+    counter never moves (review of the micro-batch warning: it fired on a correct loop)."""
+
+    def __init__(self, params: Any, lr: float = 0.05) -> None:
+        super().__init__(params, {"lr": lr})
+
+    @torch.no_grad()
+    def step(self, closure: Any = None) -> None:
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    p.data.add_(p.grad.data, alpha=-group["lr"])
+
+
+def test_an_optimizer_writing_through_data_is_no_sign_of_micro_batches(
+    run_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    torch.manual_seed(0)
+    model = TinyMLP()
+    optimizer = DataSGD(model.parameters())
+    with Monitor(model, optimizer, run_dir, check_every=1) as monitor:
+        for x, y in batches(6):
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            monitor.step(loss)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=False)
+    assert not said(caplog, "step() was called")
+
+
+def test_the_step_twice_warning_stays_on_after_a_micro_batch_one(
+    run_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    torch.manual_seed(0)
+    model = TinyMLP()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    data = batches(8)
+    with Monitor(model, optimizer, run_dir, check_every=1) as monitor:
+        for x, y in data[:2]:  # two micro-batches, a step() each: the micro-batch warning
+            F.cross_entropy(model(x), y).backward()
+            monitor.step()
+        optimizer.step()
+        optimizer.zero_grad()
+        x, y = data[2]
+        F.cross_entropy(model(x), y).backward()
+        monitor.step()
+        monitor.step()  # twice with nothing between: still said
+        optimizer.step()
+        optimizer.zero_grad()
+    assert len(said(caplog, "with a backward between but no optimizer step")) == 1
+    assert len(said(caplog, "with nothing between")) == 1
+
+
 _UNCLOSED = """
 import sys, torch
 from tests.monitor.conftest import TinyMLP, train
@@ -199,8 +254,11 @@ def test_a_trainable_layer_the_optimizer_does_not_hold_is_named_in_the_manifest(
     with Monitor(model, optimizer, run_dir, check_every=2) as monitor:
         train(model, optimizer, monitor, 4)
     notes = events(read_run(run_dir), "manifest")[0]["notes"]
-    [note] = [n for n in notes if "the optimizer does not hold" in n]
-    assert note.startswith("layers with trainable parameters the optimizer does not hold: fc1:")
+    [note] = [n for n in notes if "does not hold" in n]
+    assert note.startswith(
+        "layers with trainable parameters the optimizer given to the Monitor does not hold: fc1:"
+    )
+    assert "unless another optimizer updates them" in note  # (review: SparseAdam does)
     full = run_dir.parent / "full"
     whole = torch.optim.Adam(model.parameters(), lr=1e-3)
     with Monitor(model, whole, full, check_every=2) as monitor:

@@ -326,6 +326,7 @@ class Monitor:
         self._metrics: Any = None
         self._stepped_at: _StepMark | None = None  # what the last check saw (_warn_twice)
         self._said_twice = False
+        self._said_micro = False
         start = self._run_start(config)
         if self.dist.writer:
             check_event("run_start", start)  # a refusal before any file: none is left
@@ -415,15 +416,17 @@ class Monitor:
     def _warn_micro_batches(self, step: int) -> None:
         """Warn (once) that step() was called at ``step`` right after the check before it
         with a backward between and no optimizer step: once per micro-batch of gradient
-        accumulation. Checks then read partial sums and one micro-batch's activations."""
-        self._said_twice = True
+        accumulation. Checks then read partial sums and one micro-batch's activations. Said
+        once, apart from the step-twice warning (which stays on)."""
+        self._said_micro = True
         LOGGER.warning(
             "trainrecord.Monitor: step() was called at steps %d and %d with a backward "
             "between but no optimizer step (the gradients grew, the parameters did not "
             "change): under gradient accumulation call monitor.step(loss) once per optimizer "
             "step, after the last micro-batch's backward() and before optimizer.step(). Every "
             "call counts as a step: steps, checks and metrics rows now run ahead of the "
-            "optimizer's, and a check reads a partial sum of the gradients",
+            "optimizer's, and a check reads a partial sum of the gradients. (An optimizer "
+            "step skipped on purpose looks the same: then ignore this.)",
             step - 1,
             step,
         )
@@ -502,8 +505,12 @@ class Monitor:
             if mark.step == step - 1 and not self._said_twice:
                 if mark.same():
                     self._warn_twice(step)
-                elif mark.accumulated() and self._scale_now() == mark.scale:  # (a scaler
-                    self._warn_micro_batches(step)  # that skipped the step changed its scale)
+                elif (
+                    not self._said_micro
+                    and mark.accumulated()
+                    and self._scale_now() == mark.scale  # (a scaler that skipped the step
+                ):  # changed its scale)
+                    self._warn_micro_batches(step)
             if step % self.check_every and (step + 1) % self.check_every:
                 self.steps = step + 1
                 return
@@ -1393,10 +1400,12 @@ class Monitor:
         outside = self._outside_optimizer()
         if outside:
             notes.append(
-                "layers with trainable parameters the optimizer does not hold: "
+                "layers with trainable parameters the optimizer given to the Monitor does "
+                "not hold: "
                 + ", ".join(outside)
-                + ": their gradients are measured and judged, but nothing updates them (add "
-                "them to the optimizer, or set requires_grad=False to freeze them)"
+                + ": their gradients are measured and judged; unless another optimizer "
+                "updates them (SparseAdam for a sparse embedding, a GAN's other optimizer), "
+                "nothing does: add them to an optimizer, or set requires_grad=False"
             )
         tied = self._tied_layers()
         if tied:
@@ -1456,6 +1465,7 @@ class _StepMark:
     grad: weakref.ref[torch.Tensor]
     param_version: int
     grad_version: int
+    values: torch.Tensor | None = None  # a few of the parameter's values, as the check saw
     scale: float | None = None  # the GradScaler's, when one is given
 
     @classmethod
@@ -1478,7 +1488,8 @@ class _StepMark:
                     versions = param._version, grad._version
                 except (AttributeError, RuntimeError):  # a tensor without a version counter
                     return None
-                return cls(step, weakref.ref(param), weakref.ref(grad), *versions)
+                values = param.detach().reshape(-1)[:_FINGERPRINT].clone()
+                return cls(step, weakref.ref(param), weakref.ref(grad), *versions, values)
         return None
 
     def accumulated(self) -> bool:
@@ -1489,9 +1500,14 @@ class _StepMark:
         if param is None or grad is None or param.grad is not grad:
             return False
         try:
-            return param._version == self.param_version and grad._version != self.grad_version
+            if param._version != self.param_version or grad._version == self.grad_version:
+                return False
         except (AttributeError, RuntimeError):
             return False
+        # an optimizer writing through p.data moves no version counter: the values tell
+        seen = self.values
+        now = param.detach().reshape(-1)[:_FINGERPRINT]
+        return seen is not None and bool(torch.equal(now, seen))
 
     def same(self) -> bool:
         """Whether the parameter and its gradient are as they were (nothing happened)."""
@@ -1502,6 +1518,10 @@ class _StepMark:
             return (param._version, grad._version) == (self.param_version, self.grad_version)
         except (AttributeError, RuntimeError):
             return False
+
+
+_FINGERPRINT = 16
+"""Values of a parameter a step mark keeps (a copy of a few elements, once per check)."""
 
 
 @dataclass
