@@ -136,3 +136,28 @@ def test_a_new_store_is_private_and_never_made_through_a_link(tmp_path: Path) ->
     with pytest.raises(OSError, match="is a symbolic link"):
         ReportStore(tmp_path / "link.sqlite")
     assert not (tmp_path / "elsewhere.sqlite").exists()
+
+
+def test_a_kept_alive_connection_idle_past_its_wait_is_closed(
+    receiver: ReportServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review: idle keep-alive connections (every client's session keeps one) counted
+    against the per-address cap for the whole 30 s deadline, so jobs behind one NAT
+    address filled it; a kept-alive connection now waits KEEPALIVE_IDLE_S for its next
+    request."""
+    monkeypatch.setattr(receiver_module, "KEEPALIVE_IDLE_S", 0.5)
+    monkeypatch.setattr(receiver_module, "REQUEST_TIMEOUT_S", 5.0)
+    sock = _connect(receiver)
+    sock.sendall(b"GET /api/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ")
+    sock.sendall(AUTH["Authorization"].split(" ", 1)[1].encode() + b"\r\n\r\n")
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        answer += sock.recv(65536)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+    while len(body) < length:  # the whole answer read: what follows is the close
+        body += sock.recv(65536)
+    assert b"200 OK" in head  # kept alive: now it waits for the next one
+    started = time.monotonic()
+    assert _closed(sock, 4.0) and time.monotonic() - started < 3.0
+    sock.close()

@@ -12,6 +12,7 @@ import functools
 import itertools
 import json
 import multiprocessing
+import os
 import shutil
 import time
 import uuid
@@ -432,3 +433,27 @@ def test_a_run_folder_is_resumed_and_a_fifo_metadata_is_refused_unread(tmp_path:
         open_run(tmp_path / "fifo")
     assert caught.value.problems[0].rule == "report.metadata.json"
     assert "FIFO" in str(caught.value)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_forked_child_does_not_keep_the_run_held(tmp_path: Path) -> None:
+    """Review: a DataLoader worker forked while a Reporter held the run kept its lock after
+    Reporter.close(); a retry in the same process was told another process reports the run,
+    and its Ctrl+C would not discard a fresh run."""
+    from trainrecord.report.run_folder import alone, hold, release
+
+    first, others = hold(tmp_path)
+    assert not others
+    pid = os.fork()
+    if pid == 0:  # the worker: lives on past the Reporter
+        time.sleep(3)
+        os._exit(0)
+    try:
+        time.sleep(0.3)  # the child has run its fork hooks
+        release(first)
+        second, others = hold(tmp_path)
+        assert not others
+        assert alone(second)
+        release(second)
+    finally:
+        os.waitpid(pid, 0)

@@ -363,13 +363,17 @@ def _check_metrics(
     digest = hashlib.sha256()
     seen = {digest.hexdigest()} & earlier
     row = 0
-    tail = b""
+    pending: list[bytes] = []  # the bytes after the last newline, in the pieces read
     with open(path, "rb") as fh:
         while True:
             chunk = fh.read(METRICS_CHUNK)
             if not chunk:
                 break
-            data = tail + chunk
+            if b"\n" not in chunk:  # a row longer than a chunk (or a torn tail): kept in
+                pending.append(chunk)  # pieces, not copied again for every chunk
+                continue
+            data = b"".join([*pending, chunk]) if pending else chunk
+            pending = []
             pos = 0
             while True:
                 nl = data.find(b"\n", pos)
@@ -392,7 +396,9 @@ def _check_metrics(
                     if now in earlier:
                         seen.add(now)
                 pos = nl + 1
-            tail = data[pos:]
+            if pos < len(data):
+                pending = [data[pos:]]
+    tail = b"".join(pending)
     if tail:
         result.warnings.append(f"metrics.jsonl ends in a torn row ({len(tail)} bytes)")
     result.metrics_rows = row

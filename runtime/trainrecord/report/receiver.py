@@ -61,10 +61,15 @@ REQUEST_TIMEOUT_S = 30.0
 """The longest a request may take, from its first byte (or the connection's TLS handshake)
 to its last: a deadline for the whole of it, not for each read (a client dripping a byte
 every 29 s held its connection for good)."""
-MAX_CONNECTIONS = 256
+KEEPALIVE_IDLE_S = 5.0
+"""How long a kept-alive connection may wait for its next request (clients report every
+``every`` seconds: an idle connection held for 30 s counted against the caps below for
+half of each minute, so jobs behind one NAT address filled its share)."""
+MAX_CONNECTIONS = 512
 """Connections served at once; more are closed at once, unread."""
-MAX_PER_CLIENT = 16
-"""Connections served at once from one client address: one client cannot take them all."""
+MAX_PER_CLIENT = 64
+"""Connections served at once from one client address (jobs behind one NAT gateway share
+it): one client cannot take them all."""
 log = logging.getLogger("trainrecord.report.receiver")
 _RUN_PATH = re.compile(r"^/api/runs/([0-9a-f-]{36})(/receipts)?/?$")
 _CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7F, 0xA0)]}
@@ -192,13 +197,28 @@ class ReportHandler(BaseHTTPRequestHandler):
             self._deadline.cancel()
 
     def handle_one_request(self) -> None:
-        """One request within :data:`REQUEST_TIMEOUT_S` of its first wait (a keep-alive
-        connection's wait for its next request counts)."""
+        """One request within :data:`REQUEST_TIMEOUT_S`; a kept-alive connection waits at most
+        :data:`KEEPALIVE_IDLE_S` for it to begin (the first request of a connection has the
+        whole deadline, its TLS handshake included)."""
+        self._idle = getattr(self, "_served", False)
+        if self._idle:
+            self._restart(KEEPALIVE_IDLE_S)
+        self._served = True
+        super().handle_one_request()
+
+    def parse_request(self) -> bool:
+        """The request line arrived: a kept-alive connection's request has
+        :data:`REQUEST_TIMEOUT_S` from here (the first one's deadline runs on)."""
+        if self._idle:
+            self._idle = False
+            self._restart(REQUEST_TIMEOUT_S)
+        return super().parse_request()
+
+    def _restart(self, seconds: float) -> None:
         self._deadline.cancel()
-        self._deadline = threading.Timer(REQUEST_TIMEOUT_S, self._cut)
+        self._deadline = threading.Timer(seconds, self._cut)
         self._deadline.daemon = True
         self._deadline.start()
-        super().handle_one_request()
 
     def _cut(self) -> None:
         """The request ran past its deadline: shut the connection (a blocked read returns)."""

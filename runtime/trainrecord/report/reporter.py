@@ -79,7 +79,7 @@ from trainrecord.report.payload import (
     mended_entry,
 )
 from trainrecord.report.privacy import Secrets
-from trainrecord.report.run_folder import HISTORY, RunFolder, alone, hold
+from trainrecord.report.run_folder import HISTORY, RunFolder, alone, hold, release
 from trainrecord.report.sender import Sender
 from trainrecord.report.seq import SeqClock
 from trainrecord.report.settings import ReportSettings
@@ -437,9 +437,8 @@ class Reporter:
         try:
             return self.sender.close(timeout)
         finally:
-            if self._active is not None:  # the run is no longer reported from here
-                self._active.close()
-                self._active = None
+            release(self._active)  # the run is no longer reported from here
+            self._active = None
 
     def __enter__(self) -> Reporter:
         self.started()

@@ -404,7 +404,32 @@ def hold(folder: Path) -> tuple[IO[bytes] | None, bool]:
         handle.close()
         return None, False
     fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
+    _HELD.add(handle)
     return handle, others
+
+
+def release(handle: IO[bytes] | None) -> None:
+    """Stop holding the run (see :func:`hold`)."""
+    if handle is not None:
+        _HELD.discard(handle)
+        handle.close()
+
+
+_HELD: set[IO[bytes]] = set()
+"""The handles :func:`hold` gave out and not yet released: a forked child (a DataLoader
+worker) closes its copies at once, or its inherited descriptor kept the run held after the
+Reporter had closed (a later Reporter was told another process reports the run)."""
+
+
+def _forget_held_in_child() -> None:
+    for handle in list(_HELD):
+        with contextlib.suppress(OSError):
+            handle.close()
+    _HELD.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_held_in_child)
 
 
 def alone(handle: IO[bytes] | None) -> bool:
