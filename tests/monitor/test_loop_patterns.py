@@ -10,6 +10,7 @@ import gc
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +38,14 @@ def _dead_on_training_data() -> TinyMLP:
     return model
 
 
-@pytest.mark.parametrize("validate", ["none", "eval, with gradients", "eval, no_grad"])
-def test_an_eval_mode_pass_between_steps_leaves_the_channel_verdict_alone(
-    tmp_path: Path, validate: str
-) -> None:
-    model = _dead_on_training_data()
+def _train_on_positive_inputs(
+    model: TinyMLP,
+    run: Path,
+    after_step: Callable[[torch.Tensor, torch.Tensor], None] | None = None,
+) -> Path:
+    """30 steps on non-negative inputs (the DEAD units never fire), a check every 2;
+    ``after_step(x, y)`` runs after each optimizer step (between two steps)."""
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
-    run = tmp_path / "run"
     with Monitor(model, optimizer, run, check_every=2, silent_min_values=64) as monitor:
         for x, y in batches(30):
             loss = F.cross_entropy(model(x.abs()), y)
@@ -51,16 +53,29 @@ def test_an_eval_mode_pass_between_steps_leaves_the_channel_verdict_alone(
             monitor.step(loss)
             optimizer.step()
             optimizer.zero_grad()
-            if validate == "none":
-                continue
-            model.eval()  # a validation pass on other data: the dead units fire on it
-            if validate == "eval, no_grad":
-                with torch.no_grad():
-                    model(-x.abs())
-            else:
-                F.cross_entropy(model(-x.abs()), y).item()  # (a common loop: no no_grad)
-            model.train()
-    lines = read_run(run)
+            if after_step is not None:
+                after_step(x, y)
+    return run
+
+
+@pytest.mark.parametrize("validate", ["none", "eval, with gradients", "eval, no_grad"])
+def test_an_eval_mode_pass_between_steps_leaves_the_channel_verdict_alone(
+    tmp_path: Path, validate: str
+) -> None:
+    model = _dead_on_training_data()
+
+    def validation(x: torch.Tensor, y: torch.Tensor) -> None:
+        if validate == "none":
+            return
+        model.eval()  # a validation pass on other data: the dead units fire on it
+        if validate == "eval, no_grad":
+            with torch.no_grad():
+                model(-x.abs())
+        else:
+            F.cross_entropy(model(-x.abs()), y).item()  # (a common loop: no no_grad)
+        model.train()
+
+    lines = read_run(_train_on_positive_inputs(model, tmp_path / "run", validation))
     silent = {c for e in events(lines, "channels") if e["layer"] == "fc1" for c in e["observed"]}
     assert set(DEAD) <= silent, [e for e in lines if e["event"] == "channels"]
     manifest = events(lines, "manifest")[0]
@@ -74,15 +89,7 @@ def test_a_model_only_ever_in_eval_mode_is_still_measured(tmp_path: Path) -> Non
     """Fine-tuning in eval mode (a frozen BatchNorm's habit): its passes are the ones there
     are, so they are judged."""
     model = _dead_on_training_data().eval()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
-    run = tmp_path / "run"
-    with Monitor(model, optimizer, run, check_every=2, silent_min_values=64) as monitor:
-        for x, y in batches(30):
-            loss = F.cross_entropy(model(x.abs()), y)
-            loss.backward()
-            monitor.step(loss)
-            optimizer.step()
-            optimizer.zero_grad()
+    run = _train_on_positive_inputs(model, tmp_path / "run")
     silent = {c for e in events(read_run(run), "channels") for c in e["observed"]}
     assert set(DEAD) <= silent
 

@@ -206,23 +206,19 @@ def test_serve_refuses_plain_http_off_loopback(tmp_path: Path) -> None:
 
 def test_serve_needs_the_token(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "CORREAD_REPORT_TOKEN"}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "trainrecord.cli",
-            "serve",
-            "--port",
-            "0",
-            "--db",
-            str(tmp_path / "r.sqlite"),
-        ],
+    proc = _serve_refused(tmp_path / "r.sqlite", env)
+    assert proc.returncode == 2 and "CORREAD_REPORT_TOKEN" in proc.stderr
+
+
+def _serve_refused(db: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``trainrecord serve --port 0 --db DB`` run to its (expected) refusal."""
+    return subprocess.run(
+        [sys.executable, "-m", "trainrecord.cli", "serve", "--port", "0", "--db", str(db)],
         capture_output=True,
         text=True,
         env=env,
         timeout=60,
     )
-    assert proc.returncode == 2 and "CORREAD_REPORT_TOKEN" in proc.stderr
 
 
 @pytest.mark.parametrize("every", ["nan", "inf", "-inf", "NaN", "0", "-5"])
@@ -251,23 +247,7 @@ def test_serve_refuses_an_every_that_is_not_a_finite_number_above_0(
 
 def test_serve_refuses_a_token_easy_to_guess(tmp_path: Path) -> None:
     """Security probe R2: a one-character token was taken, and guessed online in 8 tries."""
-    env = {**os.environ, "CORREAD_REPORT_TOKEN": "7" * 15}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "trainrecord.cli",
-            "serve",
-            "--port",
-            "0",
-            "--db",
-            str(tmp_path / "r"),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    proc = _serve_refused(tmp_path / "r", {**os.environ, "CORREAD_REPORT_TOKEN": "7" * 15})
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "[report.server.auth]" in proc.stderr and "at least 16" in proc.stderr
     assert "7" * 15 not in proc.stderr
