@@ -310,7 +310,9 @@ tick();
     )
     queued = json.loads(out.stdout.splitlines()[0])
     assert 2 <= len(queued) <= 3, queued
-    assert all(b - a >= 400 for a, b in itertools.pairwise(queued))
+    # at least every seconds apart, measured from outside the call (the gate reads the clock
+    # inside it: a busy machine can put a few ms between the two; the ticks are 10 ms apart)
+    assert all(b - a >= 390 for a, b in itertools.pairwise(queued)), queued
 
 
 def test_node_sends_the_bytes_and_headers_python_sends(

@@ -244,16 +244,23 @@ const discriminatedOneOf = function (/** @type {any} */ schema, /** @type {any} 
   if (isObj) {
     // No branch selected (as the oracle, spec/README.md "Reporting API v2"): an unknown value
     // is one problem naming every accepted value, a missing property its `required` errors,
-    // listed first; the problems of every branch follow (problems() lists each once).
+    // listed first; then only the problems every branch reports (a common field missing):
+    // one branch's own fields are no problem of an instance of no branch.
     const prop = schema.propertyName;
     const atConst = (/** @type {any} */ e) => e.keyword === "const" && e.instancePath === at;
     const lacks = (/** @type {any} */ e) => e.keyword === "required" && e.instancePath === "" && e.params?.missingProperty === prop;
+    const keyOf = (/** @type {any} */ e) => `${e.instancePath}\u0000${e.keyword}\u0000${JSON.stringify(e.params)}`;
+    const inEvery = () => {
+      const sets = kept.map((/** @type {any} */ r) => new Set(r.errors.map(keyOf)));
+      return kept[0].errors.filter((/** @type {any} */ e) => sets.every((/** @type {Set<string>} */ k) => k.has(keyOf(e))));
+    };
     const consts = errors.filter(atConst);
     if (consts.length >= 2) {
       const values = [...new Set(consts.map((/** @type {any} */ e) => String(e.params?.allowedValue)))].join(", ");
-      errors = [{ ...consts[0], message: `${prop} must be one of ${values}` }, ...errors.filter((/** @type {any} */ e) => !atConst(e))];
+      errors = [{ ...consts[0], message: `${prop} must be one of ${values}` }, ...inEvery().filter((/** @type {any} */ e) => !atConst(e))];
     } else if (!Object.prototype.hasOwnProperty.call(data, prop)) {
-      errors = [...errors.filter(lacks), ...errors.filter((/** @type {any} */ e) => !lacks(e))];
+      const common = inEvery();
+      errors = [...common.filter(lacks), ...common.filter((/** @type {any} */ e) => !lacks(e))];
     }
   }
   discriminatedOneOf.errors = errors.map((/** @type {any} */ e) => ({ ...e, instancePath: here + e.instancePath }));
