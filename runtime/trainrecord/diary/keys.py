@@ -30,7 +30,23 @@ def generate_keypair(
     """Write a new key pair; return (private path, public path, fingerprint). Missing
     folders are made; a file where a folder must be is a ``NotADirectoryError`` naming it;
     both keys are written to temporary files first and renamed into place, so a failure
-    leaves no half pair (and, with ``overwrite=True``, the old pair as it was)."""
+    leaves no half pair (and, with ``overwrite=True``, the old pair as it was).
+
+    Args:
+        private_path: where the private key goes (PEM, PKCS#8, unencrypted; mode 0600).
+        public_path: where the public key goes (PEM; mode 0644). Default None:
+            ``<private_path>.pub`` beside it.
+        overwrite: replace key files already there (default False: an existing one raises
+            :class:`~trainrecord.errors.RecordRefused`, ``seal.key.exists``, and nothing is
+            written).
+
+    The fingerprint returned is the SHA-256 (hex) of the raw public key, as record.json's
+    ``public_key_sha256`` names the signer::
+
+        private, public, sha = generate_keypair("keys/signer")  # and keys/signer.pub
+        write_seal("runs/exp1", signing_key=private)
+        print(verify("runs/exp1", public_key=public).summary())
+    """
     priv = Path(private_path)
     pub = Path(public_path) if public_path else priv.with_name(priv.name + ".pub")
     for path in (priv, pub):

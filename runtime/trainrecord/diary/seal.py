@@ -76,6 +76,27 @@ def write_seal(
 
     The record is verified first (without its old seal); a record that does not verify
     is never sealed.
+
+    Args:
+        run_dir: the run directory that holds diary.jsonl (no directory there:
+            ``FileNotFoundError`` or ``NotADirectoryError``, as from
+            :func:`~trainrecord.diary.verify`).
+        signing_key: an Ed25519 private key (a PEM file path, PEM bytes or a key object)
+            to sign record.json with, written to record.sig. Default None: an unsigned seal,
+            and a record.sig already there is removed. A file that cannot be read raises
+            ``OSError``; one that is not an unencrypted Ed25519 private key
+            :class:`~trainrecord.errors.RecordRefused` (``seal.key.format``).
+        verify_first: verify the record (seal not checked) before sealing it (default
+            True); a record that does not verify, a torn one too, raises
+            :class:`~trainrecord.errors.RecordRefused` (``seal.verify``). False is for
+            tests of the verifier: the seal then names no head hash.
+
+    This function replaces the seal and signature already there, whoever signed them
+    (``trainrecord seal`` neither replaces another key's signature nor drops one unless
+    given ``--replace``)::
+
+        write_seal("runs/exp1", signing_key="keys/signer")   # record.json + record.sig
+        print(verify("runs/exp1", public_key="keys/signer.pub").summary())
     """
     from trainrecord.diary.verifier import verify
 

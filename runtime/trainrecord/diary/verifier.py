@@ -473,10 +473,26 @@ def verify(
 ) -> VerifyResult:
     """Verify the record in ``run_dir`` and return the verdict (never raises on bad data).
 
-    ``public_key``: an Ed25519 public key (a path to a PEM file, PEM bytes, or a key
-    object) to check record.sig with. ``workers``: processes to use (default: the CPUs,
-    for diaries of 8 MiB and more). ``progress``: a callback ``(done_bytes, total_bytes)``,
-    or True for a bar on stderr (the CLI passes True when stderr is a terminal).
+    Args:
+        run_dir: the run directory that holds diary.jsonl (and metrics.jsonl, record.json,
+            record.sig when there).
+        public_key: an Ed25519 public key (a path to a PEM file, PEM bytes, or a key
+            object; a private key's public half is used) to check record.sig with.
+            Default None: a signature is not checked.
+        workers: processes to use (default None: the CPUs); a diary under 8 MiB, or
+            ``workers=1``, is read in this process.
+        progress: a callback ``(done_bytes, total_bytes)``, or True for a bar on stderr
+            (the CLI passes True when stderr is a terminal); default None: none.
+        check_seal: check record.json (and record.sig) against the files (default True);
+            False skips the seal.
+
+    The verdict, a :class:`VerifyResult`: ``status`` (``"ok"``, ``"torn"``, ``"failed"``),
+    ``failure`` (the first failing line and its rule), ``summary()``, ``to_json()``::
+
+        result = verify("runs/exp1", public_key="keys/signer.pub")
+        print(result.summary())            # the verdict, for people
+        if not result.ok:                  # torn or failed
+            print(result.status, result.failure)
 
     A ``public_key`` that cannot be loaded raises before anything is read (a missing or
     unreadable file: ``OSError``; not an Ed25519 public key: ``RecordRefused``,

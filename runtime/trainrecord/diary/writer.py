@@ -268,8 +268,47 @@ def check_event(event: str, fields: dict[str, Any]) -> None:
 class DiaryWriter:
     """Append events to ``run_dir/diary.jsonl``, hash-chained; usable as a context manager.
 
-    ``require_seal=True`` resumes only a record whose seal vouches for it (signed by
-    ``signing_key`` when one is given); see the module's docstring."""
+    Args:
+        run_dir: the record's folder (a non-empty str or path; made when missing). A
+            diary.jsonl already there is verified and continued (seq and chain carry on).
+        fsync_policy: when lines are fsynced besides run_start, critical events, run_end
+            and close: ``"interval"`` (default; by a background thread), ``"always"`` (after
+            every line) or ``"critical"`` (only then). Anything else raises
+            :class:`~trainrecord.errors.RecordRefused` (``diary.writer.fsync_policy``).
+        fsync_interval: with ``"interval"``, the most seconds between a line's write and
+            its fsync (default 1.0; a finite number >= 0).
+        validate: check each line against its event's schema before it is written (default
+            True). False is only for lines checked already: an invalid one then fails
+            :func:`~trainrecord.diary.verify`.
+        drop_torn_tail: cut a torn last line (a crash while writing) before resuming
+            (default False: such a diary is refused, ``diary.writer.resume``).
+        seal: seal the record at close, record.json (default True); False leaves it
+            unsealed.
+        signing_key: an Ed25519 private key (the path of the file ``trainrecord keygen``
+            wrote, its PEM bytes or a key object) to sign the seal with (record.sig);
+            loaded now, so a missing file or a public key is refused at once
+            (``seal.key.format``). Default None: an unsigned seal. Refused with
+            ``seal=False``.
+        require_seal: resume only a record whose seal vouches for it (signed by
+            ``signing_key`` when one is given); default False resumes it with a warning
+            (see the module's docstring).
+
+    Every argument is checked before any file or folder is made: a flag that is not
+    ``True``/``False``, a path that is empty or a bad ``fsync_interval`` raises
+    :class:`~trainrecord.arguments.ArgumentRefused` (a TypeError and a ValueError) naming
+    it. A diary another open writer holds is refused (``diary.writer.locked``); one that
+    fails verification is never appended to (``diary.writer.resume``).
+
+    Example (as in README.md)::
+
+        with DiaryWriter("runs/exp1") as diary, MetricsWriter("runs/exp1") as metrics:
+            diary.append("run_start", {...})   # its fields (README.md); seq, time, prev, hash added
+            metrics.append({"step": 0, "loss": 2.3, "grad": {"fc": 0.05},
+                            "stuck": {"fc": [0, 0, 0, 0]}})
+            diary.append("run_end", {"steps": 1, "checks": 1, "counts": {},
+                                     "metrics_sha256": metrics.sha256()})
+        print(verify("runs/exp1").summary())   # sealed at close: record.json, unsigned
+    """
 
     def __init__(
         self,
@@ -629,7 +668,27 @@ def _last_step(data: bytes) -> int | None:
 
 
 class MetricsWriter:
-    """Append rows to ``run_dir/metrics.jsonl`` and keep its running SHA-256."""
+    """Append rows to ``run_dir/metrics.jsonl`` and keep its running SHA-256.
+
+    Usable as a context manager. A metrics.jsonl already there is continued: a torn last
+    row (a crash while writing) is cut off first, and :meth:`sha256` covers the whole file.
+
+    Args:
+        run_dir: the record's folder (a non-empty str or path; made when missing).
+        validate: check each row against the metrics row schema before it is written
+            (default True); a refused row raises
+            :class:`~trainrecord.errors.RecordRefused` and writes nothing.
+        fsync_policy: ``"interval"`` (default; by a background thread), ``"always"`` (after
+            every row) or ``"critical"`` (at close only: no row is critical); anything else raises
+            :class:`~trainrecord.errors.RecordRefused` (``diary.writer.fsync_policy``).
+        fsync_interval: with ``"interval"``, the most seconds between a row's write and its
+            fsync (default 1.0; a finite number >= 0).
+
+    Every argument is checked before any file or folder is made (a wrong one raises
+    :class:`~trainrecord.arguments.ArgumentRefused` naming it). A metrics.jsonl another
+    open writer holds is refused (``diary_metrics.writer.locked``). See
+    :class:`DiaryWriter` for an example.
+    """
 
     def __init__(
         self,

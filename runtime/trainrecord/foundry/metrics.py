@@ -66,6 +66,22 @@ def write_metrics(results_dir: str | os.PathLike[str], rows: Iterable[Any]) -> P
     ``rows`` is a sequence of mappings with exactly benchmark, metric, horizon, seed and
     value. Nothing is created unless every row is valid; a refusal raises
     :class:`RecordRefused` with every problem, each with its rule id.
+
+    Args:
+        results_dir: the run's results folder (made when missing); something not a
+            folder in its way is refused (``metrics.path.results_dir``).
+        rows: every row of the run, at least one (``metrics.empty``): mappings (or
+            generated ``FoundryMetricsRow`` models) with ``benchmark`` and ``metric``
+            (non-blank text), ``horizon`` and ``seed`` (ints >= 0) and ``value`` (a finite
+            number); numpy numbers are taken as the numbers they hold. Each call replaces
+            metrics.json with the rows it is given: pass them all in one call.
+
+    Example (from README.md)::
+
+        rows = [{"benchmark": "ETTh1", "metric": "mse", "horizon": 96, "seed": 0,
+                 "value": 0.386}]
+        write_metrics(results_dir, rows)  # every row checked first; replaced atomically
+        assert read_metrics(results_dir)[0].value == 0.386
     """
     plain = normalize_rows(rows)
     found = metrics_problems(plain)
@@ -116,7 +132,21 @@ def read_metrics(path: str | os.PathLike[str]) -> list[FoundryMetricsRow]:
 
     ``path`` is the file, or the results folder that holds it (as :func:`write_metrics`
     takes). A ``value`` the file holds as an integer is returned as that ``int``, exactly (a
-    float would round ``2**53 + 1``)."""
+    float would round ``2**53 + 1``).
+
+    Args:
+        path: metrics.json, or the results folder that holds it. A missing file raises
+            ``FileNotFoundError``; one that is not strict JSON (UTF-8, no NaN) is refused
+            (``metrics.file.json``), one that is no regular file or over 256 MiB
+            (``metrics.file.regular``); rows that break the spec, or a metrics.json beside
+            a witness of another ``run_record_format`` (``metrics.read.sibling_version``),
+            raise :class:`RecordRefused` with every problem.
+
+    Example::
+
+        for row in read_metrics(results_dir):  # or results_dir + "/metrics.json"
+            print(row.benchmark, row.metric, row.horizon, row.seed, row.value)
+    """
     import trainrecord_spec
 
     file = Path(path)

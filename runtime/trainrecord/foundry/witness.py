@@ -124,6 +124,33 @@ def write_witness(
     validated before anything is created; a refusal raises :class:`RecordRefused` with
     every problem found and leaves the filesystem as it was. An existing witness is never
     replaced (``witness.path.exists``), even when processes race for the same attempt.
+
+    Args:
+        results_dir: the run's results folder (made when missing); something not a
+            folder in its way is refused (``witness.path.results_dir``).
+        config: the run's configuration. Only its hash is written (``config_sha``: the
+            first 16 hex characters of sha256 over ``json.dumps(config, sort_keys=True)``);
+            one json.dumps cannot serialize is refused (``witness.config.serializable``).
+        device: the device the run requested, as text (``"cpu"``, ``"cuda"``,
+            ``"cuda:1"``, ``"mps"``) or a ``torch.device``; not blank. For an accelerator,
+            torch is asked for its name and peak memory (null when it cannot tell).
+        wall_seconds: the run's elapsed whole seconds, an int >= 0 (a float such as
+            ``12.5`` is refused: pass ``int(time.monotonic() - start)``).
+        env: the mapping read instead of ``os.environ`` (default None): ``FOUNDRY_RUN_ID``
+            (required, an integer), ``RANK``/``SLURM_PROCID`` (default 0),
+            ``SLURM_RESTART_COUNT`` (the attempt, default 0) and ``OMP_NUM_THREADS``
+            (default: the CPUs this process may use). Not a mapping: ``witness.env.type``.
+
+    Example (from README.md)::
+
+        start = time.monotonic()
+        with exit_on_sigterm():  # SIGTERM raises SystemExit(143), so finally runs on it too
+            try:
+                rows = train(config)
+                write_metrics(results_dir, rows)
+            finally:
+                write_witness(results_dir, config=config, device="cuda",
+                              wall_seconds=int(time.monotonic() - start))
     """
     environ: Mapping[str, Any] = os.environ if env is None else env
     if not isinstance(environ, Mapping):
@@ -240,7 +267,21 @@ def witness_problems(data: Any, path: Path | None = None) -> list[Problem]:
 
 
 def read_witness(path: str | os.PathLike[str]) -> FoundryWitness:
-    """Read and validate a witness; return the generated ``FoundryWitness`` model."""
+    """Read and validate a witness; return the generated ``FoundryWitness`` model.
+
+    Args:
+        path: the witness file (``observed.attempt<N>.json``). A missing file raises
+            ``FileNotFoundError``; one that is not strict JSON (UTF-8, no NaN) is refused
+            (``witness.file.json``), one that is no regular file or over 1 MiB
+            (``witness.file.regular``); a witness that breaks the spec, or of a
+            ``run_record_format`` this reader does not know, raises
+            :class:`RecordRefused` with every problem.
+
+    Example::
+
+        witness = read_witness("results/observed.attempt0.json")
+        print(witness.experiment_id, witness.attempt, witness.wall_seconds)
+    """
     from trainrecord_spec.models.foundry.witness_schema import FoundryWitness
 
     file = Path(path)

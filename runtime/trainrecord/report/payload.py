@@ -328,6 +328,47 @@ class JobState:
     ``initial_validation`` and ``history`` (entries are never changed once appended);
     word sets use ``words_done`` and ``words_total``. ``work_started``/``words_at_start``
     (monotonic clock, this process) give the word set's time per word.
+
+    Args:
+        kind: ``"training"``, ``"lesion"`` or ``"wordset"``; anything else raises
+            :class:`~trainrecord.errors.RecordRefused` (``report.kind.unknown``) at once.
+        run_id: the run's UUID (from :func:`~trainrecord.report.open_run`'s metadata.json).
+        name: the run's name (``run.job_state`` uses the run folder's name).
+        group: the run's group (``run.job_state`` uses the name of the folder the run
+            folder is in).
+        config: the kind's config, see :func:`~trainrecord.report.config`.
+        host: the machine's name (default: ``socket.gethostname()``).
+        started_at: when the run first started, ISO 8601 local time with its UTC offset
+            (default: now, :func:`~trainrecord.report.local_time`;
+            ``run.job_state`` passes the run's first start).
+        finished_at: when it finished; set by the Reporter's ``complete()`` and sent only
+            with status ``complete`` (default None).
+        running: whether the job's process is running it (default True; the Reporter sets
+            it, and a snapshot sends false).
+        epochs_first: the number of the run's first epoch (training, lesion; default None).
+        epochs_total: the run's epoch count (training, lesion; default None).
+        phase: the current phase (default None), e.g. ``"training"`` or ``"validation"``
+            (§5.2, §5.4 name each kind's phases).
+        batch: the current batch within the phase (default None).
+        batches: the phase's batch count (default None).
+        initial_validation: the result of the validation before training (default None).
+        history: the epoch entries reported so far, oldest first (default empty).
+        words_done: words generated so far (word set; default None).
+        words_total: words to generate (word set; default None).
+        work_started: ``time.monotonic()`` when this process started the work (default:
+            now); with ``words_at_start``, the base of a word set's ETA.
+        words_at_start: ``words_done`` when this process started (default 0; set it to
+            ``words_done`` when a resumed word set starts).
+        error: ``{"type": ..., "message": ...}`` of the exception that ended the job (see
+            :func:`~trainrecord.report.error_info`); set by the Reporter's ``failed()``,
+            sent only with status ``failed`` (default None).
+
+    Build it with ``run.job_state(...)``, which fills run_id, name, group, started_at and
+    the history a Reporter kept::
+
+        run = open_run("models/pre/pre_s_49")
+        state = run.job_state("training", config("training", mode="pre", batch_size=100,
+                              lr=0.01), epochs_first=0, epochs_total=50)
     """
 
     kind: Kind

@@ -94,7 +94,48 @@ def _seq_clock(seq: SeqClock | None, seq_path: str | os.PathLike[str] | None) ->
 
 
 class Reporter:
-    """Reports one job (training, lesion or word set) from start to end, in the background."""
+    """Reports one job (training, lesion or word set) from start to end, in the background.
+
+    A context manager: entering calls :meth:`started`; leaving sends ``complete``, or
+    ``interrupted``/``discarded`` on Ctrl+C, or ``failed`` on an exception, then
+    :meth:`close` gives the final report ``flush_timeout`` seconds (a warning says when it
+    was not delivered). ``close()`` returns whether the last report went out. No call
+    waits for the network: each updates the state and hands a copy to a background thread.
+
+    Args:
+        settings: the :class:`~trainrecord.report.ReportSettings` (see
+            :func:`~trainrecord.report.load_settings`); anything else raises ``TypeError``.
+        state: the job's :class:`~trainrecord.report.JobState` (``run.job_state(...)``);
+            anything else raises ``TypeError``. A first report built from it that the spec
+            refuses (a negative lr, say) raises :class:`~trainrecord.errors.RecordRefused`
+            before any work starts.
+        run: the run's folder from :func:`~trainrecord.report.open_run` (default None).
+            Given, its seq clock is the default one, the history of reported epochs is
+            kept in its metadata.json for a resume, a new training run stopped by Ctrl+C
+            before its first epoch is discarded (folder deleted), and a refused start is
+            undone (the next start is a new run). Its run_id must be ``state.run_id``
+            (else ``ValueError``).
+        seq: the :class:`~trainrecord.report.SeqClock` to number reports with (default
+            None: ``seq_path``'s, else the run's, else one kept in memory only).
+        seq_path: a file to keep the last seq in across processes (used when ``seq`` is
+            None; default None).
+        flush_timeout: seconds the final report gets at :meth:`close`, and on SIGTERM
+            (default 5.0).
+
+    Example (from README.md)::
+
+        settings = load_settings("paths.toml")  # raises at once on a missing or unsafe setting
+        run = open_run("models/pre/pre_s_49", {"mode": "pre", "batch_size": 100})
+        state = run.job_state("training", config("training", mode="pre", batch_size=100,
+                              lr=0.01), epochs_first=0, epochs_total=50)
+        with Reporter(settings, state, run=run) as report:
+            for epoch in range(len(state.history), 50):  # a resume skips the finished epochs
+                for i, batch in enumerate(loader):
+                    train_step(batch)
+                    report.progress(phase="training", batch=i, batches=len(loader))
+                report.epoch_end(epoch_entry("training", epoch=epoch, train_loss=train_loss,
+                                             val_loss=val_loss))
+    """
 
     def __init__(
         self,
@@ -497,6 +538,27 @@ def report_status(
     eta_seconds are null; epoch is ``epochs_first + epochs_completed`` when ``status`` is
     ``in progress`` (and epochs_first is known), else null. sent_at is the clock time now,
     whatever seq is.
+
+    Args:
+        settings: the :class:`~trainrecord.report.ReportSettings`; anything else raises
+            ``TypeError``.
+        state: the job's :class:`~trainrecord.report.JobState` (its ``running`` is sent as
+            false); anything else raises ``TypeError``.
+        status: the report's status, one of §6 (``in progress``, ``complete``,
+            ``interrupted``, ``discarded``, ``failed``, ``stopped``); a report the spec
+            refuses raises :class:`~trainrecord.errors.RecordRefused` and is not sent.
+        seq: the :class:`~trainrecord.report.SeqClock` to take the seq from (default None:
+            ``seq_path``'s, else one kept in memory only); pass ``run.seq_clock()`` so the
+            snapshot is newer than the job's own reports.
+        seq_path: a file keeping the last seq across processes (used when ``seq`` is None).
+
+    Raises :class:`~trainrecord.report.transport.ReportNotDelivered` (status code and the
+    first 300 characters of the body) when the report does not get through::
+
+        run = open_run("models/pre/pre_s_49", create=False)  # never starts a new run
+        state = run.job_state("training", config("training", mode="pre", batch_size=100,
+                              lr=0.01), epochs_first=0, epochs_total=50)
+        report_status(load_settings("paths.toml"), state, "stopped", seq=run.seq_clock())
     """
     _check_arguments(settings, state)
     clock = _seq_clock(seq, seq_path)

@@ -271,6 +271,23 @@ def open_run(
     existing run (e.g. for a ``report_status()`` snapshot from another process): a missing
     metadata.json raises ``FileNotFoundError`` and one without a run_id is refused
     (``report.metadata.run_id``); nothing is written.
+
+    Args:
+        folder: the run's folder (made, with its missing parents, on a first start). Its
+            name is the report's ``name``, its parent folder's name the ``group``.
+        metadata: the job's own fields for metadata.json (JSON values), written on the
+            first start only (default None: none). ``run_id`` or ``started_at`` in it
+            raises ``ValueError``: open_run chooses them.
+        create: start a new run when there is none (default True); False only reads an
+            existing run.
+
+    A metadata.json that is not strict JSON, or whose run_id is not a lowercase UUID, is
+    refused (``report.metadata.json``, ``report.metadata.run_id``), never replaced::
+
+        run = open_run("models/pre/pre_s_49", {"mode": "pre", "batch_size": 100})
+        print(run.run_id, run.resumed)   # the same run_id on every resume
+        state = run.job_state("training", config("training", mode="pre", batch_size=100,
+                              lr=0.01), epochs_first=0, epochs_total=50)
     """
     path = Path(os.path.abspath(folder))
     fields = dict(metadata or {})

@@ -311,7 +311,36 @@ def _is_ca_file(path: str) -> bool:
 
 @dataclass(frozen=True)
 class ReportSettings:
-    """Checked reporting settings. Construction raises on anything missing or unsafe."""
+    """Checked reporting settings. Construction raises on anything missing or unsafe.
+
+    Every problem of ``url``, ``every`` and ``token`` is raised at once, as one
+    :class:`~trainrecord.errors.RecordRefused`; the token never appears in ``repr`` or in
+    a message. :func:`load_settings` builds one from paths.toml and the environment.
+
+    Args:
+        url: the endpoint reports are POSTed to: https:// anywhere, http:// only for
+            localhost or a loopback IP; no user name or password, nor the token, in it
+            (``report.settings.url_missing``, ``report.settings.url_scheme``,
+            ``report.settings.url_credentials``, ``report.settings.token``).
+        every: seconds between progress reports, a finite number > 0
+            (``report.settings.every``); kept as a float.
+        token: the bearer token, printable ASCII without spaces (``0x21``-``0x7E``),
+            not empty (``report.settings.token``).
+        ca_bundle: a PEM file of CA certificates to trust instead of the system's (default
+            None); one that is not an existing PEM file with a certificate is refused
+            (``report.settings.ca_bundle``).
+        timeout: the deadline of one whole exchange, in seconds (default 10.0, §2).
+        ca_environ: where ``REQUESTS_CA_BUNDLE`` and ``CURL_CA_BUNDLE`` are read when
+            ``ca_bundle`` is not set (default None: ``os.environ`` when a report is sent);
+            a variable naming a path that does not exist is refused
+            (``report.settings.ca_bundle``).
+
+    Example (from the package's docstring)::
+
+        settings = ReportSettings(url="https://127.0.0.1:8443/api/runs", every=60,
+                                  token=token, ca_bundle="ca.pem")
+        outcome = post_report(settings, encode_report(report))
+    """
 
     url: str
     every: float
@@ -446,7 +475,24 @@ def load_settings(
 ) -> ReportSettings:
     """Read ``[report]`` from ``paths.toml``, and the token (``CORREAD_REPORT_TOKEN``) and the
     CA variables (``REQUESTS_CA_BUNDLE``, ``CURL_CA_BUNDLE``) from ``env`` (default
-    ``os.environ``)."""
+    ``os.environ``).
+
+    Args:
+        paths_toml: the paths.toml file. Its ``[report]`` section holds ``url``, ``every``
+            (seconds; 60 when left out) and optionally ``ca_bundle`` (relative to the
+            file's folder); any other key is refused (``report.settings.unknown_key``). A
+            file that cannot be read or is not UTF-8 TOML is refused
+            (``report.settings.toml``); one without ``[report]``
+            (``report.settings.url_missing``).
+        env: the mapping the token and the CA variables are read from (default None:
+            ``os.environ``); the token is never read from a file.
+
+    Every refusal is a :class:`~trainrecord.errors.RecordRefused`, raised at once, before
+    any work starts; the values are then checked as :class:`ReportSettings` checks them::
+
+        # paths.toml: [report] url = "https://example.org/api/runs", every = 60
+        settings = load_settings("paths.toml")  # token: export CORREAD_REPORT_TOKEN=...
+    """
     env = os.environ if env is None else env
     path = Path(paths_toml)
     try:
