@@ -5,9 +5,8 @@ builtin base that suits it (``ValueError``, ``TypeError``, ``OSError``, ``Runtim
 so code that catches those still does. Some checks still raise a plain builtin, which
 ``except TrainrecordError`` does not catch: ``verify()`` on a path that is no directory
 (``FileNotFoundError``, ``NotADirectoryError``), a symbolic link planted in a run folder
-(``OSError``, ``ELOOP``), ``Monitor.step()`` after ``close()`` (``RuntimeError``), a
-Monitor model or optimizer of the wrong type (``TypeError``) and ``run_id`` in
-``open_run``'s metadata (``ValueError``).
+(``OSError``, ``ELOOP``), ``Monitor.step()`` after ``close()`` (``RuntimeError``) and
+``run_id`` in ``open_run``'s metadata (``ValueError``).
 
 Every refusal of bad input is a :class:`RecordRefused` (a ``ValueError``) carrying one or
 more :class:`Problem` objects. A problem names the rule it breaks (a stable id from the

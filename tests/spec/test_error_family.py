@@ -116,3 +116,21 @@ def test_an_unsupported_model_is_a_trainrecord_error_and_a_type_error(tmp_path: 
     with pytest.raises(TrainrecordError) as caught:
         Monitor(FullyShardedDataParallel(), None, tmp_path / "fsdp")
     assert isinstance(caught.value, UnsupportedModel) and isinstance(caught.value, TypeError)
+
+
+@pytest.mark.parametrize("argument", ["model", "optimizer"])
+def test_a_monitor_model_or_optimizer_of_the_wrong_type_is_a_trainrecord_error(
+    tmp_path: Path, argument: str
+) -> None:
+    """Docs review: a wrong model or optimizer raised a plain TypeError, outside the family
+    the docs tell callers to catch; it is an ArgumentRefused (still a TypeError) now."""
+    torch = pytest.importorskip("torch")
+    from trainrecord.monitor import Monitor
+
+    model = torch.nn.Linear(2, 2)
+    args = ("not a model", None) if argument == "model" else (model, "not an optimizer")
+    with pytest.raises(TrainrecordError) as caught:
+        Monitor(*args, run_dir=tmp_path / "run")
+    assert isinstance(caught.value, ArgumentRefused) and isinstance(caught.value, TypeError)
+    assert caught.value.argument == argument
+    assert not (tmp_path / "run").exists()

@@ -211,12 +211,17 @@ class Monitor:
         require_seal: bool = False,
     ) -> None:
         # every argument is checked before any folder or file is made: a refusal leaves none
-        if not isinstance(model, nn.Module):
-            raise TypeError(f"Monitor needs a torch.nn.Module as model, got {type(model).__name__}")
+        if not isinstance(model, nn.Module):  # (an ArgumentRefused is a TypeError too)
+            raise arguments.refuse(
+                "Monitor", "model", "a torch.nn.Module", model, "pass the model being trained"
+            )
         if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
-            raise TypeError(
-                "Monitor's optimizer must be a torch.optim.Optimizer or None, "
-                f"got {type(optimizer).__name__}"
+            raise arguments.refuse(
+                "Monitor",
+                "optimizer",
+                "a torch.optim.Optimizer or None",
+                optimizer,
+                "pass the optimizer that steps the model",
             )
         run_dir = arguments.path(
             "Monitor", "run_dir", run_dir, "give the folder for diary.jsonl and metrics.jsonl"
