@@ -9,9 +9,12 @@ import trainrecord
 
 
 def test_import_trainrecord_does_not_import_torch_or_heavy_modules() -> None:
+    """Also with the top-level names imported for type checkers (only under TYPE_CHECKING)."""
     code = (
         "import sys, trainrecord; "
-        "bad = [m for m in ('torch', 'jsonschema', 'requests', 'matplotlib') if m in sys.modules];"
+        "bad = [m for m in ('torch', 'pydantic', 'jsonschema', 'requests', 'matplotlib',"
+        " 'trainrecord.diary', 'trainrecord.foundry', 'trainrecord.report',"
+        " 'trainrecord.monitor') if m in sys.modules];"
         " assert not bad, bad"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)

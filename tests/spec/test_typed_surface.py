@@ -79,17 +79,6 @@ def test_top_level_names_have_their_real_types(tmp_path: Path) -> None:
     assert 'has no attribute "no_such_name"' in lines_of(out, 7), out
 
 
-def test_import_trainrecord_stays_light_with_its_type_checking_imports() -> None:
-    code = (
-        "import sys, trainrecord; "
-        "bad = [m for m in ('torch', 'pydantic', 'jsonschema', 'requests', 'trainrecord.diary',"
-        " 'trainrecord.foundry', 'trainrecord.report', 'trainrecord.monitor') if m in sys.modules];"
-        " assert not bad, bad"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stderr
-
-
 def test_type_checking_imports_name_every_lazy_export() -> None:
     import ast
 
