@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from trainrecord.errors import (
+    MonitorClosed,
     Problem,
     RecordRefused,
     RecordWriteError,
@@ -53,6 +54,7 @@ _LAZY = {
 (it never imports torch, jsonschema or requests until one of these is asked for)."""
 
 __all__ = [
+    "MonitorClosed",
     "Problem",
     "RecordRefused",
     "RecordWriteError",

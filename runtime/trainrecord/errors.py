@@ -2,11 +2,10 @@
 
 trainrecord's refusals are :class:`TrainrecordError` subclasses. Each also keeps the
 builtin base that suits it (``ValueError``, ``TypeError``, ``OSError``, ``RuntimeError``),
-so code that catches those still does. Some checks still raise a plain builtin, which
-``except TrainrecordError`` does not catch: ``verify()`` on a path that is no directory
-(``FileNotFoundError``, ``NotADirectoryError``), a symbolic link planted in a run folder
-(``OSError``, ``ELOOP``), ``Monitor.step()`` after ``close()`` (``RuntimeError``) and
-``run_id`` in ``open_run``'s metadata (``ValueError``).
+so code that catches those still does. A file or folder that is not there is Python's own
+``FileNotFoundError`` (``NotADirectoryError`` for a file where a folder must be), as
+``open()`` raises it: ``verify()`` on a path that is no directory, ``read_witness`` on a
+missing file.
 
 Every refusal of bad input is a :class:`RecordRefused` (a ``ValueError``) carrying one or
 more :class:`Problem` objects. A problem names the rule it breaks (a stable id from the
@@ -63,16 +62,17 @@ def format_path(path: Sequence[str | int]) -> str:
 
 
 class TrainrecordError(Exception):
-    """The base of trainrecord's refusals (some checks still raise a plain builtin: see
-    the module docstring).
+    """The base of trainrecord's refusals (a missing file or folder is Python's own
+    ``FileNotFoundError``: see the module docstring).
 
     Its subclasses: :class:`RecordRefused` (bad input, a ``ValueError``),
     :class:`trainrecord.arguments.ArgumentRefused` (a bad argument, a ``TypeError`` and a
     ``ValueError``), :class:`WriterClosed` (a write after ``close()``, a ``ValueError``),
-    :class:`RecordWriteError` (a write that failed, an ``OSError``),
+    :class:`MonitorClosed` (``Monitor.step()`` after ``close()``, a ``RuntimeError``),
+    :class:`RecordWriteError` (a write that failed or was refused, as through a symbolic
+    link planted in a run folder, an ``OSError``),
     ``trainrecord.report.ReportNotDelivered`` (a ``RuntimeError``) and
-    ``trainrecord.monitor.UnsupportedModel`` (a ``TypeError``). A missing file is still a
-    plain ``FileNotFoundError``."""
+    ``trainrecord.monitor.UnsupportedModel`` (a ``TypeError``)."""
 
 
 @dataclass(frozen=True)
@@ -170,6 +170,11 @@ class RecordWriteError(TrainrecordError, OSError):
 
     def __reduce__(self) -> tuple[Any, ...]:  # keep it picklable (multiprocessing, logging)
         return (type(self), (self.errno, self.message, self.filename))
+
+
+class MonitorClosed(TrainrecordError, RuntimeError):
+    """``Monitor.step()`` after the Monitor's ``close()`` (a ``RuntimeError``): its run has
+    ended (run_end written). Make a new Monitor on a new run folder for a new run."""
 
 
 class WriterClosed(TrainrecordError, ValueError):

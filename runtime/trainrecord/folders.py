@@ -15,6 +15,8 @@ import os
 import stat
 from pathlib import Path
 
+from trainrecord.errors import RecordWriteError
+
 NAME_MAX = 255
 """The longest file name, in bytes, where ``os.pathconf`` cannot say (every common local
 filesystem: ext4, XFS, Btrfs, APFS, NTFS)."""
@@ -101,7 +103,8 @@ def open_no_link(path: Path, flags: int, mode: int = 0o644, what: str = "") -> i
     the file itself, never of what a symbolic link at ``path`` points to. Someone who can
     write into a run folder could plant a link at a file the run appends to, cuts or
     locks; the run would then write, truncate or create that file with its owner's rights.
-    A link there is an ``OSError`` (``ELOOP``) naming it and the fix."""
+    A link there is a :class:`~trainrecord.errors.RecordWriteError` (an ``OSError``,
+    ``ELOOP``) naming it and the fix."""
     nofollow = getattr(os, "O_NOFOLLOW", 0)
     try:
         return os.open(path, flags | os.O_CREAT | nofollow | os.O_CLOEXEC, mode)
@@ -109,7 +112,7 @@ def open_no_link(path: Path, flags: int, mode: int = 0o644, what: str = "") -> i
         if exc.errno != errno.ELOOP or not path.is_symlink():
             raise
         role = f"{what} " if what else ""
-        raise OSError(
+        raise RecordWriteError(
             errno.ELOOP,
             f"{role}{path} is a symbolic link (to {os.readlink(path)}); trainrecord never "
             "writes through one, since it could point at any file: remove the link (or "

@@ -585,7 +585,10 @@ def test_misuse_gets_a_clear_error(run_dir: Path) -> None:
     # at a step that is not a check too (before: only at the next check, maybe an epoch on)
     with Monitor(model, None, run_dir.parent / "later", check_every=50) as later:
         later.step(0.5)
-        with pytest.raises(TypeError, match="loss must be a tensor, a number or None, got list"):
+        with pytest.raises(
+            TypeError,
+            match=r"loss must be a tensor, a number or None, got \[0.5, 0.4\] \(of type list\)",
+        ):
             later.step([0.5, 0.4])  # type: ignore[arg-type]
         later.step(np.float32(0.5))
 

@@ -249,12 +249,19 @@ def test_a_tiny_every_is_allowed(tmp_path: Path) -> None:
 @pytest.mark.parametrize("state", [None, {"kind": "training"}, "pre_s_49"])
 def test_a_reporter_without_a_job_state_is_a_type_error_naming_it(state: object) -> None:
     settings = settings_for("http://127.0.0.1:9/api")
-    with pytest.raises(TypeError, match=r"^state must be the JobState .*run\.job_state") as info:
+    with pytest.raises(
+        TypeError, match=r"^Reporter\(state=\.\.\.\): state must be the JobState .*run\.job_state"
+    ) as info:
         Reporter(settings, state)  # type: ignore[arg-type]
     assert f"got {type(state).__name__}" in str(info.value)
-    with pytest.raises(TypeError, match=r"^state must be the JobState"):
+    with pytest.raises(
+        TypeError, match=r"^report_status\(state=\.\.\.\): state must be the JobState"
+    ):
         report_status(settings, state, "stopped")  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match=r"^settings must be a ReportSettings .*got dict"):
+    with pytest.raises(
+        TypeError,
+        match=r"^report_status\(settings=\.\.\.\): settings must be a ReportSettings .*got dict",
+    ):
         report_status({"url": "x"}, training_state(), "stopped")  # type: ignore[arg-type]
 
 

@@ -53,7 +53,7 @@ from trainrecord import __version__, arguments, sigterm
 from trainrecord.diary.architecture import architecture_sha256
 from trainrecord.diary.durability import FsyncPolicy, check_fsync_policy
 from trainrecord.diary.writer import check_event, signing_key_from
-from trainrecord.errors import RecordRefused
+from trainrecord.errors import MonitorClosed, RecordRefused
 from trainrecord.folders import blocked_by, in_the_way
 from trainrecord.monitor.certificate import Certifier, Producer, producers_from
 from trainrecord.monitor.channels import (
@@ -246,16 +246,20 @@ class Monitor:
         if fsync_policy is not None:
             check_fsync_policy(fsync_policy)
         if any(isinstance(p, nn.parameter.UninitializedParameter) for p in model.parameters()):
-            raise ValueError(
+            raise arguments.ArgumentRefused(
+                "Monitor",
+                "model",
                 "the model has lazy modules whose parameters are not initialised yet: run one "
-                "forward pass (a dry run) before creating the Monitor (and the optimizer)"
+                "forward pass (a dry run) before creating the Monitor (and the optimizer)",
             )
         config = record_config(config)
         self.model, wrapper = unwrap(model)
         if next(self.model.parameters(), None) is None:
-            raise ValueError(
+            raise arguments.ArgumentRefused(
+                "Monitor",
+                "model",
                 f"the model ({type(self.model).__name__}) has no parameters: nothing to "
-                "monitor; give the Monitor the model whose parameters the optimizer trains"
+                "monitor; give the Monitor the model whose parameters the optimizer trains",
             )
         self.optimizer = inner_optimizer(optimizer)
         _check_optimizer_trains(self.model, self.optimizer)
@@ -494,12 +498,9 @@ class Monitor:
     def step(self, loss: torch.Tensor | float | None = None) -> None:
         """Call once per optimizer step, after ``backward()`` and before ``optimizer.step()``."""
         if self.closed:
-            raise RuntimeError("Monitor.step() after close(): create a new Monitor for a new run")
+            raise MonitorClosed("Monitor.step() after close(): create a new Monitor for a new run")
         if loss is not None and not isinstance(loss, LOSS_TYPES):  # at every step, not late
-            raise TypeError(
-                "monitor.step(loss): loss must be a tensor, a number or None, "
-                f"got {type(loss).__name__}"
-            )
+            raise arguments.refuse("monitor.step", "loss", "a tensor, a number or None", loss)
         step = self.steps
         if step % self.check_every > 1 and (step + 1) % self.check_every:
             self.steps = step + 1  # between checks: a counter, nothing else
@@ -542,11 +543,13 @@ class Monitor:
         one; a run that ended normally has no ``error``. Anything but an exception (a
         message, an exception class) is refused with a TypeError, and the run stays open."""
         if error is not None and not isinstance(error, BaseException):
-            raise TypeError(
-                "Monitor.close(error): error must be the exception that ended the run (an "
-                f"instance, as in `except Exception as exc: monitor.close(exc)`) or None, got "
+            raise arguments.ArgumentRefused(
+                "Monitor.close",
+                "error",
+                "error must be the exception that ended the run (an instance, as in "
+                "`except Exception as exc: monitor.close(exc)`) or None, got "
                 f"{arguments.shown(error)}; the run is not closed yet: call close() for a run "
-                "that ended normally"
+                "that ended normally",
             )
         if self.closed:
             return
@@ -939,30 +942,32 @@ class Monitor:
             return None
         if isinstance(loss, torch.Tensor):
             if loss.numel() == 0:
-                raise ValueError(
-                    "monitor.step(loss): the loss tensor has no elements; "
-                    "pass the loss that backward() was called on"
+                raise arguments.ArgumentRefused(
+                    "monitor.step",
+                    "loss",
+                    "the loss tensor has no elements; pass the loss that backward() was called on",
                 )
             if loss.is_complex():
-                raise TypeError(
-                    f"monitor.step(loss): the loss is a complex tensor ({loss.dtype}): a loss "
-                    "to minimise is real; pass the real loss backward() was called on "
-                    "(loss.real or loss.abs(), whichever it is)"
+                raise arguments.ArgumentRefused(
+                    "monitor.step",
+                    "loss",
+                    f"the loss is a complex tensor ({loss.dtype}): a loss to minimise is "
+                    "real; pass the real loss backward() was called on (loss.real or "
+                    "loss.abs(), whichever it is)",
                 )
             return loss
         if isinstance(loss, np.ndarray) and loss.shape == ():  # np.mean(...) of an array
             loss = loss[()]
         if isinstance(loss, (bool, np.bool_)) or not isinstance(loss, numbers.Real):
-            raise TypeError(
-                "monitor.step(loss): loss must be a tensor, a number or None, "
-                f"got {type(loss).__name__}"
-            )
+            raise arguments.refuse("monitor.step", "loss", "a tensor, a number or None", loss)
         try:
             return float(loss)
         except OverflowError:  # an int beyond a float's range
-            raise ValueError(
-                f"monitor.step(loss): the loss {arguments.shown(loss)} is beyond the range of "
-                "a float; pass the loss as a float (float('inf') for an infinite one)"
+            raise arguments.ArgumentRefused(
+                "monitor.step",
+                "loss",
+                f"the loss {arguments.shown(loss)} is beyond the range of a float; pass the "
+                "loss as a float (float('inf') for an infinite one)",
             ) from None
 
     def _loss_part(
@@ -1678,13 +1683,15 @@ def _check_optimizer_trains(model: nn.Module, optimizer: torch.optim.Optimizer |
     tensors = [p for group in optimizer.param_groups for p in group["params"]]
     held = {id(p) for p in tensors}
     if trainable.isdisjoint(held) and any(isinstance(p, nn.Parameter) for p in tensors):
-        raise ValueError(
+        raise arguments.ArgumentRefused(
+            "Monitor",
+            "optimizer",
             f"Monitor's optimizer ({type(optimizer).__name__}, {len(held)} tensors) updates "
             f"none of the model's {len(trainable)} trainable parameters: it was built for "
             "another model, or for a copy of this one (copy.deepcopy, a model loaded or "
             "made again after the optimizer). Build the optimizer from this model's "
             "parameters (optimizer = SGD(model.parameters(), ...)), or give the Monitor "
-            "the model this optimizer trains"
+            "the model this optimizer trains",
         )
 
 

@@ -68,6 +68,7 @@ from types import TracebackType
 from typing import IO, Any
 
 from trainrecord import sigterm
+from trainrecord.arguments import ArgumentRefused, refuse
 from trainrecord.errors import RecordRefused
 from trainrecord.report.payload import (
     JobState,
@@ -149,9 +150,11 @@ class Reporter:
     ) -> None:
         if run is not None and isinstance(state, JobState) and run.run_id != state.run_id:
             # A mix-up of two runs, not a refused start: neither run is undone.
-            raise ValueError(
+            raise ArgumentRefused(
+                "Reporter",
+                "run",
                 "run is another run's folder: state.run_id must be run.run_id "
-                "(build the state with run.job_state)"
+                "(build the state with run.job_state)",
             )
         try:
             self._check(settings, state, run, seq, seq_path)
@@ -185,7 +188,7 @@ class Reporter:
         seq_path: str | os.PathLike[str] | None,
     ) -> None:
         """Check the job at once (raise before any work starts) and set the Reporter up."""
-        _check_arguments(settings, state)
+        _check_arguments("Reporter", settings, state)
         self.settings = settings
         self.state = state
         self.run = run
@@ -288,7 +291,12 @@ class Reporter:
         )
         if self.state.kind == "lesion":
             if which not in ("intact", "lesioned"):
-                raise ValueError("a lesion run's initial validation is 'intact' or 'lesioned'")
+                raise refuse(
+                    "Reporter.initial_validation",
+                    "which",
+                    "'intact' or 'lesioned' (a lesion run's validation is of one of the two)",
+                    which,
+                )
             current = dict(self.state.initial_validation or {"intact": None, "lesioned": None})
             current[which] = kept
             self.state.initial_validation = current
@@ -507,19 +515,23 @@ class Reporter:
             )
 
 
-def _check_arguments(settings: object, state: object) -> None:
+def _check_arguments(call: str, settings: object, state: object) -> None:
     """A TypeError naming the argument and what to pass, for a wrong ``settings`` or
     ``state`` (``Reporter(settings, None)`` raised "'NoneType' object has no attribute
     'snapshot'" from deep inside)."""
     if not isinstance(settings, ReportSettings):
-        raise TypeError(
-            f"settings must be a ReportSettings (see load_settings), got {type(settings).__name__}"
+        raise ArgumentRefused(
+            call,
+            "settings",
+            f"settings must be a ReportSettings (see load_settings), got {type(settings).__name__}",
         )
     if not isinstance(state, JobState):
-        raise TypeError(
+        raise ArgumentRefused(
+            call,
+            "state",
             "state must be the JobState of the job being reported (run.job_state(kind, "
             "config, ...) for a run folder from open_run, or JobState(kind=..., run_id=..., "
-            f"name=..., config=...)), got {type(state).__name__}"
+            f"name=..., config=...)), got {type(state).__name__}",
         )
 
 
@@ -560,7 +572,7 @@ def report_status(
                               lr=0.01), epochs_first=0, epochs_total=50)
         report_status(load_settings("paths.toml"), state, "stopped", seq=run.seq_clock())
     """
-    _check_arguments(settings, state)
+    _check_arguments("report_status", settings, state)
     clock = _seq_clock(seq, seq_path)
     snap = state.snapshot()
     snap.running = False

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from trainrecord.arguments import ArgumentRefused
 from trainrecord.canonical import dumps_strict
 from trainrecord.errors import RecordRefused
 from trainrecord.folders import make_folder, open_no_link
@@ -157,7 +158,9 @@ class RunFolder:
             "started_at": self.started_at,
         }
         if "run_id" in fields:
-            raise ValueError("run_id comes from the run folder; do not pass it")
+            raise ArgumentRefused(
+                "RunFolder.job_state", "run_id", "run_id comes from the run folder; do not pass it"
+            )
         kept = self.metadata.get(HISTORY)
         if kind != "wordset" and isinstance(kept, list):
             # The epochs of earlier sessions. An entry no report may carry (kept by an
@@ -293,7 +296,9 @@ def open_run(
     fields = dict(metadata or {})
     for name in RESERVED:
         if name in fields:
-            raise ValueError(f"{name} is chosen by open_run; remove it from metadata")
+            raise ArgumentRefused(
+                "open_run", "metadata", f"{name} is chosen by open_run; remove it from metadata"
+            )
     if not create:
         stored = _read(path / METADATA)
         if "run_id" not in stored:
