@@ -207,6 +207,45 @@ def test_one_warning_then_quiet_until_a_report_gets_through(
     reporter.close(5)
 
 
+class _SlowHandler(logging.Handler):
+    """Keeps each record, after a pause (a slow log destination: a file on a busy disk)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        time.sleep(0.3)
+        self.records.append(record)
+
+
+@pytest.mark.parametrize("status", [500, 200])
+def test_a_count_goes_up_after_its_log_line(hostile: Start, status: int) -> None:
+    """A report counted as failed (or sent after a failure) has its warning (its "get
+    through again" line) written already: the count went up first, so a reader of the
+    counters could miss the line (test_one_warning_then_quiet_... was flaky under load)."""
+    server = hostile(Behaviour(status=500))
+    reporter = Reporter(settings_for(server.url, every=FAST), training_state())
+    handler = _SlowHandler()
+    logger = logging.getLogger("trainrecord.report")
+    logger.addHandler(handler)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        reporter.progress()
+        wait_until(lambda: reporter.sender.failed == 1)
+        assert [r.levelno for r in handler.records] == [logging.WARNING]
+        if status == 200:
+            server.behaviour = Behaviour(status=200)
+            reporter.progress()
+            wait_until(lambda: reporter.sender.sent == 1)
+            assert "get through again" in handler.records[-1].getMessage()
+    finally:
+        reporter.close(5)
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
 def test_a_failed_report_is_not_retried(hostile: Start) -> None:
     server = hostile(Behaviour(status=503))
     reporter = Reporter(settings_for(server.url), training_state())

@@ -111,25 +111,27 @@ class Sender:
         try:
             body = build()
         except RecordRefused as exc:
-            self.refused += 1
             self._fail(f"a report was not sent because it breaks the spec: {exc}")
+            self.refused += 1
             return
         except Exception as exc:  # a broken build must never kill the thread or the job
-            self.refused += 1
             self._fail(f"a report could not be built ({type(exc).__name__})")
+            self.refused += 1
             return
         if body is None:
             return
         outcome = post_report(self.settings, body, self._session)
         self.last_outcome = outcome
+        # each count goes up once its report is fully handled (its log line written), so a
+        # reader that sees the count also sees the line
         if outcome.ok:
-            self.sent += 1
             if self._failing:
                 self._failing = False
                 log.info("reports get through again")
+            self.sent += 1
         else:
-            self.failed += 1
             self._fail(outcome.message)
+            self.failed += 1
 
     def _fail(self, message: str) -> None:
         if not self._failing:
