@@ -1,6 +1,7 @@
 """Small real servers for the reporting tests: a recording server with a chosen answer,
 a hanging one, one that answers garbage, one that closes the connection, one that drips its
-answer a byte at a time, over HTTP or TLS.
+answer a byte at a time, one that floods a huge body and counts what the client took, over
+HTTP or TLS.
 
 Every server runs in a daemon thread on 127.0.0.1 with a free port and records what it
 received (method, path, headers, body), so a test can assert what reached it, e.g. that
@@ -49,8 +50,12 @@ class Behaviour:
     status: int = 200
     body: bytes = b'{"ok": true}'
     headers: dict[str, str] = field(default_factory=dict)
-    mode: str = "answer"  # answer | hang | garbage | close | drip | drip_body | echo
+    mode: str = "answer"  # answer | hang | garbage | close | drip | drip_body | echo | flood
     drip: float = 0.15
+    flood: int = 0
+    """``mode="flood"``: the answer announces a body of this many bytes (``body`` first,
+    then ``Z``s) and writes it in 64 KiB pieces until it is all sent or the client closes;
+    the server counts in ``body_bytes_sent`` what the connection took."""
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -87,6 +92,9 @@ class _Handler(BaseHTTPRequestHandler):
         if b.mode in ("drip", "drip_body"):
             self._drip(b)
             return
+        if b.mode == "flood":
+            self._flood(b)
+            return
         body = b.body
         if b.mode == "echo":
             auth = self.headers.get("Authorization") or ""
@@ -98,6 +106,28 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    def _flood(self, b: Behaviour) -> None:
+        self.close_connection = True
+        self.send_response(b.status)
+        for key, value in b.headers.items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(b.flood))
+        self.end_headers()
+        head, piece = b.body[: b.flood], b"Z" * 65536
+        try:
+            self.wfile.write(head)
+            self.server.count_sent(len(head))
+            left = b.flood - len(head)
+            while left > 0:
+                chunk = piece[: min(left, len(piece))]
+                self.wfile.write(chunk)
+                self.server.count_sent(len(chunk))
+                left -= len(chunk)
+        except OSError:
+            pass  # the client closed the connection: what it had taken is counted
+        finally:
+            self.server.flood_over.set()
 
     def _drip(self, b: Behaviour) -> None:
         head = (
@@ -134,6 +164,8 @@ class TestServer(ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.arrived = threading.Event()
         self.release = threading.Event()
+        self.body_bytes_sent = 0
+        self.flood_over = threading.Event()
         self.tls = tls
         if tls is not None:
             self.socket = tls.wrap_socket(self.socket, server_side=True)
@@ -141,6 +173,11 @@ class TestServer(ThreadingHTTPServer):
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # TLS handshakes refused by the client land here; nothing to report
+
+    def count_sent(self, n: int) -> None:
+        """Add ``n`` body bytes the connection took (``mode="flood"``)."""
+        with self.lock:
+            self.body_bytes_sent += n
 
     @property
     def url(self) -> str:

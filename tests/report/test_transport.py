@@ -245,6 +245,49 @@ def test_report_status_raises_with_the_status_and_300_characters(hostile: Start)
     assert TOKEN not in str(info.value)
 
 
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_report_status_on_a_redirect_raises_with_the_status_and_300_characters(
+    hostile: Start, status: int
+) -> None:
+    # A 3xx is a failure like any other (§2, "Redirects: not followed"), so its error
+    # carries the first 300 characters of the body too; requests' redirect lookup used to
+    # read the body away, leaving an empty preview.
+    target = hostile()
+    text = ("r" * 299 + "Z" + "tail" * 50).encode()
+    server = hostile(
+        Behaviour(status=status, body=text, headers={"Location": target.url + "/steal"})
+    )
+    with pytest.raises(ReportNotDelivered) as info:
+        report_status(settings_for(server.url), training_state(), "stopped")
+    assert info.value.status == status and info.value.outcome.category == "redirect"
+    assert info.value.body == "r" * 299 + "Z"
+    assert str(status) in str(info.value) and info.value.body in str(info.value)
+    assert len(server.requests) == 1 and target.requests == []
+
+
+@pytest.mark.parametrize("status", [302, 500])
+def test_a_huge_answer_body_is_read_only_up_to_4096_bytes(hostile: Start, status: int) -> None:
+    # A 64 MiB body: the client reads its preview and closes the connection, so the server
+    # gets rid of no more than the loopback socket buffers take (a few MiB), and the client
+    # never holds the body. Before the fix a 3xx body was read whole (all 64 MiB).
+    size = 64 * 1024 * 1024
+    text = ("q" * 299 + "Z").encode()
+    server = hostile(
+        Behaviour(
+            status=status,
+            body=text,
+            mode="flood",
+            flood=size,
+            headers={"Location": "http://127.0.0.1:9/x"},
+        )
+    )
+    outcome = post_report(settings_for(server.url), body())
+    assert (outcome.ok, outcome.status) == (False, status)
+    assert outcome.body == "q" * 299 + "Z"
+    assert server.flood_over.wait(10)
+    assert server.body_bytes_sent < size // 4, server.body_bytes_sent
+
+
 def test_report_status_sends_a_snapshot(hostile: Start) -> None:
     server = hostile()
     state = training_state()

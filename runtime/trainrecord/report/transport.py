@@ -6,7 +6,8 @@ Public API:
   ``settings.url`` exactly as configured, with exactly the headers Content-Type:
   application/json, Authorization: Bearer <token> and User-Agent: CORread-reporter/2; TLS
   verified; redirects never followed (a 3xx is a failure, so the token never reaches
-  another address); ``settings.timeout`` (10 s) is one deadline for the whole exchange
+  another address; its body is read like any other answer's: at most 4096 bytes, the first
+  300 characters kept); ``settings.timeout`` (10 s) is one deadline for the whole exchange
   (connect, send the report, read the answer), however the server spreads its bytes; no
   retry. Never raises for a network or server failure: the :class:`Outcome` says what
   happened.
@@ -453,13 +454,17 @@ def _exchange(settings: ReportSettings, body: bytes, sess: requests.Session) -> 
             requests.Request("POST", settings.url, data=body, headers=headers(settings))
         )
         prepared._exact_target = request_target(settings.url)  # type: ignore[attr-defined]
-        resp = sess.send(
+        # The session's adapter sends it, not ``sess.send``: even with allow_redirects off,
+        # ``Session.send`` looks up the redirect's next request and reads a 3xx answer's
+        # whole body for it (megabytes, held in memory, and then no preview is left). So a
+        # 3xx is answered like any other status: not followed, at most 4096 bytes read.
+        resp = sess.get_adapter(prepared.url or settings.url).send(
             prepared,
-            timeout=settings.timeout,
-            allow_redirects=False,
-            verify=settings.verify,
-            proxies=_proxies(settings.url),
             stream=True,
+            timeout=settings.timeout,
+            verify=settings.verify,
+            cert=sess.cert,
+            proxies=_proxies(settings.url),
         )
         try:
             return classify(resp.status_code, _preview(resp, settings.token), len(body))
