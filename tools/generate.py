@@ -3,8 +3,9 @@
 ``python tools/generate.py --out generated`` (``make generate``) writes
 ``generated/python/trainrecord_spec``: pydantic v2 models from every schema under
 ``spec/schemas`` (datamodel-code-generator, pinned in pyproject.toml), the strict base
-class, a ``MODELS`` table from schema ``$id`` to model, and copies of the schemas,
-vectors and rule registry as package data. ``--check generated`` (``make
+class, a ``MODELS`` table from schema ``$id`` to model, ``fields.py`` (the report
+builders' keyword arguments as TypedDicts, from reporting.schema.json), and copies of the
+schemas, vectors and rule registry as package data. ``--check generated`` (``make
 check-generated``) generates into a temporary folder and compares the whole file set byte
 for byte. The output is the same on every run: no timestamps, sorted file lists.
 """
@@ -19,7 +20,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "spec"
@@ -145,6 +148,136 @@ def _model_table(pkg: Path) -> str:
     )
 
 
+REPORTING_SCHEMA = Path("reporting", "reporting.schema.json")
+BUILDER_DEFS = (
+    "training_config",
+    "lesion_config",
+    "wordset_config",
+    "training_validation",
+    "lesion_validation",
+    "training_epoch",
+    "lesion_epoch",
+)
+"""The ``$defs`` of reporting.schema.json that the report builders fill (``fields.py``)."""
+
+_JSON_TYPES = {
+    "string": "str",
+    "integer": "int",
+    "number": "float",
+    "boolean": "bool",
+    "null": "None",
+}
+
+
+def _class_name(definition: str, suffix: str = "") -> str:
+    return "".join(part.capitalize() for part in definition.split("_")) + suffix
+
+
+def _value_type(node: dict[str, Any], refs: list[str], defs: dict[str, Any]) -> str:
+    """The Python type of one property schema; a ``$ref`` is a TypedDict added to ``refs``
+    (``| None`` when the referenced schema's type includes null).
+
+    Only the shapes the builder $defs use are known: any other one stops the generation,
+    so a new shape is mapped here on purpose rather than typed wrongly.
+    """
+    if "$ref" in node:
+        ref = str(node["$ref"])
+        if not ref.startswith("#/$defs/"):
+            sys.exit(f"fields.py: unsupported $ref {ref!r}")
+        name = ref.removeprefix("#/$defs/")
+        if name not in refs:
+            refs.append(name)
+        nullable = "null" in (defs[name].get("type") or [])
+        return _class_name(name) + (" | None" if nullable else "")
+    if "enum" in node:
+        values = node["enum"]
+        return f"Literal[{', '.join(repr(v) for v in values)}]"
+    kinds = node.get("type")
+    names = kinds if isinstance(kinds, list) else [kinds]
+    out = []
+    for kind in names:
+        if kind == "array":
+            items = node.get("items")
+            if not isinstance(items, dict):
+                sys.exit(f"fields.py: an array without an items schema: {node!r}")
+            out.append(f"list[{_value_type(items, refs, defs)}]")
+        elif kind in _JSON_TYPES:
+            out.append(_JSON_TYPES[str(kind)])
+        else:
+            sys.exit(f"fields.py: unsupported property schema {node!r}")
+    return " | ".join(out)
+
+
+def _docstring(text: str, indent: str = "    ") -> str:
+    text = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    lines = textwrap.wrap(text, width=92 - len(indent), break_on_hyphens=False)
+    if len(lines) == 1 and len(lines[0]) <= 86 - len(indent):
+        return f'{indent}"""{lines[0]}"""\n'
+    return f'{indent}"""\n' + "".join(f"{indent}{line}\n" for line in lines) + f'{indent}"""\n'
+
+
+def _typed_dict(defs: dict[str, Any], definition: str, refs: list[str]) -> str:
+    """One TypedDict: every property of ``definition``, in schema order, with its type and
+    description. A builder's (``Fields``) keys are all optional (total=False), since the
+    builder fills a missing field with null; a referenced object's are the schema's
+    ``required``, which must then be all or none of them."""
+    schema = defs[definition]
+    props = schema["properties"]
+    if definition in BUILDER_DEFS:
+        head = f"class {_class_name(definition, 'Fields')}(TypedDict, total=False):\n"
+    else:
+        required = set(schema.get("required", []))
+        if required not in (set(), set(props)):
+            sys.exit(f"fields.py: {definition} has some required fields; map it by hand")
+        total = "" if required else ", total=False"
+        head = f"class {_class_name(definition)}(TypedDict{total}):\n"
+    body = _docstring(str(schema.get("description", definition)))
+    for name, node in props.items():
+        body += f"\n    {name}: {_value_type(node, refs, defs)}\n"
+        if node.get("description"):
+            body += _docstring(str(node["description"]))
+    return head + body
+
+
+def _fields_module() -> str:
+    """Source of ``fields.py``: the builders' keyword arguments as TypedDicts."""
+    schema = json.loads((SPEC / "schemas" / REPORTING_SCHEMA).read_text(encoding="utf-8"))
+    defs = schema["$defs"]
+    refs: list[str] = []
+    classes = [_typed_dict(defs, name, refs) for name in BUILDER_DEFS]
+    done: list[str] = []
+    while len(done) < len(refs):  # referenced objects, each once, before their first use
+        name = refs[len(done)]
+        done.append(name)
+        classes.insert(0, _typed_dict(defs, name, refs))
+    names = [_class_name(n) for n in reversed(done)] + [
+        _class_name(n, "Fields") for n in BUILDER_DEFS
+    ]
+    table = "".join(f"    {n!r}: {_class_name(n, 'Fields')},\n" for n in BUILDER_DEFS)
+    return (
+        banner(f"spec/schemas/{REPORTING_SCHEMA.as_posix()}")
+        + '"""The report builders\' keyword arguments, one TypedDict per $defs object of\n'
+        "reporting.schema.json.\n\n"
+        "``trainrecord.report.config(kind, **values)``, ``validation_entry`` and "
+        "``epoch_entry``\ntake ``**values: Unpack[...]`` of these, so an IDE completes the "
+        "field names and a type\nchecker flags a misspelt one or a value of the wrong type. "
+        "Every key is optional\n(``total=False``): the builder fills a missing field with "
+        "null. Bounds (minimum,\nminLength, ...) are not types: the builders and the schema "
+        "check them at run time.\n"
+        '"""\n\n'
+        "from __future__ import annotations\n\n"
+        "from typing import Any, Literal, TypedDict\n\n"
+        "__all__ = [\n"
+        + "".join(f"    {n!r},\n" for n in ["FIELDS", *names])
+        + "]\n\n\n"
+        + "\n\n".join(classes)
+        + "\n\nFIELDS: dict[str, Any] = {\n"
+        + table
+        + "}\n"
+        + '"""Each builder $defs name to its TypedDict."""\n'
+    )
+
+
 def generate_python(dest: Path) -> None:
     """Write the ``trainrecord_spec`` package under ``dest/python``."""
     pkg = dest / "python" / PACKAGE
@@ -190,6 +323,7 @@ def generate_python(dest: Path) -> None:
         text = (TEMPLATES / name).read_text(encoding="utf-8")
         (pkg / name).write_text(banner(f"tools/templates/{name}") + text, encoding="utf-8")
     (pkg / "_models.py").write_text(_model_table(pkg), encoding="utf-8")
+    (pkg / "fields.py").write_text(_fields_module(), encoding="utf-8")
     (pkg / "py.typed").write_text("", encoding="utf-8")
     for data in DATA_DIRS:
         src_dir = SPEC / data

@@ -12,7 +12,12 @@ Public API:
   §5.2 and §5.3 define them.
 * :func:`config`, :func:`validation_entry`, :func:`epoch_entry`: fill a kind's config,
   validation result or history entry with every field (missing ones null); unknown field
-  names are refused (``report.*.fields.extra``).
+  names are refused (``report.*.fields.extra``). Their keyword arguments are typed per kind
+  (overloads on ``Literal`` kinds, ``**values: Unpack[...]`` of the TypedDicts that
+  ``make generate`` writes from the schema into ``trainrecord_spec.fields``), so an IDE
+  completes the field names and mypy flags a misspelt one or a wrong value type.
+* :class:`JobStateFields`: the keyword arguments of ``RunFolder.job_state`` (JobState's
+  fields other than kind, run_id and config), typed the same way.
 * :func:`error_info` ``(exc) -> {"type", "message"}``: the message scrubbed (§7) and at
   most 500 characters.
 * :func:`problems` ``(payload) -> list[Problem]`` (schema, judged against the branch that
@@ -38,12 +43,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack, overload
 
 from pydantic import ValidationError
 
 from trainrecord.errors import Problem, RecordRefused
 from trainrecord.report.privacy import Secrets, privacy_problems, scrub_message
+
+if TYPE_CHECKING:  # only for the type checker: importing trainrecord_spec loads pydantic
+    from trainrecord_spec.fields import (
+        LesionConfigFields,
+        LesionEpochFields,
+        LesionValidationFields,
+        TrainingConfigFields,
+        TrainingEpochFields,
+        TrainingValidationFields,
+        WordsetConfigFields,
+    )
 
 log = logging.getLogger("trainrecord.report")
 
@@ -129,6 +145,12 @@ def _fill(definition: str, rule_prefix: str, values: Mapping[str, Any]) -> dict[
     return {name: values.get(name) for name in names}
 
 
+@overload
+def config(kind: Literal["training"], **values: Unpack[TrainingConfigFields]) -> dict[str, Any]: ...
+@overload
+def config(kind: Literal["lesion"], **values: Unpack[LesionConfigFields]) -> dict[str, Any]: ...
+@overload
+def config(kind: Literal["wordset"], **values: Unpack[WordsetConfigFields]) -> dict[str, Any]: ...
 def config(kind: Kind, **values: Any) -> dict[str, Any]:
     """A kind's config with every field; missing ones are null (``lesioned_units`` empty).
 
@@ -149,6 +171,14 @@ def config(kind: Kind, **values: Any) -> dict[str, Any]:
     return out
 
 
+@overload
+def validation_entry(
+    kind: Literal["training", "wordset"], **values: Unpack[TrainingValidationFields]
+) -> dict[str, Any]: ...
+@overload
+def validation_entry(
+    kind: Literal["lesion"], **values: Unpack[LesionValidationFields]
+) -> dict[str, Any]: ...
 def validation_entry(kind: Kind, **values: Any) -> dict[str, Any]:
     """One validation result (initial_validation, or lesion intact/lesioned), every field;
     a NaN or infinite value is null (see :func:`epoch_entry`)."""
@@ -157,6 +187,12 @@ def validation_entry(kind: Kind, **values: Any) -> dict[str, Any]:
     return _finite(_fill(definition, "report.initial_validation", values), definition)
 
 
+@overload
+def epoch_entry(
+    kind: Literal["training", "wordset"], **values: Unpack[TrainingEpochFields]
+) -> dict[str, Any]: ...
+@overload
+def epoch_entry(kind: Literal["lesion"], **values: Unpack[LesionEpochFields]) -> dict[str, Any]: ...
 def epoch_entry(kind: Kind, **values: Any) -> dict[str, Any]:
     """One history entry with every field of the kind; missing ones are null.
 
@@ -317,6 +353,33 @@ def error_info(exc: BaseException, secrets: Secrets | None = None) -> dict[str, 
         "type": type(exc).__name__[:200] or "Exception",
         "message": scrub_message(text, secrets),
     }
+
+
+class JobStateFields(TypedDict, total=False):
+    """The keyword arguments of :meth:`RunFolder.job_state
+    <trainrecord.report.RunFolder.job_state>`: every :class:`JobState` field but ``kind``,
+    ``run_id`` and ``config`` (the run folder gives run_id; kind and config are its
+    positional arguments), with JobState's types. tests/spec/test_typed_surface.py keeps
+    the two in step."""
+
+    name: str
+    group: str
+    host: str
+    started_at: str | None
+    finished_at: str | None
+    running: bool
+    epochs_first: int | None
+    epochs_total: int | None
+    phase: str | None
+    batch: int | None
+    batches: int | None
+    initial_validation: dict[str, Any] | None
+    history: list[dict[str, Any]]
+    words_done: int | None
+    words_total: int | None
+    work_started: float
+    words_at_start: int
+    error: dict[str, str] | None
 
 
 @dataclass

@@ -48,14 +48,21 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Unpack
 
 from trainrecord.arguments import ArgumentRefused
 from trainrecord.canonical import dumps_strict
 from trainrecord.errors import RecordRefused
 from trainrecord.folders import make_folder, open_no_link
 from trainrecord.foundry import files
-from trainrecord.report.payload import JobState, Kind, check_kind, local_time, mended_entry
+from trainrecord.report.payload import (
+    JobState,
+    JobStateFields,
+    Kind,
+    check_kind,
+    local_time,
+    mended_entry,
+)
 from trainrecord.report.seq import SEQ_FILE, SeqClock
 
 try:
@@ -141,11 +148,15 @@ class RunFolder:
         """The run's seq clock, shared through ``report_seq.json`` by every process."""
         return SeqClock(self.seq_path, clock=clock)
 
-    def job_state(self, kind: Kind, config: dict[str, Any], **fields: Any) -> JobState:
+    def job_state(
+        self, kind: Kind, config: dict[str, Any], **fields: Unpack[JobStateFields]
+    ) -> JobState:
         """A :class:`JobState` with this run's run_id, name, group and first start time.
 
         ``fields`` are the other JobState fields (``epochs_first``, ``epochs_total``,
-        ``words_total``, ...); ``name`` and ``group`` may be given to override the folder's.
+        ``words_total``, ...; typed by :class:`~trainrecord.report.payload.JobStateFields`,
+        so a type checker flags a misspelt one); ``name`` and ``group`` may be given to
+        override the folder's.
         ``history`` defaults to the one a Reporter kept in metadata.json (:data:`HISTORY`):
         a resumed job and a snapshot from another process report every epoch so far. A
         kept entry that breaks the spec is mended or left out, with a warning, as
