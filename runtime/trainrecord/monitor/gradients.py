@@ -44,15 +44,32 @@ from typing import Any
 import torch
 from torch import nn
 
+WHOLE_MODEL = "model"
+"""The layer name of a model that is one module without submodules (a bare ``nn.Linear``,
+``nn.Conv2d``): ``named_modules()`` names it ``""``, which no layer may be called."""
+
+
+def named_modules(model: nn.Module) -> dict[str, nn.Module]:
+    """``dict(model.named_modules())``, with a model that has no submodules (a bare
+    ``nn.Linear``: logistic regression, one convolution) named :data:`WHOLE_MODEL` instead of
+    ``""``: it is one layer, and a producer when it is a Conv or Linear (taken apart into a
+    layer per parameter, as a container's own parameters are, a Linear was two layers of
+    kind ``Parameter``, never a producer, and its run had no structure or manifest)."""
+    modules = dict(model.named_modules())
+    if len(modules) == 1:
+        return {WHOLE_MODEL: model}
+    return modules
+
 
 def parameter_layers(model: nn.Module) -> dict[str, list[tuple[str, nn.Parameter]]]:
     """Modules that own trainable parameters directly, in ``named_modules()`` order.
 
-    A parameter the model itself owns (a ViT's ``pos_embedding``, a ``logit_scale``) has no
-    module name of its own: it is a layer by itself, named after the parameter (its kind is
-    ``Parameter``, see :func:`layer_kind`)."""
+    A parameter a model with submodules owns itself (a ViT's ``pos_embedding``, a
+    ``logit_scale``) has no module name of its own: it is a layer by itself, named after the
+    parameter (its kind is ``Parameter``, see :func:`layer_kind`). A model without
+    submodules is one layer, :data:`WHOLE_MODEL` (see :func:`named_modules`)."""
     out: dict[str, list[tuple[str, nn.Parameter]]] = {}
-    for name, module in model.named_modules():
+    for name, module in named_modules(model).items():
         params = [(n, p) for n, p in module.named_parameters(recurse=False) if p.requires_grad]
         if not params:
             continue

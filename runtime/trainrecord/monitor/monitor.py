@@ -71,6 +71,7 @@ from trainrecord.monitor.gradients import (
     GradientAlarms,
     GradientNorms,
     layer_kind,
+    named_modules,
     parameter_layers,
 )
 from trainrecord.monitor.loss import LossTracker
@@ -281,7 +282,7 @@ class Monitor:
                 errno.ENOTDIR, in_the_way(self.run_dir, in_way, "Monitor's run_dir"), str(in_way)
             )
         self.name = name or self.run_dir.name or self.run_dir.resolve().name  # (".")
-        self.modules = dict(self.model.named_modules())
+        self.modules = named_modules(self.model)
         self._parameters = list(self.model.parameters())  # (requires_grad is read at checks)
         self._trainable = self._trainable_now()
         self._producer_modules: dict[str, int] = {}  # id of each producer's module
@@ -904,7 +905,7 @@ class Monitor:
         changed = False
         if self._held.registered.is_set():  # something was registered in the process
             self._held.registered.clear()
-            modules = dict(self.model.named_modules())
+            modules = named_modules(self.model)
             if [(n, id(m)) for n, m in modules.items()] != [
                 (n, id(m)) for n, m in self.modules.items()
             ]:
