@@ -242,6 +242,13 @@ MUTATIONS: dict[str, list[tuple[str, Any, str, str]]] = {
             "diary.run_start.fields.missing",
             "run_start without python is refused",
         ),
+        (
+            "severity",
+            "bogus",
+            "diary.severity.value",
+            "an unlisted severity on run_start is checked",
+        ),
+        ("step", -3, "diary.step.negative", "an unlisted step on run_start is never negative"),
     ],
     "structure": [
         ("pairs", [], "diary.structure.pairs.type", "pairs must be an object"),
@@ -324,6 +331,12 @@ MUTATIONS: dict[str, list[tuple[str, Any, str, str]]] = {
             "diary.alarm_cleared.fields.missing",
             "alarm_cleared without grad_norm is refused",
         ),
+        (
+            "severity",
+            "bogus",
+            "diary.severity.value",
+            "alarm_cleared lists no severity; one it carries is still one of the five",
+        ),
     ],
     "channels": [
         ("level", "half", "diary.channels.level.value", "an unknown level is refused"),
@@ -339,6 +352,24 @@ MUTATIONS: dict[str, list[tuple[str, Any, str, str]]] = {
         ("flat", [0.5], "diary.channel_list.item", "a fractional channel index is refused"),
         ("severity", "fatal", "diary.severity.value", "an unknown severity is refused"),
         (
+            "severity",
+            "proof",
+            "diary.channels.severity.value",
+            "a channels event is no certificate: severity proof is refused (info or warning)",
+        ),
+        (
+            "severity",
+            "critical",
+            "diary.channels.severity.value",
+            "a channels event is no non-finite value: severity critical is refused",
+        ),
+        (
+            "severity",
+            "action",
+            "diary.channels.severity.value",
+            "a channels event is no repair: severity action is refused",
+        ),
+        (
             "n_decayed",
             MISSING,
             "diary.channels.fields.missing",
@@ -348,6 +379,18 @@ MUTATIONS: dict[str, list[tuple[str, Any, str, str]]] = {
     ],
     "channels_cleared": [
         ("level", "few", "diary.channels_cleared.level.value", "an unknown level is refused"),
+        (
+            "severity",
+            "proof",
+            "diary.channels.severity.value",
+            "a channels_cleared event is no certificate: severity proof is refused",
+        ),
+        (
+            "severity",
+            "critical",
+            "diary.channels.severity.value",
+            "a channels_cleared event is no non-finite value: severity critical is refused",
+        ),
         (
             "observed",
             MISSING,
@@ -538,6 +581,21 @@ MUTATIONS: dict[str, list[tuple[str, Any, str, str]]] = {
     "sink_error": [
         ("sink", MISSING, "diary.sink_error.fields.missing", "sink_error without sink is refused"),
         ("error", "", "diary.text.empty", "an empty error text is refused"),
+        (
+            "step",
+            "x",
+            "diary.step.type",
+            "a step sink_error does not list is still a step: a string is refused",
+        ),
+        ("step", -3, "diary.step.negative", "a step on a sink_error is never negative"),
+        (
+            "severity",
+            "bogus",
+            "diary.severity.value",
+            "a severity sink_error does not list is still one of the five",
+        ),
+        ("layer", 5, "diary.layer.type", "a layer on a sink_error is a module name: 5 is refused"),
+        ("layer", "", "diary.layer.empty", "a layer on a sink_error is not empty"),
     ],
     "run_end": [
         ("counts", [], "diary.run_end.counts.type", "counts must be an object"),
@@ -593,6 +651,16 @@ COMMON_MUTATIONS: list[tuple[str, Any, str, str]] = [
     ("hash", 0, "diary.hash.type", "a hash that is not a string is refused"),
     ("hash", MISSING, "diary.line.fields.missing", "a line without hash is refused"),
     ("time", MISSING, "diary.line.fields.missing", "a line without time is refused"),
+    (
+        "step",
+        "x",
+        "diary.step.type",
+        "an unknown event's step is still a step: a string is refused",
+    ),
+    ("step", -1, "diary.step.negative", "an unknown event's step is never negative"),
+    ("severity", "bogus", "diary.severity.value", "an unknown event's severity is one of the five"),
+    ("layer", 5, "diary.layer.type", "an unknown event's layer is a module name: 5 is refused"),
+    ("layer", "", "diary.layer.empty", "an unknown event's layer is not empty"),
 ]
 
 
@@ -651,6 +719,15 @@ def event_group(event: str) -> dict[str, Any]:
                     "valid": True,
                 }
             )
+    if event in ("sink_error", "alarm_cleared", "loss_recovered"):
+        tests.append(
+            {
+                "description": f"a {event} line carrying a step, severity and layer of the seed's "
+                "meanings (its list names not all of them) is valid",
+                "data": {**valid, "step": 3, "severity": "info", "layer": "conv1.0"},
+                "valid": True,
+            }
+        )
     if event == "run_start":
         tests.append(
             {

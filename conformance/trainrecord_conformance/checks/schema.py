@@ -5,9 +5,10 @@ valid instance of the same schema must be valid, and an instance that breaks exa
 rule must be invalid, naming the rule. The Foundry writer and reader rules get a second
 check through ``write_metrics`` and ``read_witness`` (:mod:`.foundry`).
 
-Three schema sites the strategy engine cannot reach yet (an ``anyOf`` inside
+Four schema sites the strategy engine cannot reach yet (an ``anyOf`` inside
 ``additionalProperties``, a ``type`` under a nested ``oneOf`` branch, a ``type`` in an
-``if``/``then`` that meets the property's own) get hand-written
+``if``/``then`` that meets the property's own, an ``enum`` of an event that meets the
+common one: a channels event's severity) get hand-written
 breaking strategies (:data:`HAND_BROKEN`), held to the same standard: the oracle must
 report exactly that rule for every drawn instance.
 """
@@ -89,10 +90,31 @@ def _alarm_baseline_null(rule: str) -> st.SearchStrategy[S.Broken]:
     )
 
 
+CHANNELS = tuple(
+    f"https://trainrecord.dev/schemas/diary/events/{e}.schema.json"
+    for e in ("channels", "channels_cleared")
+)
+
+
+def _channels_severity(rule: str) -> st.SearchStrategy[S.Broken]:
+    """A valid channels or channels_cleared line whose severity is another event's (action,
+    proof, critical): one of the five every line takes, so the two ``enum`` keywords that
+    meet on it (the common one and the event's) leave no site of one rule."""
+    other = st.sampled_from(["action", "proof", "critical"])
+    return st.tuples(st.sampled_from(CHANNELS), other).flatmap(
+        lambda t: S.valid_instances(t[0]).map(
+            lambda valid: _exact(
+                rule, S.Broken(t[0], {**valid, "severity": t[1]}, f"{rule} severity")
+            )
+        )
+    )
+
+
 HAND_BROKEN = {
     "diary_metrics.grad.value": _grad_value,
     "report.lesion.initial_validation.intact.null": _intact_null,
     "diary.alarm.baseline.null": _alarm_baseline_null,
+    "diary.channels.severity.value": _channels_severity,
 }
 """Schema rules whose breaking instances are written by hand, by rule id."""
 

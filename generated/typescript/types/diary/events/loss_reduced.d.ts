@@ -25,7 +25,7 @@ export type DiaryLossReduced = DiaryLineCommon & {
 };
 
 /**
- * The fields every line of diary.jsonl carries: its position, time, event type and the two hashes that chain it to the line before. A line may carry more fields than its event lists, never fewer; fields a reader does not know are ignored.
+ * The fields every line of diary.jsonl carries: its position, time, event type and the two hashes that chain it to the line before. A line may carry more fields than its event lists, never fewer; fields a reader does not know are ignored. The seed's named fields step, severity and layer keep their meaning on every line that carries them, listed for its event or not (and on event types this version does not list).
  */
 export interface DiaryLineCommon {
   /**
@@ -48,5 +48,17 @@ export interface DiaryLineCommon {
    * SHA-256 (64 lowercase hex characters) of prev followed by the canonical JSON of the line without prev and hash: json.dumps(body, sort_keys=True, separators=(",", ":")), UTF-8.
    */
   hash: string;
+  /**
+   * On any line that carries it (the event's list names it or not): the optimizer step at which the check ran, counting from 0. Optional here; the events that list it require it.
+   */
+  step?: number;
+  /**
+   * On any line that carries it: one of info, warning, action, proof, critical. Optional here; the events that list it require it (some fix its value).
+   */
+  severity?: "info" | "warning" | "action" | "proof" | "critical";
+  /**
+   * On any line that carries it: a module name from model.named_modules(). Optional here; the events that list it require it.
+   */
+  layer?: string;
   [k: string]: unknown;
 }

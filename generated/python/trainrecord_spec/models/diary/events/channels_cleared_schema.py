@@ -23,9 +23,9 @@ class DiaryChannelsCleared(DiaryLineCommon):
     """
     The optimizer step at which the check ran, counting from 0.
     """
-    severity: Literal['info', 'warning', 'action', 'proof', 'critical']
+    severity: Literal['info', 'warning']
     """
-    The severity of the change: warning when stuck channels appear or grow, info when they shrink or clear.
+    The severity of the change: warning when stuck channels appear or grow, info when they shrink or clear. Never action, proof or critical: those are a repair's, a certificate's and non-finite values'.
     """
     layer: Annotated[str, Field(min_length=1)]
     """

@@ -23,9 +23,9 @@ class DiaryChannels(DiaryLineCommon):
     """
     The optimizer step at which the check ran, counting from 0.
     """
-    severity: Literal['info', 'warning', 'action', 'proof', 'critical']
+    severity: Literal['info', 'warning']
     """
-    warning when the level is most or all, or any channel is certified; info otherwise.
+    warning when the level is most or all, or any channel is certified; info otherwise. Never action, proof or critical: those are a repair's, a certificate's and non-finite values'.
     """
     layer: Annotated[str, Field(min_length=1)]
     """
