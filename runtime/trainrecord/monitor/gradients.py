@@ -27,10 +27,15 @@ parameters were updated since the last check is not judged: see
 comes back. A fall below the band that the network explains is no ``vanishing``: the
 loss fell by at least ``loss_share`` of as many decades below its mean over the same
 checks (a converging network), or every layer fell with it (the layer is within its band
-of the median layer's fall) and the loss now (median of the last 3 checks) is within 0.2
-decades (1.6 x) of the run's lowest median of 10; an explained fall moves the baseline's
-mean, not its spread. Non-finite norms and norms outside the band never enter a
-baseline, so a broken layer cannot drag its baseline along; an explained fall does.
+of the median layer's fall, and no layer stands above that fall by more than its own
+band) and the loss now (median of the last 3 checks) is within 0.2 decades (1.6 x) of the
+run's lowest median of 10; an explained fall moves the baseline's mean, not its spread.
+A head whose weights died (scaled to nothing) keeps its own gradient, the output error
+times its inputs, while every layer below it loses decades: the network did not fall as
+a whole, and those layers are ``vanishing`` (the median alone read it as convergence,
+whether the loss jumped or, in a network that never learned, sat at chance). Non-finite
+norms and norms outside the band never enter a baseline, so a broken layer cannot drag
+its baseline along; an explained fall does.
 """
 
 from __future__ import annotations
@@ -360,6 +365,10 @@ class GradientAlarms:
             seen.append((layer, norm, base, distance))
         distances = [d for *_, d in seen if d is not None]
         shift = statistics.median(distances) if len(distances) >= self.network_layers else None
+        if shift is not None and any(
+            d is not None and d - shift > self._band(b) for _, _, b, d in seen
+        ):
+            shift = None  # a layer kept its gradient (a dead head's): not the whole network
         events: list[tuple[str, dict[str, Any]]] = []
         for layer, norm, base, distance in seen:
             diagnosis, sigma = self._diagnose(norm, base, distance)
@@ -447,7 +456,8 @@ class GradientAlarms:
         at least ``loss_share`` of the fall's decades (a converging network: a
         cross-entropy's gradient shrinks with it, a squared error's with its root), or the
         whole network's gradients fell with it (the median layer's fall; within the band of
-        it) while the loss now (median of the last 3 checks) is within ``loss_rise`` decades of
+        it, and ``shift`` is None when some layer stayed above it by more than its band)
+        while the loss now (median of the last 3 checks) is within ``loss_rise`` decades of
         the lowest median of 10 checks of the run."""
         if distance is None:
             return False
