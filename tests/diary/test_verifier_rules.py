@@ -40,12 +40,13 @@ def _seal_edit(run: Path, edit: Callable[[dict], None]) -> None:
     (run / "record.json").write_text(json.dumps(seal, indent=2, sort_keys=True) + "\n")
 
 
-def _relink(run: Path, renumber: bool = True) -> None:
-    """Recompute seq, prev and hash of every line (a forger who knows the recipe)."""
+def _relink(run: Path, renumber: bool = True, first_prev: str = "0" * 64) -> None:
+    """Recompute seq, prev and hash of every line (a forger who knows the recipe), the first
+    line's prev being ``first_prev``."""
     import hashlib
 
     lines = [json.loads(x) for x in _lines(run)]
-    prev = "0" * 64
+    prev = first_prev
     out = []
     for seq, line in enumerate(lines):
         if renumber:
@@ -225,6 +226,22 @@ def signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return root / "run", pub
 
 
+LINE = {
+    "diary.chain.seq": 6,
+    "diary.chain.prev": 6,
+    "diary.chain.hash": 6,
+    "diary.file.json": 4,
+    "diary.time.precision": 6,
+    "diary.order.run_start": 1,
+    "diary.order.run_end": 20,
+    "diary.metrics.sha256": 19,
+    "diary.metrics.json": 1,
+}
+"""The 1-based line each case's failure names (in diary.jsonl; metrics.jsonl for
+diary.metrics.json): the broken line itself, not a later line that fails because of it (a
+forward jump of seq accepted would fail only on the next line, with the same rule)."""
+
+
 @pytest.mark.parametrize("rule", sorted(CASES))
 def test_the_verifier_reports_the_rule(signed, tmp_path: Path, rule: str) -> None:
     run = tmp_path / "run"
@@ -234,6 +251,8 @@ def test_the_verifier_reports_the_rule(signed, tmp_path: Path, rule: str) -> Non
     result = verify(run, public_key=signed[1])
     assert result.status == "failed" and result.failure is not None
     assert result.failure.rule == rule, result.summary()
+    if rule in LINE:
+        assert result.failure.line == LINE[rule], result.summary()
 
 
 def test_a_torn_tail_is_reported_as_torn(signed, tmp_path: Path) -> None:
@@ -244,6 +263,91 @@ def test_a_torn_tail_is_reported_as_torn(signed, tmp_path: Path) -> None:
     _torn(run)
     result = verify(run)
     assert result.status == "torn" and result.torn_bytes == len(b'{"seq":')
+    (run / "diary.jsonl").write_bytes(b'{"seq":0')  # a lone torn line: torn, not empty
+    result = verify(run)
+    assert (result.status, result.failure, result.torn_bytes) == ("torn", None, 8)
+
+
+def _first_prev(run: Path) -> None:
+    _relink(run, first_prev="1" * 64)  # every hash right, the first prev not 64 zeros
+
+
+def _run_end_after_run_end(run: Path) -> None:
+    lines = _lines(run)
+    _put(run, [*lines, lines[-1]])  # the final run_end twice
+    _relink(run)
+
+
+def _sig_padding_bits(run: Path) -> None:
+    """The same 64 bytes in base64 whose unused padding bits are not zero (the last data
+    character before '==' carries 2 bits of the last byte and 4 unused bits)."""
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    text = (run / "record.sig").read_text()
+    assert text.endswith("==\n")
+    last = alphabet.index(text[-4])
+    assert last & 0b1111 == 0
+    odd = text[:-4] + alphabet[last | 1] + text[-3:]
+    assert base64.b64decode(odd.strip(), validate=True) == base64.b64decode(text.strip())
+    (run / "record.sig").write_text(odd)
+
+
+VARIANTS: dict[str, tuple[str, int, bool, Callable[[Path], None]]] = {
+    "first line's prev": ("diary.chain.prev", 1, False, _first_prev),
+    "run_end after run_end": ("diary.order.run_end", 20, False, _run_end_after_run_end),
+    "sealed, torn tail": ("seal.diary.lines", 0, True, _torn),
+    "signature padding bits": ("seal.signature.format", 0, True, _sig_padding_bits),
+}
+"""More ways to break a rule: (rule, line, sealed, break). The diary cases are checked
+unsealed, so that only the diary itself can fail them."""
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_the_verifier_reports_the_rule_on_its_line(signed, tmp_path: Path, name: str) -> None:
+    """diary.chain.prev on the first line (its prev against 64 zeros, every hash right);
+    diary.order.run_end for a run_end straight after a run_end; a sealed record whose diary
+    has a torn tail fails seal.diary.lines (the line count the seal pins, whatever the
+    bytes); record.sig must be canonical base64 (the same signature with non-zero padding
+    bits fails seal.signature.format)."""
+    rule, line, sealed, breaker = VARIANTS[name]
+    run = tmp_path / "run"
+    shutil.copytree(signed[0], run)
+    key = signed[1] if sealed else None
+    if not sealed:
+        for seal_file in ("record.json", "record.sig"):
+            (run / seal_file).unlink()
+    assert verify(run, public_key=key).ok
+    breaker(run)
+    result = verify(run, public_key=key)
+    assert result.status == "failed" and result.failure is not None, result.summary()
+    assert (result.failure.rule, result.failure.line) == (rule, line), result.summary()
+
+
+def test_a_final_run_end_may_not_name_an_earlier_run_ends_digest(tmp_path: Path) -> None:
+    """diary.metrics.sha256: the final run_end names the whole of metrics.jsonl. A resumed
+    session that added a row, whose run_end repeats the first session's digest (a prefix
+    of the file, valid for the first run_end), fails on the final run_end's line."""
+    from tests.diary.helpers import BODIES
+    from trainrecord.diary import DiaryWriter, MetricsWriter
+
+    run = tmp_path / "run"
+    digests = []
+    for session in range(2):
+        with DiaryWriter(run, seal=False) as w, MetricsWriter(run) as m:
+            w.append("run_start", BODIES["run_start"])
+            row = {"step": session, "loss": 1.0, "grad": {"a": 0.1}, "stuck": {"a": [0, 0, 0, 0]}}
+            m.append(row)
+            digests.append(m.sha256())
+            end = {**BODIES["run_end"], "checks": 1, "metrics_sha256": m.sha256()}
+            w.append("run_end", end)
+    assert verify(run).ok, verify(run).summary()
+    n = len(_lines(run))
+    _edit_line(run, n - 1, metrics_sha256=digests[0])
+    _relink(run)
+    result = verify(run)
+    assert result.status == "failed" and result.failure is not None
+    assert (result.failure.rule, result.failure.line) == ("diary.metrics.sha256", n), (
+        result.summary()
+    )
 
 
 def test_every_verifier_or_writer_rule_has_a_case() -> None:

@@ -243,8 +243,10 @@ def test_reader_refuses_invalid_rows(tmp_path: Path) -> None:
     assert info.value.rules == ["metrics.horizon.type"]
 
 
-@pytest.mark.parametrize("version", [2, "2", None])
+@pytest.mark.parametrize("version", [2, "2", None, True, 1.0])
 def test_reader_refuses_metrics_beside_another_version(results: Path, version: Any) -> None:
+    """metrics.read.sibling_version: only the integer 1 is version 1; true and 1.0 (equal
+    to 1 in Python, not integers in JSON) are another version."""
     path = write_metrics(results, [good_row()])
     (results / "observed.attempt1.json").write_text(
         json.dumps({"run_record_format": version}), encoding="utf-8"

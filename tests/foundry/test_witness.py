@@ -472,15 +472,34 @@ def test_reader_refuses_schema_problems(tmp_path: Path) -> None:
     assert set(info.value.rules) == {"witness.attempt.negative", "witness.fields.extra"}
 
 
-def test_reader_checks_attempt_against_file_name(tmp_path: Path) -> None:
+@pytest.mark.parametrize("attempt", [1, 0])
+def test_reader_checks_attempt_against_file_name(tmp_path: Path, attempt: int) -> None:
+    """witness.attempt.filename: attempt 0 (the first attempt, the smallest valid value) in
+    observed.attempt2.json is refused like any other attempt that is not 2."""
     path = tmp_path / "observed.attempt2.json"
-    path.write_text(json.dumps(_witness_doc(attempt=1)), encoding="utf-8")
+    path.write_text(json.dumps(_witness_doc(attempt=attempt)), encoding="utf-8")
     with pytest.raises(RecordRefused) as info:
         read_witness(path)
     assert info.value.rules == ["witness.attempt.filename"]
     other = tmp_path / "copy-of-witness.json"
-    other.write_text(json.dumps(_witness_doc(attempt=1)), encoding="utf-8")
-    assert read_witness(other).attempt == 1
+    other.write_text(json.dumps(_witness_doc(attempt=attempt)), encoding="utf-8")
+    assert read_witness(other).attempt == attempt
+
+
+def test_reader_reads_a_witness_of_the_cap_and_refuses_one_byte_more(tmp_path: Path) -> None:
+    """witness.file.regular: a witness of at most 1 MiB is read whole; one byte more is
+    refused, not read cut at the cap (the cut here would be a valid witness: the JSON ends
+    in spaces)."""
+    cap = 1 << 20
+    text = json.dumps(_witness_doc(attempt=0)).encode()
+    path = tmp_path / "observed.attempt0.json"
+    path.write_bytes(text + b" " * (cap - len(text)))
+    assert read_witness(path).attempt == 0
+    path.write_bytes(text + b" " * (cap + 1 - len(text)))
+    with pytest.raises(RecordRefused) as info:
+        read_witness(path)
+    assert info.value.rules == ["witness.file.regular"]
+    assert "larger than 1 MiB" in str(info.value)
 
 
 @pytest.mark.parametrize(

@@ -230,6 +230,20 @@ def test_detached_branch_is_no_gradient_then_cleared(run_dir: Path) -> None:
     assert metrics(run_dir)[0]["grad"]["block1.0"] is None  # no gradient at all: null
 
 
+def test_the_default_warm_up_is_five_checks(run_dir: Path) -> None:
+    """spec/README.md: no alarm during the first 5 checks (warm-up), Monitor's default: a
+    branch with no gradient from the start is in alarm at the 6th check, not before."""
+    torch.manual_seed(0)
+    model = TinyCNN(detach_second=True)
+    optimizer = sgd(model)
+    with Monitor(model, optimizer, run_dir, check_every=1) as monitor:
+        train(model, optimizer, monitor, 8)
+    alarms = events(read_run(run_dir), "alarm")
+    assert {a["layer"] for a in alarms} == {"block1.0", "block1.1"}
+    assert all(a["diagnosis"] == "no_gradient" for a in alarms)
+    assert min(a["step"] for a in alarms) == 5  # checks at steps 0-4 are the warm-up
+
+
 def test_exploding_learning_rate(run_dir: Path) -> None:
     torch.manual_seed(0)
     model = TinyMLP()

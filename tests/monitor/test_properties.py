@@ -208,6 +208,83 @@ def test_one_check_above_the_band_is_no_alarm_two_are(
     ]
 
 
+@given(
+    st.floats(min_value=1e-6, max_value=1e3),
+    st.integers(min_value=6, max_value=30),
+    st.floats(min_value=1.1, max_value=6.0),
+    st.booleans(),
+)
+def test_one_check_below_the_band_then_one_above_is_no_alarm(
+    norm: float, checks: int, decades: float, low_first: bool
+) -> None:
+    # spec/README.md: vanishing and exploding need two checks in a row on the same side of
+    # the band; one below then one above (or the reverse) is two single checks.
+    alarms = GradientAlarms({"layer": "Linear"}, warmup=5)
+    for step in range(checks):
+        assert alarms.observe(step, {"layer": norm * (1.0 + 0.01 * (step % 3))}) == []
+    low, high = norm * 10.0**-decades, norm * 10.0**decades
+    first, second = (low, high) if low_first else (high, low)
+    assert alarms.observe(checks, {"layer": first}) == []
+    assert alarms.observe(checks + 1, {"layer": second}) == []  # the other side: no alarm
+    [(event, fields)] = alarms.observe(checks + 2, {"layer": second})  # twice on that side
+    side = "exploding" if second == high else "vanishing"
+    assert (event, fields["diagnosis"], fields["step"]) == ("alarm", side, checks + 2)
+
+
+@given(st.integers(min_value=10, max_value=64))
+def test_a_producer_at_all_stays_there_while_90_percent_are_stuck(total: int) -> None:
+    # spec/README.md: a producer whose last event said all stays there (no event) while at
+    # least 90 % of its channels are stuck; below that, an event at its level now.
+    tracker = ChannelTracker()
+    first = tracker.observe(0, "fc", None, ChannelCounts(total, observed=list(range(total))))
+    assert first is not None and first[1]["level"] == "all"
+    floor = next(n for n in range(total + 1) if n >= 0.9 * total)
+    for step, stuck in enumerate(range(total - 1, floor - 1, -1), 1):
+        counts = ChannelCounts(total, observed=list(range(stuck)))
+        assert tracker.observe(step, "fc", None, counts) is None
+    change = tracker.observe(99, "fc", None, ChannelCounts(total, observed=list(range(floor - 1))))
+    assert change is not None and change[0] == "channels"
+    assert (change[1]["level"], change[1]["n_observed"]) == ("most", floor - 1)
+
+
+def test_a_channels_event_with_a_certified_channel_is_a_warning() -> None:
+    # spec/README.md: severity warning for most/all or any certified channel, else info.
+    certified = ChannelTracker().observe(0, "fc", None, ChannelCounts(10, certified=[0]))
+    observed = ChannelTracker().observe(0, "fc", None, ChannelCounts(10, observed=[0]))
+    assert certified is not None and observed is not None
+    assert (certified[0], certified[1]["level"], certified[1]["severity"]) == (
+        "channels",
+        "some",
+        "warning",
+    )
+    assert (observed[0], observed[1]["level"], observed[1]["severity"]) == (
+        "channels",
+        "some",
+        "info",
+    )
+
+
+def test_a_new_certified_channel_at_the_same_level_writes_an_event() -> None:
+    # spec/README.md: channels is written when a producer's (level, set of certified
+    # channels) changes; hysteresis holds a level unless its certified set changes.
+    tracker = ChannelTracker()
+    assert tracker.observe(0, "fc", None, ChannelCounts(10, certified=[0])) is not None
+    assert tracker.observe(1, "fc", None, ChannelCounts(10, certified=[0])) is None
+    change = tracker.observe(2, "fc", None, ChannelCounts(10, certified=[0, 1]))
+    assert change is not None and change[0] == "channels"
+    assert (change[1]["level"], change[1]["n_certified"], change[1]["certified"]) == (
+        "some",
+        2,
+        [0, 1],
+    )
+    # at all, then held at 90 %: a change of the certified set still writes an event
+    tracker = ChannelTracker()
+    assert tracker.observe(0, "c", None, ChannelCounts(10, observed=list(range(10)))) is not None
+    held = ChannelCounts(10, certified=[0], observed=list(range(1, 9)))
+    change = tracker.observe(1, "c", None, held)
+    assert change is not None and (change[1]["level"], change[1]["n_certified"]) == ("most", 1)
+
+
 @given(st.integers(min_value=4, max_value=64), st.data())
 def test_a_level_wavering_around_the_half_writes_one_event(total: int, data: st.DataObject) -> None:
     # A user probe: a squeeze-excitation layer at 9/18 (most, warning) <-> 8/18 (some)

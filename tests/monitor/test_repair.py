@@ -140,6 +140,42 @@ def test_linear_units_with_zero_weights_and_negative_bias_are_certified(run_dir:
     assert not events(lines, "certificate_refused")
 
 
+@pytest.mark.parametrize(
+    ("lr", "weight_decay", "momentum", "certified"),
+    [
+        (0.5, 2.0, 0.0, False),  # lr x weight_decay exactly 1: not below the limit
+        (0.5, 1.5, 0.0, True),
+        (0.5, 0.5, 0.25, False),  # exactly (1 - sqrt(0.25))^2 = 0.25
+        (0.5, 0.25, 0.25, True),
+    ],
+)
+def test_weight_decay_at_the_limit_is_refused(
+    run_dir: Path, lr: float, weight_decay: float, momentum: float, certified: bool
+) -> None:
+    """spec/README.md: SGD is certified when lr x weight_decay is below (1 - sqrt(momentum))^2
+    (1 without momentum); at the limit exactly it is refused."""
+    torch.manual_seed(0)
+    model = TinyMLP()
+    optimizer = torch.optim.SGD(
+        model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay
+    )
+    with torch.no_grad():
+        model.fc1.weight[:3] = 0.0
+        model.fc1.bias[:3] = -0.5
+    with Monitor(model, optimizer, run_dir, check_every=4) as monitor:
+        train(model, optimizer, monitor, 1)
+    lines = read_run(run_dir)
+    if certified:
+        [certificate] = events(lines, "certificate")
+        assert certificate["layer"] == "fc1" and certificate["channels"] == [0, 1, 2]
+        assert not events(lines, "certificate_refused")
+        return
+    [refused] = events(lines, "certificate_refused")
+    assert refused["layer"] == "fc1" and refused["step"] == 0
+    assert f"lr x weight_decay = {lr * weight_decay:.3g} is not below" in refused["reason"]
+    assert not events(lines, "certificate")
+
+
 def test_momentum_built_by_weight_decay_refuses_rather_than_guesses(run_dir: Path) -> None:
     torch.manual_seed(0)
     model = TinyMLP()
