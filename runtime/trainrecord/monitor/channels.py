@@ -94,13 +94,21 @@ class ActivationProbe:
     training batch look alive). A module only ever run in eval mode (a frozen eval-mode
     BatchNorm, a model fine-tuned in eval mode) is measured on those passes. An output with
     fewer than two values per channel (a batch of one sample and one position) is not
-    measured: every channel of it would look flat."""
+    measured: every channel of it would look flat.
+
+    Activation checkpointing runs modules again inside backward (the autograd engine's
+    graph task is then running). Non-reentrant checkpointing (``use_reentrant=False``) ran
+    them with gradients in the forward pass too: their recomputation is the same values
+    again and is not counted (each value would count twice towards ``silent_min_values``).
+    Reentrant checkpointing ran them under ``no_grad`` in the forward pass: a module seen
+    only in backward is measured there, once per recomputation."""
 
     def __init__(self, modules: dict[str, nn.Module]) -> None:
         self.maxima: dict[str, torch.Tensor] = {}
         self.minima: dict[str, torch.Tensor] = {}
         self.values: dict[str, int] = {}  # values per channel seen (samples x positions)
         self._trained: set[str] = set()  # modules whose kept values come from training mode
+        self._forward: set[str] = set()  # modules measured outside backward
         self.transformed = False  # a forward pass ran under a torch.func transform: unseen
         self.dtypes: set[torch.dtype] = set()  # of the outputs measured (autocast shows here)
         self._modules = list(modules.values())  # held, so that their ids stay theirs
@@ -127,6 +135,10 @@ class ActivationProbe:
                 self._trained.add(name)
                 self._forget(name)
         elif name in self._trained:  # a validation pass beside training ones: not judged
+            return
+        if torch._C._current_graph_task_id() == -1:  # not inside backward
+            self._forward.add(name)
+        elif name in self._forward:  # a checkpoint's recomputation of a pass already seen
             return
         high, low = channel_extremes(tensor.detach(), dim)  # no graph
         self.values[name] = self.values.get(name, 0) + tensor.numel() // tensor.shape[dim]
