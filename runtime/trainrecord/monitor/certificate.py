@@ -53,9 +53,18 @@ class Producer:
     other_norm: str | None = None  # a GroupNorm (or other unpaired norm) taking its output
     other_norm_module: nn.Module | None = None
     other_activation: tuple[str, str] | None = None  # (name, class) of a non-ReLU activation
+    recomputed: bool = False  # run inside a reentrant activation checkpoint: dataflow unseen
 
     def static_reason(self) -> str | None:
         """Why this producer can never be certified, or None when it can be."""
+        if self.recomputed:
+            return (
+                f"{self.name} ran inside a reentrant activation checkpoint "
+                "(torch.utils.checkpoint with use_reentrant=True: its forward pass runs "
+                "without gradients and again inside backward), whose dataflow the monitor "
+                "cannot see: its BatchNorm and ReLU are unknown; with use_reentrant=False "
+                "it is measured and certified as without a checkpoint"
+            )
         if self.relu is None and self.other_norm is not None:
             kind = type(self.other_norm_module).__name__ if self.other_norm_module else "norm"
             return (
@@ -110,6 +119,7 @@ def producers_from(
                 other_norm=structure.other_norm.get(name),
                 other_activation=_activation(structure, modules, measured),
                 other_norm_module=modules.get(structure.other_norm.get(name, "")),
+                recomputed=name in structure.recomputed,
             )
         )
     return out

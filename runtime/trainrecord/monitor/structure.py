@@ -13,6 +13,13 @@ module that consumes the channels (its input weights are the outgoing weights a
 function-preserving repair zeroes; after a flatten of maps of ``S`` positions, channel
 ``c`` is the consumer's input columns ``c*S`` to ``c*S + S - 1``). With gradient accumulation the first check step runs
 several forward passes; the structure is that of the one the graph belongs to.
+
+Activation checkpointing runs modules again inside backward. Those recomputations are not
+forward passes and are left out. Reentrant checkpointing (``use_reentrant=True``) runs its
+modules' forward pass under ``no_grad``, so a module seen only in a recomputation ran inside
+such a checkpoint: its dataflow is hidden (``Structure.recomputed``), and nothing is
+learnt or certified from it. Non-reentrant checkpointing runs the forward pass with
+gradients: its structure is learnt as without a checkpoint.
 """
 
 from __future__ import annotations
@@ -210,6 +217,8 @@ class Structure:
     relu_nodes: dict[str, Any] = field(default_factory=dict)  # functional ReLUs' graph nodes
     other_norm: dict[str, str] = field(default_factory=dict)  # producer -> GroupNorm etc.
     other_activation: dict[str, str] = field(default_factory=dict)  # layer -> GELU etc.
+    # modules run with gradients only when recomputed in backward (a reentrant checkpoint)
+    recomputed: set[str] = field(default_factory=set)
 
     def event(self, step: int) -> dict[str, Any]:
         """The fields of the structure event."""
@@ -241,6 +250,7 @@ class StructureProbe:
         self._ends: list[int] = []  # len(calls) at the end of each forward pass of the model
         self._names: dict[int, str] = {}
         self.transformed = False  # a forward pass ran under a torch.func transform: unseen
+        self._in_backward: set[str] = set()  # modules run again inside backward
         for name, module in modules.items():
             # leaves, and the layers the structure is about even when they have children
             # (a Conv under torch.nn.utils.parametrizations.weight_norm holds its
@@ -264,6 +274,9 @@ class StructureProbe:
         if in_transform():
             self.transformed = True
             return
+        if torch._C._current_graph_task_id() != -1:  # a checkpoint's recomputation
+            self._in_backward.add(self._names[id(module)])
+            return
         tensor = first_tensor(args)
         node = tensor.grad_fn if tensor is not None else None
         spatial = 1
@@ -279,7 +292,7 @@ class StructureProbe:
         if name is None or not torch.is_grad_enabled() or in_transform():
             return
         stack = self._pending.get(id(module))
-        if not stack:
+        if not stack or torch._C._current_graph_task_id() != -1:
             return
         node, spatial = stack.pop()
         tensor = first_tensor(output)
@@ -302,8 +315,9 @@ class StructureProbe:
         count every module as called once per micro-batch and every other pass's nodes as
         consumed by nothing. The pass is the one with the most outputs in that graph (the
         last such pass on a tie). Calls after the last complete pass are left out: activation
-        checkpointing runs its modules again inside backward, on nodes of no graph. Without
-        any complete pass (a model called piecewise) every call is taken."""
+        checkpointing runs its modules again inside backward, on nodes of no graph (those
+        calls are not recorded at all now). Without any complete pass (a model called
+        piecewise) every call is taken."""
         bounds = [0, *self._ends]
         passes = [self.calls[a:b] for a, b in itertools.pairwise(bounds) if b > a]
         if not passes:
@@ -337,6 +351,7 @@ class StructureProbe:
             roots, structure.graph = [self._outputs[-1].grad_fn], "model outputs"
         parents = _parents(roots)
         self.calls = self._one_pass(roots, parents)
+        structure.recomputed = self._in_backward - {c.module for c in self.calls}
         owner: dict[int, str] = {}
         for call in self.calls:
             structure.calls[call.module] = structure.calls.get(call.module, 0) + 1
