@@ -48,7 +48,9 @@ def channel_dim(module: nn.Module, output: torch.Tensor) -> int:
 
 
 def channel_extremes(x: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-channel max and min over every other dimension, as float32.
+    """Per-channel max and min over every other dimension, as float32 (float64 for a
+    float64 tensor: cast to float32, values that differ below its resolution, or are
+    positive below its smallest subnormal, would look flat or silent).
 
     On a GPU each is one multi-dimension reduction (one kernel launch). On the CPU, for
     channels-second tensors (N, C, ...) with small feature maps (fewer than
@@ -79,8 +81,8 @@ def channel_extremes(x: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Ten
     else:
         flat = x.movedim(dim, -1).reshape(-1, x.shape[dim])
         high, low = flat.amax(dim=0), flat.amin(dim=0)
-    if high.dtype != torch.float32:  # (a call less per extreme in the common case)
-        high, low = high.float(), low.float()
+    if high.dtype != torch.float32 and high.dtype != torch.float64:  # (no call for these)
+        high, low = high.float(), low.float()  # exact: every lower precision fits in float32
     return high, low
 
 
