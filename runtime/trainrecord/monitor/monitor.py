@@ -326,6 +326,7 @@ class Monitor:
         self._seen_first: set[str] = set()  # the modules the first check's hooks measured
         self._manifest_due = False
         self._activation_dtypes: set[torch.dtype] = set()
+        self._described: tuple[str, bool] | None = None  # the last manifest's precision, compiled
         self._not_repairable: dict[str, str] = {}
         self._dynamo_at_arming = False
         self.compiled = is_compiled(model) or is_compiled(self.model)
@@ -709,6 +710,12 @@ class Monitor:
             self._structure_probe = None
         if probe is not None and probe.dtypes:  # (for the manifest's precision)
             self._activation_dtypes = set(probe.dtypes)
+        if (
+            self.structure is not None
+            and self._described is not None
+            and self._described != (self._precision(), self.compiled)
+        ):  # autocast switched on or off, a scaler enabled: a new manifest says so
+            self._manifest_due = True
         if self._manifest_due:
             self._manifest_due = False
             self._emit("manifest", self._manifest(step))
@@ -1349,6 +1356,25 @@ class Monitor:
         ]
         return outside if len(outside) < len(self.layers) else []
 
+    def _precision(self) -> str:
+        """The manifest's ``precision``: the parameters' dtypes (``float32``; several
+        joined by ``", "``), then, when the measured outputs of this check's forward pass
+        had a dtype no parameter has (autocast), ``"<dtypes> parameters, <dtypes>
+        activations (autocast) in this check's forward pass"``, then, with an enabled
+        GradScaler, ``"; GradScaler: gradient norms divided by the scale"``. Read from
+        what the check already holds (the parameters' dtypes, the probe's output dtypes)."""
+        dtypes = sorted({str(dtype).replace("torch.", "") for _, dtype in self._trainable})
+        precision = ", ".join(dtypes) or "float32"
+        seen = sorted({str(d).replace("torch.", "") for d in self._activation_dtypes})
+        if seen and set(seen) - set(dtypes):  # autocast: outputs in another precision
+            precision = (
+                f"{precision} parameters, {', '.join(seen)} activations (autocast) in "
+                "this check's forward pass"
+            )
+        if self.scaler is not None and getattr(self.scaler, "is_enabled", lambda: True)():
+            precision += "; GradScaler: gradient norms divided by the scale"
+        return precision
+
     def _manifest(self, step: int) -> dict[str, Any]:
         producers = []
         assert self.structure is not None
@@ -1366,18 +1392,8 @@ class Monitor:
             if reason is not None:
                 entry["reason"] = reason
             producers.append(entry)
-        precision = "float32"
-        if self.scaler is not None and getattr(self.scaler, "is_enabled", lambda: True)():
-            precision = "mixed (GradScaler: gradient norms divided by the scale)"
-        else:
-            dtypes = sorted({str(p.dtype).replace("torch.", "") for p in self.model.parameters()})
-            precision = ", ".join(dtypes) or precision
-            seen = sorted({str(d).replace("torch.", "") for d in self._activation_dtypes})
-            if seen and set(seen) - set(dtypes):  # autocast: outputs in another precision
-                precision = (
-                    f"{precision} parameters, {', '.join(seen)} activations (autocast) in "
-                    "this check's forward pass"
-                )
+        precision = self._precision()
+        self._described = (precision, self.compiled)
         notes = [
             "steps between checks only increment a counter; forward hooks are installed for "
             "the forward pass of a check step only (every forward with gradients from the "
