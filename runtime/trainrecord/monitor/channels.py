@@ -30,6 +30,7 @@ import torch
 from torch import nn
 from torch.nn.modules.module import register_module_forward_hook
 
+from trainrecord.monitor.compiled import COMPILED_WRAPPER
 from trainrecord.monitor.structure import affine_of, first_tensor, in_transform, out_axis
 
 LEAVE_MOST = 0.4  # a producer at most (or all) leaves it below 40 % of its channels stuck
@@ -105,7 +106,9 @@ class ActivationProbe:
     Reentrant checkpointing ran them under ``no_grad`` in the forward pass: a module seen
     only in backward is measured there, once per recomputation."""
 
-    def __init__(self, modules: dict[str, nn.Module]) -> None:
+    def __init__(self, modules: dict[str, nn.Module], root: nn.Module | None = None) -> None:
+        self._root = root  # the model: a torch.compile wrapper of it called is noted
+        self.compiled_call = False  # ... here
         self.maxima: dict[str, torch.Tensor] = {}
         self.minima: dict[str, torch.Tensor] = {}
         self.values: dict[str, int] = {}  # values per channel seen (samples x positions)
@@ -121,7 +124,11 @@ class ActivationProbe:
 
     def _hook(self, module: nn.Module, args: Any, output: Any) -> None:
         name = self._names.get(id(module))
-        if name is None or not torch.is_grad_enabled():
+        if name is None:
+            if self._root is not None and type(module).__name__ == COMPILED_WRAPPER:
+                self.compiled_call |= getattr(module, "_orig_mod", None) is self._root
+            return
+        if not torch.is_grad_enabled():
             return
         if in_transform():  # vmap's wrappers must not escape it (torch asserts on them)
             self.transformed = True

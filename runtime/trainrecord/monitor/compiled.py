@@ -17,6 +17,11 @@ code, which never saw a hook. The stance is process-wide: any compiled function 
 that window (a compiled optimizer step, for instance) runs eagerly too, once per check.
 The stance is only touched when TorchDynamo has been imported (nothing compiled, nothing
 to do), and is restored at the check, at ``close()`` and when the monitor is disarmed.
+Creating a ``torch.optim`` optimizer imports TorchDynamo (torch 2.13), so a Monitor created
+before ``torch.compile`` in a real loop enters the stance at every arming too; the check's
+hooks note a compiled wrapper of the monitored model being called (its global hooks see
+the wrapper), and the manifest then says the model is compiled. With ``check_every=1``
+every step is a check step: the compiled code never runs.
 """
 
 from __future__ import annotations

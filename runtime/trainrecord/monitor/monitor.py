@@ -329,9 +329,9 @@ class Monitor:
         self._described: tuple[str, bool] | None = None  # the last manifest's precision, compiled
         self._not_repairable: dict[str, str] = {}
         self._dynamo_at_arming = False
-        self.compiled = is_compiled(model) or is_compiled(self.model)
-        if self.compiled:  # the check's hooks are global and skip the compiled wrapper
-            warnings.filterwarnings("ignore", message=COMPILED_GLOBAL_HOOKS, category=UserWarning)
+        self.compiled = False
+        if is_compiled(model) or is_compiled(self.model):
+            self._now_compiled()
         self._lock = threading.Lock()
         self._diary: Any = None
         self._metrics: Any = None
@@ -667,7 +667,7 @@ class Monitor:
             for name in self.producers:
                 measured = self.structure.pairs.get(name, name)
                 watched[measured] = self.modules[measured]
-        self._activation_probe = ActivationProbe(watched)
+        self._activation_probe = ActivationProbe(watched, None if self.compiled else self.model)
         self._stance.enter()  # compiled code runs eagerly until the check (see compiled.py)
         self._dynamo_at_arming = "torch._dynamo" in sys.modules
 
@@ -677,6 +677,21 @@ class Monitor:
         if self._activation_probe is not None:
             self._activation_probe.remove()
         self._stance.exit()
+
+    def _now_compiled(self) -> None:
+        """The model is compiled (passed compiled, or seen run compiled at a check): the
+        manifest says so; with ``check_every=1`` every step is a check step and runs
+        eagerly, which is said once."""
+        self.compiled = True
+        # the check's hooks are global and skip the compiled wrapper
+        warnings.filterwarnings("ignore", message=COMPILED_GLOBAL_HOOKS, category=UserWarning)
+        if self.check_every == 1:
+            LOGGER.warning(
+                "trainrecord.Monitor: check_every=1 with a compiled model: every step is a "
+                "check step, and check steps run eagerly (the hooks need the real forward "
+                "pass), so the compiled code never runs; use check_every > 1 to train "
+                "compiled between checks"
+            )
 
     def _compiled_in_window(self) -> None:
         """Say once when torch.compile was first used between the hooks' installation and
@@ -701,6 +716,10 @@ class Monitor:
             self._transformed = probe.transformed
         self._stance.exit()
         self._compiled_in_window()
+        if not self.compiled and (
+            (probe is not None and probe.compiled_call) or is_compiled(self.model)
+        ):  # the loop calls torch.compile(model), or model.compile() ran: a new manifest
+            self._now_compiled()
         if any(p.grad is None and p.requires_grad for p in self._parameters):
             # A parameter without a gradient: maybe its module was removed (`del
             # model.head`), which torch reports to no hook. Read the model again.
@@ -1446,8 +1465,12 @@ class Monitor:
             notes.append(
                 "the model is compiled (torch.compile): check steps run eagerly "
                 "(compiler stance force_eager from the step before each check until the "
-                "check), so the hooks see the real forward pass; other steps run the "
-                "compiled code, which never saw a hook"
+                "check), so the hooks see the real forward pass; "
+                + (
+                    "with check_every=1 every step is a check: the compiled code never runs"
+                    if self.check_every == 1
+                    else "other steps run the compiled code, which never saw a hook"
+                )
             )
         return {
             "step": step,
