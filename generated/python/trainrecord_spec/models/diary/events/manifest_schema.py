@@ -57,7 +57,7 @@ class DiaryManifest(DiaryLineCommon):
     """
     precision: Annotated[str, Field(min_length=1)]
     """
-    The numeric precision of training, e.g. float32, or amp float16 with a GradScaler.
+    The numeric precision of training: the parameters' dtypes (e.g. float32), the activations' dtype under autocast, and the GradScaler when one is enabled, e.g. "float32 parameters, bfloat16 activations (autocast) in this check's forward pass; GradScaler: gradient norms divided by the scale".
     """
     distributed: dict[str, Any] | None
     """
