@@ -16,11 +16,16 @@ from torch.nn import functional as F
 from tests.monitor.conftest import TinyMLP, batches, metrics, read_run
 from trainrecord.monitor import Monitor
 
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize(("bias", "spread"), [(1.0, 1e-9), (1e-50, 1e-52)])
-def test_a_float64_channel_is_judged_in_float64(run_dir: Path, bias: float, spread: float) -> None:
+def test_a_float64_channel_is_judged_in_float64(
+    run_dir: Path, bias: float, spread: float, device: str
+) -> None:
     torch.manual_seed(0)
-    model = TinyMLP().double()
+    model = TinyMLP().double().to(device)
     with torch.no_grad():  # fc1 unit 0: bias + spread * (first input), varying in float64
         model.fc1.weight[0].zero_()
         model.fc1.weight[0, 0] = spread
@@ -28,7 +33,7 @@ def test_a_float64_channel_is_judged_in_float64(run_dir: Path, bias: float, spre
     optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
     with Monitor(model, optimizer, run_dir, check_every=1, silent_min_values=32) as monitor:
         for x, y in batches(3, batch=32):
-            loss = F.cross_entropy(model(x.double()), y)
+            loss = F.cross_entropy(model(x.double().to(device)), y.to(device))
             loss.backward()
             monitor.step(loss)
             optimizer.step()

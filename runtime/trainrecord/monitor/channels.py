@@ -64,8 +64,8 @@ def channel_extremes(x: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Ten
     dim %= x.dim()
     if x.device.type != "cpu":  # a GPU reduces over several dimensions in one kernel
         dims = tuple(d for d in range(x.dim()) if d != dim)
-        return x.amax(dim=dims).float(), x.amin(dim=dims).float()
-    if dim == x.dim() - 1:
+        high, low = x.amax(dim=dims), x.amin(dim=dims)
+    elif dim == x.dim() - 1:
         flat = x.reshape(-1, x.shape[-1])
         high, low = flat.amax(dim=0), flat.amin(dim=0)
     elif dim == 1 and x.dim() > 2:
