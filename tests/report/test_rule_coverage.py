@@ -157,6 +157,33 @@ RULE_TESTS: dict[str, list[str]] = {
     "report.consistency.lesioned_units": [
         "test_lesioned_units_must_ascend_and_the_word_channel_must_be_ordered"
     ],
+    "report.consistency.no_words": [
+        "test_a_pre_or_illit_report_with_word_results_is_refused",
+        "test_report_status_refuses_a_pre_run_with_word_results_and_sends_nothing",
+        "test_the_receiver_stores_what_the_client_refuses",
+        "test_a_pre_run_s_word_results_are_sent_as_null_with_a_warning",
+        "test_a_kept_history_is_fitted_to_the_config_on_resume",
+    ],
+    "report.consistency.pre_name": [
+        "test_a_pre_report_with_a_pre_name_is_refused",
+        "test_a_config_that_breaks_a_rule_is_refused_before_work_starts",
+    ],
+    "report.consistency.history_order": [
+        "test_a_history_not_oldest_first_is_refused",
+        "test_an_epoch_not_after_the_last_is_left_out_and_complete_arrives",
+    ],
+    "report.consistency.word_channel": [
+        "test_an_unbiased_lesion_with_a_word_channel_is_refused",
+        "test_a_config_that_breaks_a_rule_is_refused_before_work_starts",
+    ],
+    "report.consistency.mean_word_activation_lesioned": [
+        "test_a_mean_over_no_lesioned_units_is_refused",
+        "test_a_lesion_without_units_sends_no_mean_and_leaves_out_an_impossible_count",
+    ],
+    "report.consistency.word_selective_lesioned": [
+        "test_more_word_selective_lesioned_units_than_lesioned_units_is_refused",
+        "test_a_lesion_without_units_sends_no_mean_and_leaves_out_an_impossible_count",
+    ],
     "report.consistency.words_done": [
         "test_a_snapshot_of_an_unfinished_word_set_has_no_words_done",
         "test_the_word_set_s_own_reports_carry_words_done",

@@ -382,7 +382,7 @@ def _consistency_edges() -> dict[str, list[dict[str, Any]]]:
         "report.consistency.fraction": _fraction_edges(),
         "report.consistency.lesioned_units": [
             *(
-                edge_input(*lesion, config={"lesioned_units": units})
+                _units_input(units)
                 for units in ([3, 17, 17, 470], [3, 17, 470, 463], [470, 463, 17, 3], [3], [])
             ),
             *(
@@ -390,7 +390,169 @@ def _consistency_edges() -> dict[str, list[dict[str, Any]]]:
                 for first in (463, 464)
             ),
         ],
+        **_field_rule_edges(),
     }
+
+
+def _changed(
+    case: dict[str, Any],
+    *,
+    config: dict[str, Any] | None = None,
+    entries: dict[str, Any] | None = None,
+    epochs: list[int] | None = None,
+) -> dict[str, Any]:
+    """``case`` with its job's config changed by ``config``, every validation result and
+    history entry by ``entries``, and the history's epochs set to ``epochs`` (entries
+    copied from the first one as needed)."""
+    state = {**case["state"], "config": {**case["state"]["config"], **(config or {})}}
+    history = [dict(e) for e in state["history"]]
+    if epochs is not None:
+        history = [{**history[0], "epoch": n} for n in epochs]
+    initial = state["initial_validation"]
+    if entries:
+        history = [{**e, **entries} for e in history]
+        if state["kind"] == "lesion" and isinstance(initial, dict):
+            initial = {k: v if v is None else {**v, **entries} for k, v in initial.items()}
+        elif isinstance(initial, dict):
+            initial = {**initial, **{k: v for k, v in entries.items() if k in initial}}
+    state["history"], state["initial_validation"] = history, initial
+    return {**case, "state": state}
+
+
+def _units_input(units: list[int]) -> dict[str, Any]:
+    """A lesion job with ``units`` as its lesioned units, its unit counts and means kept
+    consistent with them (at most that many word-selective, no mean without units)."""
+    case = edge_input("epoch_end", "in progress", config={"lesioned_units": units})
+    count = len(set(units))
+    entries: dict[str, Any] = {"word_selective_lesioned": min(2, count)}
+    if not units:
+        entries["mean_word_activation_lesioned"] = None
+    return _changed(case, entries=entries)
+
+
+TRAINING_WORDS = (
+    "train_loss_words",
+    "train_accuracy_words",
+    "val_loss_words",
+    "val_accuracy_words",
+)
+
+
+def _field_rule_edges() -> dict[str, list[dict[str, Any]]]:
+    """The inputs that define the rules tying a report's fields to its config: a pre and an
+    illit job with word results and a literate one with them; a pre job with a pre_name and
+    an illit one with it; histories out of order, repeated and with a gap; an unbiased
+    lesion with and without a word channel and a biased one without; no lesioned units with
+    and without a mean; word-selective counts at and above the lesioned units."""
+    training = edge_input("progress", "in progress", "training")
+    lesion = edge_input("epoch_end", "in progress")
+    words = dict.fromkeys(TRAINING_WORDS, 0.3)
+    val_words = {"val_loss_words": 0.3, "val_accuracy_words": 60.0}
+    no_units: dict[str, Any] = {"lesioned_units": []}
+    return {
+        "report.consistency.no_words": [
+            _changed(training, entries=words),
+            _changed(training, config={"mode": "illit"}, entries=val_words),
+            _changed(training, config={"mode": "illit"}, entries={"train_accuracy_words": 5.0}),
+            _changed(training, config={"mode": "lit_bias", "pre_name": "pre_s_49"}, entries=words),
+            _changed(training, config={"mode": "lit_no_bias"}, entries=val_words),
+            training,
+        ],
+        "report.consistency.pre_name": [
+            _changed(training, config={"pre_name": "pre_s_49"}),
+            _changed(training, config={"mode": "illit", "pre_name": "pre_s_49"}),
+            _changed(training, config={"mode": "illit", "pre_name": None}),
+            training,
+        ],
+        "report.consistency.history_order": [
+            _changed(training, epochs=[1, 0]),
+            _changed(training, epochs=[0, 0]),
+            _changed(training, epochs=[0, 2]),
+            _changed(training, epochs=[0, 1, 2]),
+            _changed(lesion, epochs=[80, 80]),
+            _changed(lesion, epochs=[81, 80]),
+            _changed(lesion, epochs=[80, 81]),
+        ],
+        "report.consistency.word_channel": [
+            _changed(lesion, config={"source_mode": "lit_no_bias"}),
+            _changed(lesion, config={"source_mode": "lit_no_bias", "word_channel": None}),
+            _changed(lesion, config={"word_channel": None}),
+            lesion,
+        ],
+        "report.consistency.mean_word_activation_lesioned": [
+            _changed(lesion, config=no_units, entries={"word_selective_lesioned": 0}),
+            _changed(
+                lesion,
+                config=no_units,
+                entries={"word_selective_lesioned": 0, "mean_word_activation_lesioned": None},
+            ),
+            _changed(
+                lesion, config={"lesioned_units": [3]}, entries={"word_selective_lesioned": 1}
+            ),
+        ],
+        "report.consistency.word_selective_lesioned": [
+            _changed(
+                lesion, config={"lesioned_units": [3, 17]}, entries={"word_selective_lesioned": 2}
+            ),
+            _changed(
+                lesion, config={"lesioned_units": [3, 17]}, entries={"word_selective_lesioned": 3}
+            ),
+            _changed(
+                lesion,
+                config=no_units,
+                entries={"word_selective_lesioned": 1, "mean_word_activation_lesioned": None},
+            ),
+            lesion,
+        ],
+    }
+
+
+def field_rule_breaks(state: dict[str, Any]) -> set[str]:
+    """The rules tying fields to the config (§5.2, §5.4) that a job state or a report
+    breaks, by the suite's own reading: *_words null for pre and illit, pre_name null for
+    pre, word_channel null for lit_no_bias, no mean_word_activation_lesioned without
+    lesioned units, word_selective_lesioned at most the lesioned units, history epochs
+    increasing."""
+    kind, cfg = state.get("kind"), state.get("config") or {}
+    out: set[str] = set()
+    if kind not in ("training", "lesion"):
+        return out
+    initial = state.get("initial_validation")
+    history = [e for e in state.get("history") or [] if isinstance(e, dict)]
+    if kind == "lesion":
+        entries = [v for v in (initial or {}).values() if isinstance(v, dict)] + history
+    else:
+        entries = ([initial] if isinstance(initial, dict) else []) + history
+    words = any(e.get(k) is not None for e in entries for k in TRAINING_WORDS)
+    if kind == "training" and cfg.get("mode") in ("pre", "illit") and words:
+        out.add("report.consistency.no_words")
+    if kind == "training" and cfg.get("mode") == "pre" and cfg.get("pre_name") is not None:
+        out.add("report.consistency.pre_name")
+    if kind == "lesion":
+        if cfg.get("source_mode") == "lit_no_bias" and cfg.get("word_channel") is not None:
+            out.add("report.consistency.word_channel")
+        units = cfg.get("lesioned_units") or []
+        if not units and any(e.get("mean_word_activation_lesioned") is not None for e in entries):
+            out.add("report.consistency.mean_word_activation_lesioned")
+        if any((e.get("word_selective_lesioned") or 0) > len(units) for e in entries):
+            out.add("report.consistency.word_selective_lesioned")
+    epochs = [e.get("epoch") for e in history]
+    if any(
+        isinstance(a, int) and isinstance(b, int) and b <= a for a, b in itertools.pairwise(epochs)
+    ):
+        out.add("report.consistency.history_order")
+    return out
+
+
+FIELD_RULES = (
+    "report.consistency.no_words",
+    "report.consistency.pre_name",
+    "report.consistency.history_order",
+    "report.consistency.word_channel",
+    "report.consistency.mean_word_activation_lesioned",
+    "report.consistency.word_selective_lesioned",
+)
+"""The rules tying a report's fields to its config and the history's order (§5.2, §5.4)."""
 
 
 def consistency_edges(rule: str) -> Callable[[Target], list[dict[str, Any]]]:
@@ -414,6 +576,7 @@ def consistent_input(case: dict[str, Any]) -> bool:
         and (status != "complete" or state["finished_at"] is not None)
         and (status != "failed" or state["error"] is not None)
         and sorted_units(state)
+        and not field_rule_breaks(state)
     )
 
 
@@ -477,6 +640,12 @@ def _problem(rule: str, report: dict[str, Any], case: dict[str, Any]) -> str | N
     lesion = report.get("kind") == "lesion"
     if rule == "report.consistency.lesioned_units" and lesion and not sorted_units(report):
         return f"lesioned units or word channel out of order: {report['config']}"
+    if rule in FIELD_RULES and rule in field_rule_breaks(report):
+        return (
+            f"the built report breaks {rule}: config {report.get('config')}, "
+            f"initial_validation {report.get('initial_validation')}, history "
+            f"{report.get('history')}"
+        )
     unfinished = event == "snapshot" and status != "complete"
     if rule == "report.consistency.words_done" and report.get("kind") == "wordset":
         known = {k: progress.get(k) for k in ("words_done", "fraction")}
@@ -814,6 +983,7 @@ def checks() -> list[Check]:
         "report.consistency.fraction",
         "report.consistency.lesioned_units",
         "report.consistency.words_done",
+        *FIELD_RULES,
     )
     out = [
         Check(

@@ -273,6 +273,56 @@ def mended_entry(
     return {name: mended[name] for name in fields_of(definition)}
 
 
+def consistent_entry(
+    kind: Kind,
+    cfg: Mapping[str, Any],
+    entry: dict[str, Any] | None,
+    secrets: Secrets | None = None,
+    where: str = "epoch_end",
+    validation: bool = False,
+    previous_epoch: int | None = None,
+) -> dict[str, Any] | None:
+    """A mended entry (from :func:`mended_entry`) as it may go into every later report of a
+    run with config ``cfg``, or None: the consistency rules that tie an entry to its run,
+    applied as :func:`mended_entry` applies the schema (§3: reporting never stops a run).
+
+    A value §5 says is null for this run is null, with a warning naming the rule and field:
+    a ``*_words`` value of a pre or illit run (``report.consistency.no_words``), a
+    ``mean_word_activation_lesioned`` without lesioned units
+    (``report.consistency.mean_word_activation_lesioned``). An entry that cannot be mended
+    is left out of the history (a validation result: reported as null), with a warning: a
+    ``word_selective_lesioned`` above the number of lesioned units (an integer, never null:
+    ``report.consistency.word_selective_lesioned``), an epoch not after ``previous_epoch``,
+    the last entry's (``report.consistency.history_order``: oldest first)."""
+    if entry is None:
+        return None
+    found = entry_problems(kind, cfg, entry)
+    if not validation:
+        order = epoch_order_problem(previous_epoch, entry.get("epoch"), ("epoch",))
+        found += [order] if order is not None else []
+    if not found:
+        return entry
+    fatal = [
+        p
+        for p in found
+        if p.rule
+        in ("report.consistency.word_selective_lesioned", "report.consistency.history_order")
+    ]
+    if fatal:
+        _left_out(where, validation, fatal, secrets)
+        return None
+    mended = dict(entry)
+    for problem in found:
+        mended[str(problem.path[-1])] = None
+    log.warning(
+        "trainrecord report: %s: this entry breaks the spec (%s); those fields are "
+        "reported as null so that the run's reports can still be sent",
+        where,
+        "; ".join(f"[{p.rule}] {p.field}: {p.message}" for p in found),
+    )
+    return mended
+
+
 def _left_out(where: str, validation: bool, found: list[Problem], secrets: Secrets | None) -> None:
     """Warn that an epoch entry is left out of the history (``validation``: that a
     validation result is reported as null): rule, field, what to do."""
@@ -682,6 +732,139 @@ def consistency_problems(payload: Mapping[str, Any]) -> list[Problem]:
                     "word_channel.first is at most word_channel.last",
                 )
             )
+    return out + _field_rule_problems(payload)
+
+
+NO_WORDS_MODES = ("pre", "illit")
+"""§5.2: "*_words is null for pre and illit, which have no words"."""
+
+
+def _entries(payload: Mapping[str, Any]) -> list[tuple[tuple[str | int, ...], Mapping[str, Any]]]:
+    """Every validation result and history entry of a training or lesion report, with its
+    path: initial_validation (a lesion's intact and lesioned), then history in order."""
+    out: list[tuple[tuple[str | int, ...], Mapping[str, Any]]] = []
+    initial = payload.get("initial_validation")
+    if payload.get("kind") == "lesion" and isinstance(initial, Mapping):
+        for which in ("intact", "lesioned"):
+            if isinstance(initial.get(which), Mapping):
+                out.append((("initial_validation", which), initial[which]))
+    elif isinstance(initial, Mapping):
+        out.append((("initial_validation",), initial))
+    history = payload.get("history")
+    if isinstance(history, list):
+        out += [(("history", n), e) for n, e in enumerate(history) if isinstance(e, Mapping)]
+    return out
+
+
+def entry_problems(
+    kind: Any, cfg: Any, entry: Any, path: tuple[str | int, ...] = ()
+) -> list[Problem]:
+    """What breaks, in one validation result or history ``entry`` of a run with config
+    ``cfg``, the rules that tie its fields to the run's config:
+    ``report.consistency.no_words`` (no *_words value in a pre or illit run),
+    ``report.consistency.mean_word_activation_lesioned`` (null without lesioned units) and
+    ``report.consistency.word_selective_lesioned`` (at most the lesioned units)."""
+    if not isinstance(entry, Mapping) or not isinstance(cfg, Mapping):
+        return []
+    out: list[Problem] = []
+    if kind == "training" and cfg.get("mode") in NO_WORDS_MODES:
+        for name in entry:
+            if str(name).endswith("_words") and entry[name] is not None:
+                out.append(
+                    Problem(
+                        "report.consistency.no_words",
+                        (*path, str(name)),
+                        f"{name} is null for a {cfg.get('mode')} run, which has no words "
+                        "(§5.2); report the words' loss and accuracy only for literate runs",
+                        repr(entry[name]),
+                    )
+                )
+    if kind == "lesion":
+        units = cfg.get("lesioned_units")
+        count = len(units) if isinstance(units, list) else None
+        mean = entry.get("mean_word_activation_lesioned")
+        if count == 0 and mean is not None:
+            out.append(
+                Problem(
+                    "report.consistency.mean_word_activation_lesioned",
+                    (*path, "mean_word_activation_lesioned"),
+                    "mean_word_activation_lesioned is null without lesioned units (§5.4: "
+                    "config.lesioned_units is empty, so there is nothing to average over)",
+                    repr(mean),
+                )
+            )
+        selective = entry.get("word_selective_lesioned")
+        if (
+            count is not None
+            and isinstance(selective, int)
+            and not isinstance(selective, bool)
+            and selective > count
+        ):
+            out.append(
+                Problem(
+                    "report.consistency.word_selective_lesioned",
+                    (*path, "word_selective_lesioned"),
+                    f"word_selective_lesioned counts lesioned units, so it is at most the "
+                    f"{count} of config.lesioned_units (§5.4)",
+                    repr(selective),
+                )
+            )
+    return out
+
+
+def epoch_order_problem(previous: Any, epoch: Any, path: tuple[str | int, ...]) -> Problem | None:
+    """``report.consistency.history_order``: an entry's epoch after ``previous`` (the entry
+    before it), or None when it is in order (or either is not an integer: the schema's
+    job)."""
+    numbers = [v for v in (previous, epoch) if isinstance(v, int) and not isinstance(v, bool)]
+    if len(numbers) < 2 or epoch > previous:
+        return None
+    return Problem(
+        "report.consistency.history_order",
+        path,
+        f"history is one entry per finished epoch, oldest first (§5.2): epoch {epoch} comes "
+        f"after epoch {previous}; each entry's epoch is greater than the one before it",
+        repr(epoch),
+    )
+
+
+def _field_rule_problems(payload: Mapping[str, Any]) -> list[Problem]:
+    """The consistency rules between a report's config and its other fields (§5.2, §5.4)."""
+    kind, cfg = payload.get("kind"), payload.get("config")
+    if kind not in ("training", "lesion") or not isinstance(cfg, Mapping):
+        return []
+    out: list[Problem] = []
+    if kind == "training" and cfg.get("mode") == "pre" and cfg.get("pre_name") is not None:
+        out.append(
+            Problem(
+                "report.consistency.pre_name",
+                ("config", "pre_name"),
+                "pre_name is null for a pre run (§5.2: it names the pre-literate model a "
+                "literate or illiterate run starts from)",
+                repr(cfg.get("pre_name")),
+            )
+        )
+    if (
+        kind == "lesion"
+        and cfg.get("source_mode") == "lit_no_bias"
+        and cfg.get("word_channel") is not None
+    ):
+        out.append(
+            Problem(
+                "report.consistency.word_channel",
+                ("config", "word_channel"),
+                "word_channel is null for the unbiased model (§5.4: source_mode lit_no_bias)",
+            )
+        )
+    for path, entry in _entries(payload):
+        out += entry_problems(kind, cfg, entry, path)
+    history = payload.get("history")
+    if isinstance(history, list):
+        epochs = [e.get("epoch") if isinstance(e, Mapping) else None for e in history]
+        for n, (a, b) in enumerate(itertools.pairwise(epochs), start=1):
+            problem = epoch_order_problem(a, b, ("history", n, "epoch"))
+            if problem is not None:
+                out.append(problem)
     return out
 
 

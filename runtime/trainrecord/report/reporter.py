@@ -74,6 +74,7 @@ from trainrecord.report.payload import (
     JobState,
     build_report,
     check_report,
+    consistent_entry,
     encode_report,
     error_info,
     local_time,
@@ -286,8 +287,15 @@ class Reporter:
         mended as an epoch entry is (a NaN loss is null, with a warning), or, when it cannot
         be (not a dict), reported as null with a warning.
         """
-        kept = mended_entry(
-            self.state.kind, result, self.secrets, "initial_validation", validation=True
+        kept = consistent_entry(
+            self.state.kind,
+            self.state.config,
+            mended_entry(
+                self.state.kind, result, self.secrets, "initial_validation", validation=True
+            ),
+            self.secrets,
+            "initial_validation",
+            validation=True,
         )
         if self.state.kind == "lesion":
             if which not in ("intact", "lesioned"):
@@ -307,12 +315,21 @@ class Reporter:
         """An epoch finished training and validation and its checkpoint is saved.
 
         Never raises for a broken entry: every later report carries the whole history, so
-        an entry the spec refuses is mended (values nulled with a warning) or, when it
-        cannot be (``epoch`` not an integer, say), left out of the history with a warning
-        naming the rule, the field and what to do; the event is still reported."""
+        an entry the spec refuses is mended (values nulled with a warning: also a word
+        result of a pre or illit run, a mean over no lesioned units) or, when it cannot be
+        (``epoch`` not an integer or not after the last entry's, more word-selective
+        lesioned units than lesioned units), left out of the history with a warning naming
+        the rule, the field and what to do; the event is still reported."""
         if self._final:
             return
-        kept = mended_entry(self.state.kind, entry, self.secrets)
+        last = self.state.history[-1].get("epoch") if self.state.history else None
+        kept = consistent_entry(
+            self.state.kind,
+            self.state.config,
+            mended_entry(self.state.kind, entry, self.secrets),
+            self.secrets,
+            previous_epoch=last if isinstance(last, int) else None,
+        )
         if kept is not None:  # else left out, with a warning: it would poison every report
             self.state.history.append(kept)
             self._keep_history()

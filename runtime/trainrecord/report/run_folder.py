@@ -60,6 +60,7 @@ from trainrecord.report.payload import (
     JobStateFields,
     Kind,
     check_kind,
+    consistent_entry,
     local_time,
     mended_entry,
 )
@@ -159,7 +160,8 @@ class RunFolder:
         override the folder's.
         ``history`` defaults to the one a Reporter kept in metadata.json (:data:`HISTORY`):
         a resumed job and a snapshot from another process report every epoch so far. A
-        kept entry that breaks the spec is mended or left out, with a warning, as
+        kept entry that breaks the spec (the schema, or a consistency rule tying it to
+        ``config`` or to the entry before it) is mended or left out, with a warning, as
         :meth:`Reporter.epoch_end <trainrecord.report.Reporter.epoch_end>` does.
         """
         check_kind(kind)
@@ -178,8 +180,19 @@ class RunFolder:
             # older version, or edited) is mended or left out, with a warning, as at
             # epoch_end: kept, it would make every report of the run unsendable.
             where = f"{METADATA} {HISTORY} of {self.group}/{self.name}"
-            mended = (mended_entry(kind, e, where=where) for e in kept)
-            identity["history"] = [e for e in mended if e is not None]
+            history: list[dict[str, Any]] = []
+            for entry in kept:
+                last = history[-1].get("epoch") if history else None
+                fitted = consistent_entry(
+                    kind,
+                    config,
+                    mended_entry(kind, entry, where=where),
+                    where=where,
+                    previous_epoch=last if isinstance(last, int) else None,
+                )
+                if fitted is not None:
+                    history.append(fitted)
+            identity["history"] = history
         identity.update(fields)
         return JobState(kind=kind, run_id=self.run_id, config=config, **identity)
 

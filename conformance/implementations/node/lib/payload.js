@@ -396,6 +396,89 @@ function consistencyProblems(payload) {
       add("report.consistency.lesioned_units", ["config", "word_channel"], "word_channel.first is at most word_channel.last");
     }
   }
+  return [...out, ...fieldRuleProblems(payload)];
+}
+
+/** §5.2: "*_words is null for pre and illit, which have no words". */
+const NO_WORDS_MODES = ["pre", "illit"];
+
+/**
+ * What breaks, in one validation result or history entry of a run with config `cfg`, the
+ * rules that tie its fields to the run's config (no_words, mean_word_activation_lesioned,
+ * word_selective_lesioned), as Python's `entry_problems`.
+ * @param {PyValue | undefined} kind
+ * @param {Obj} cfg
+ * @param {Obj} entry
+ * @param {(string | number)[]} path
+ * @returns {Problem[]}
+ */
+function entryProblems(kind, cfg, entry, path) {
+  /** @type {Problem[]} */
+  const out = [];
+  if (kind === "training" && NO_WORDS_MODES.includes(/** @type {string} */ (cfg.mode))) {
+    for (const name of Object.keys(entry)) {
+      if (name.endsWith("_words") && entry[name] !== null && entry[name] !== undefined) {
+        out.push({ rule: "report.consistency.no_words", path: [...path, name], message: `${name} is null for a ${String(cfg.mode)} run, which has no words (§5.2)` });
+      }
+    }
+  }
+  if (kind === "lesion") {
+    const units = cfg.lesioned_units;
+    const count = Array.isArray(units) ? BigInt(units.length) : null;
+    const mean = entry.mean_word_activation_lesioned;
+    if (count === 0n && mean !== null && mean !== undefined) {
+      out.push({ rule: "report.consistency.mean_word_activation_lesioned", path: [...path, "mean_word_activation_lesioned"], message: "mean_word_activation_lesioned is null without lesioned units (§5.4)" });
+    }
+    const selective = entry.word_selective_lesioned;
+    if (count !== null && typeof selective === "bigint" && selective > count) {
+      out.push({ rule: "report.consistency.word_selective_lesioned", path: [...path, "word_selective_lesioned"], message: `word_selective_lesioned counts lesioned units, so it is at most the ${count} of config.lesioned_units (§5.4)` });
+    }
+  }
+  return out;
+}
+
+/**
+ * The consistency rules between a report's config and its other fields (§5.2, §5.4):
+ * pre_name, word_channel, the entries' rules and history_order, in Python's order.
+ * @param {Obj} payload
+ * @returns {Problem[]}
+ */
+function fieldRuleProblems(payload) {
+  const kind = payload.kind;
+  if ((kind !== "training" && kind !== "lesion") || !isObject(payload.config)) return [];
+  const cfg = payload.config;
+  /** @type {Problem[]} */
+  const out = [];
+  if (kind === "training" && cfg.mode === "pre" && cfg.pre_name !== null && cfg.pre_name !== undefined) {
+    out.push({ rule: "report.consistency.pre_name", path: ["config", "pre_name"], message: "pre_name is null for a pre run (§5.2)" });
+  }
+  if (kind === "lesion" && cfg.source_mode === "lit_no_bias" && cfg.word_channel !== null && cfg.word_channel !== undefined) {
+    out.push({ rule: "report.consistency.word_channel", path: ["config", "word_channel"], message: "word_channel is null for the unbiased model (§5.4)" });
+  }
+  /** @type {[(string | number)[], Obj][]} */
+  const entries = [];
+  const initial = payload.initial_validation;
+  if (kind === "lesion" && isObject(initial)) {
+    for (const which of ["intact", "lesioned"]) {
+      const e = initial[which];
+      if (isObject(e)) entries.push([["initial_validation", which], e]);
+    }
+  } else if (isObject(initial)) {
+    entries.push([["initial_validation"], initial]);
+  }
+  const history = payload.history;
+  if (Array.isArray(history)) history.forEach((e, n) => { if (isObject(e)) entries.push([["history", n], e]); });
+  for (const [path, entry] of entries) out.push(...entryProblems(kind, cfg, entry, path));
+  if (Array.isArray(history)) {
+    const epochs = history.map((e) => (isObject(e) ? e.epoch : null));
+    for (let n = 1; n < epochs.length; n++) {
+      const a = epochs[n - 1];
+      const b = epochs[n];
+      if (typeof a === "bigint" && typeof b === "bigint" && b <= a) {
+        out.push({ rule: "report.consistency.history_order", path: ["history", n, "epoch"], message: `history is one entry per finished epoch, oldest first (§5.2): epoch ${b} comes after epoch ${a}` });
+      }
+    }
+  }
   return out;
 }
 
