@@ -20,6 +20,7 @@ from tests.report.conftest import (
     TLSFiles,
     lesion_epoch,
     lesion_state,
+    lesion_validation,
     settings_for,
     training_epoch,
     training_state,
@@ -241,3 +242,29 @@ def test_a_broken_initial_validation_never_stops_the_reports(
         assert initial is not None and set(initial) >= {"val_loss", "val_accuracy_images"}
         assert None in (initial["val_loss"], initial["val_accuracy_images"])
         assert any("breaks the spec" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("intact", ["not-a-dict", "missing"])
+def test_a_lesioned_result_without_an_intact_one_keeps_the_reports_sendable(
+    https_receiver: ReportServer,
+    tls: TLSFiles,
+    caplog: pytest.LogCaptureFixture,
+    intact: str,
+) -> None:
+    """§5.4: initial_validation is null until the intact model is validated; an object has a
+    non-null intact. An intact result left out as unmendable (or never given), then the
+    lesioned one, made {"intact": null, "lesioned": {...}}: every later report broke the
+    schema and none was sent, the final one included."""
+    state = lesion_state()
+    with (
+        caplog.at_level(logging.WARNING, logger="trainrecord.report"),
+        Reporter(settings_for(_https(https_receiver), ca=tls.ca), state) as reporter,
+    ):
+        if intact == "not-a-dict":
+            reporter.initial_validation("broken", "intact")  # type: ignore[arg-type]
+        reporter.initial_validation(lesion_validation(), "lesioned")
+        reporter.epoch_end(lesion_epoch(0))
+    latest = https_receiver.store.latest(state.run_id)
+    assert latest is not None, "the final report never arrived"
+    assert latest["status"] == "complete" and latest["initial_validation"] is None
+    assert any("lesioned model's result is not reported" in r.getMessage() for r in caplog.records)

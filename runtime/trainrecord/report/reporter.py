@@ -307,6 +307,18 @@ class Reporter:
                 )
             current = dict(self.state.initial_validation or {"intact": None, "lesioned": None})
             current[which] = kept
+            if current["intact"] is None:
+                # the report has no place for a lesioned result without the intact one
+                # (initial_validation is null until the intact model is validated, §5.4)
+                if current["lesioned"] is not None:
+                    log.warning(
+                        "trainrecord report: initial_validation: the lesioned model's result "
+                        "is not reported, since the report carries it only beside the intact "
+                        "model's, and there is none (%s); call initial_validation(result, "
+                        "'intact') first. The run and its reports go on",
+                        "not given yet" if kept is not None else "it was reported as null",
+                    )
+                current = None
             self.state.initial_validation = current
         else:
             self.state.initial_validation = kept
