@@ -675,6 +675,11 @@ def breaker(flat: Flat, site: Site, depth: int, *, nonfinite: bool = False) -> s
     if keyword == "const":
         const = values[0]
         near: list[Json] = [None, True, False, 0, 1, "", [], {}]
+        # an enum met at the same place (a fixed severity, one of the five every line
+        # takes): its other members break the constant alone
+        others = [m for e in flat.values("enum") for m in e if m != const]
+        if others:
+            return st.sampled_from(others)
         if isinstance(const, str):
             return st.one_of(_mutated_strings(st.just(const)), st.sampled_from(near))
         if isinstance(const, int) and not isinstance(const, bool):
@@ -844,6 +849,7 @@ def edge_values(site: Site, text: str | None, *, nonfinite: bool = False) -> lis
         return near + (list(NOT_DOUBLES) if "number" in allowed else [])
     if keyword == "const":
         const = values[0]
+        near += [m for e in flat.values("enum") for m in e if m != const]
         if isinstance(const, str):
             near += [const.upper(), const + " ", " " + const, const[:-1], const + "0"]
         elif isinstance(const, int) and not isinstance(const, bool):

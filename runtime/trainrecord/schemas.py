@@ -295,6 +295,11 @@ def _to_problems(leaf: ValidationError, fallback: str) -> list[Problem]:
     return [Problem(rule, path, leaf.message, safe_value(leaf.instance))]
 
 
+def _error_order(error: Any) -> tuple[list[str], int]:
+    """Errors by the instance path, then by how deep in the schema they arose."""
+    return list(map(str, error.path)), len(error.schema_path)
+
+
 def problems(instance: Any, schema_id: str) -> list[Problem]:
     """Every problem of ``instance`` against the schema, each with its rule id.
 
@@ -304,7 +309,9 @@ def problems(instance: Any, schema_id: str) -> list[Problem]:
     schema = val.schema if isinstance(val.schema, dict) else {}  # validator() gives a dict
     fallback = f"{schema.get('x-format', 'schema')}.schema"
     found: list[Problem] = []
-    for error in sorted(val.iter_errors(instance), key=lambda e: list(map(str, e.path))):
+    # by the field's path; at one path the nearest schema first (an event's own rule for
+    # a field, before the rule of the common part it includes through allOf)
+    for error in sorted(val.iter_errors(instance), key=_error_order):
         for leaf in _leaf_errors(error):
             found.extend(_to_problems(leaf, fallback))
     # every branch of an unselected oneOf reports the same missing field: list each once

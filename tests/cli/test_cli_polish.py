@@ -250,7 +250,7 @@ def test_show_pairs_each_alarm_with_its_clear_and_dates_stuck_channels_from_thei
         w.append("channels", {**stuck, "step": 400, "level": "most"})
         w.append("alarm", {**alarm, "step": 1472})
         m.append({"step": 0, "loss": 2.3, "grad": {"fc": 0.1}, "stuck": {}})
-        w.append("run_end", {**BODIES["run_end"], "metrics_sha256": m.sha256()})
+        w.append("run_end", {**BODIES["run_end"], "checks": 1, "metrics_sha256": m.sha256()})
     out = cli("show", tmp_path)
     assert out.returncode == 0, out.stderr
     assert "  4.1: exploding at step 681-682, 999-1000, 1472 (open)\n" in out.stdout

@@ -82,6 +82,10 @@ def main() -> None:
     out["metrics_rows"] = metrics.rows
     out["metrics_close"] = _attempt(metrics.close)
     body = {**BODIES["run_end"], "metrics_sha256": out["metrics_sha256"]}
+    if which == "metrics":  # as the Monitor: the check whose row failed counts, and says so
+        checks = out["written"] + 1
+        body["checks"], body["steps"] = checks, max(checks, body["steps"])
+        body["error"] = {"type": "RecordWriteError", "message": "metrics.jsonl: disk full"}
     out["run_end"] = _attempt(diary.append, "run_end", body)
     out["diary_close"] = _attempt(diary.close)
     print(json.dumps(out))

@@ -115,3 +115,165 @@ def test_a_channels_event_is_info_or_warning(tmp_path: Path, event: str, severit
     _refused(
         event, {**BODIES[event], "severity": severity}, "diary.channels.severity.value", tmp_path
     )
+
+
+# F6: a repair's relative_change is delta_norm / weight_norm_before, null when that was 0.
+@pytest.mark.parametrize(
+    ("before", "relative"),
+    [(2.0, 7.0), (2.0, None), (0.0, 0.5), (2.0, 0.5 * (1 + 1e-5)), (3, 1 / 3 * (1 - 2e-6))],
+    ids=["wrong", "null-for-a-weight", "a-ratio-of-nothing", "off-1e-5", "off-2e-6"],
+)
+def test_a_repairs_relative_change_is_its_delta_over_its_weight(
+    tmp_path: Path, before: float, relative: float | None
+) -> None:
+    """diary.repair.relative_change.value (the seed: "‖ΔW‖ / ‖W‖ (null when ‖W‖ was 0)")."""
+    run = _run(tmp_path)
+    n = _edit(run, "repair", delta_norm=1.0, weight_norm_before=before, relative_change=relative)
+    _fails(run, "diary.repair.relative_change.value", n)
+
+
+@pytest.mark.parametrize(
+    ("delta", "before", "relative"),
+    [(1.0, 2.0, 0.5), (1.0, 2.0, 0.5 * (1 + 5e-7)), (1.0, 0.0, None), (0.0, 4.0, 0.0)],
+)
+def test_a_repair_whose_relative_change_holds_verifies(
+    tmp_path: Path, delta: float, before: float, relative: float | None
+) -> None:
+    """Within a relative 1e-6 of the quotient (another writer's rounding), or null for a
+    weight norm of 0."""
+    run = _run(tmp_path)
+    _edit(run, "repair", delta_norm=delta, weight_norm_before=before, relative_change=relative)
+    assert verify(run).ok
+
+
+# F5: run_end.checks against steps, and metrics.jsonl's rows against the run_ends.
+def _record(run: Path, sessions: list[tuple[list[int], dict[str, Any] | None]]) -> None:
+    """Sessions written with the real writers, each a run_start, rows of these steps and
+    its run_end (None: the session crashed, no run_end); ``steps`` in the run_end dict
+    defaults to the rows' count and ``checks`` too."""
+    from trainrecord.diary import MetricsWriter
+
+    for steps, end in sessions:
+        with DiaryWriter(run, seal=False) as diary, MetricsWriter(run) as metrics:
+            diary.append("run_start", BODIES["run_start"])
+            for step in steps:
+                metrics.append({"step": step, "loss": 1.0, "grad": {}, "stuck": {}})
+            if end is not None:
+                body = {**BODIES["run_end"], "steps": 100, "checks": len(steps), **end}
+                diary.append("run_end", {**body, "metrics_sha256": metrics.sha256()})
+
+
+@pytest.mark.parametrize(
+    ("sessions", "rule", "where"),
+    [
+        ([([0, 50, 100, 150, 200], {"checks": 2})], "diary.metrics.rows", 2),
+        ([([], {"checks": 2})], "diary.metrics.rows", 2),
+        ([([0, 50], {}), ([250, 300, 350], {"checks": 2})], "diary.metrics.rows", 4),
+        (
+            [([0, 50], {"checks": 1, "error": {"type": "OSError", "message": "x"}})],
+            "diary.metrics.rows",
+            2,
+        ),
+        ([([50, 0], {})], "diary.metrics.order", 2),
+        ([([0, 0], {})], "diary.metrics.order", 2),
+        ([([0, 50], {}), ([300, 200], {})], "diary.metrics.order", 4),
+        ([([0, 50], None)], None, None),  # trailing rows of a crashed session: fine
+        ([([0, 50, 50], None)], "diary.metrics.order", 3),
+        ([([0, 50], {"steps": 1})], "diary.run_end.checks", 2),
+    ],
+    ids=[
+        "5-rows-2-checks",
+        "no-row-2-checks",
+        "second-session-3-rows-2-checks",
+        "more-rows-than-checks-with-an-error",
+        "step-down",
+        "step-twice",
+        "second-session-step-down",
+        "crashed-session-in-order",
+        "crashed-session-step-twice",
+        "checks-over-steps",
+    ],
+)
+def test_metrics_rows_against_the_run_ends(
+    tmp_path: Path, sessions: list[Any], rule: str | None, where: int | None
+) -> None:
+    """diary.metrics.rows, diary.metrics.order (on the metrics row), diary.run_end.checks."""
+    run = tmp_path / "run"
+    _record(run, sessions)
+    if rule is None:
+        assert verify(run).ok, verify(run).summary()
+        return
+    result = verify(run)
+    assert result.failure is not None and result.failure.rule == rule, result.summary()
+    assert result.failure.line == where, result.summary()
+    expected_file = "metrics.jsonl" if rule == "diary.metrics.order" else "diary.jsonl"
+    assert result.failure.file == expected_file
+
+
+@pytest.mark.parametrize(
+    "sessions",
+    [
+        [([0, 50], {"checks": 3, "error": {"type": "OSError", "message": "disk full"}})],
+        [([0, 50, 100], None), ([50, 100], {"checks": 1})],  # a crash: no count holds
+        [([0, 50, 100], {}), ([50, 100], {})],  # resumed from an older checkpoint
+        [([0, 50], {}), ([], {"steps": 0}), ([100], {"steps": 3})],
+    ],
+    ids=["fewer-rows-with-an-error", "after-a-crash", "steps-again", "an-empty-session"],
+)
+def test_what_sessions_may_do_verifies(tmp_path: Path, sessions: list[Any]) -> None:
+    """Not refused: a run_end naming an error with rows missing, any rows where a crashed
+    session lies before the run_end, steps repeated across sessions, a session with none."""
+    run = tmp_path / "run"
+    _record(run, sessions)
+    assert verify(run).ok, verify(run).summary()
+
+
+def test_a_monitor_resumed_from_an_older_checkpoint_and_after_a_crash_verifies(
+    tmp_path: Path,
+) -> None:
+    """Real runs: a session, a second resumed from step 4 (steps 4 and 8 checked again), a
+    third killed before close (no run_end), a fourth resumed: every rule holds."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+
+    import torch
+
+    from tests.monitor.conftest import TinyMLP, train
+    from trainrecord.monitor import Monitor
+
+    run = tmp_path / "run"
+    torch.manual_seed(0)
+    model = TinyMLP()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with Monitor(model, optimizer, run, check_every=4) as monitor:
+        train(model, optimizer, monitor, 10)
+    with Monitor(model, optimizer, run, check_every=4, start_step=4) as monitor:
+        train(model, optimizer, monitor, 7)
+    crash = textwrap.dedent(
+        f"""
+        import os, signal, torch
+        from tests.monitor.conftest import TinyMLP, train
+        from trainrecord.monitor import Monitor
+        model = TinyMLP()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        monitor = Monitor(model, optimizer, {str(run)!r}, check_every=4, start_step=11)
+        train(model, optimizer, monitor, 6)
+        os.kill(os.getpid(), signal.SIGKILL)
+        """
+    )
+    root = Path(__file__).resolve().parents[2]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+    }
+    out = subprocess.run([sys.executable, "-c", crash], env=env, cwd=root, timeout=120, check=False)
+    assert out.returncode == -signal.SIGKILL
+    with Monitor(model, optimizer, run, check_every=4, start_step=12) as monitor:
+        train(model, optimizer, monitor, 5)
+    result = verify(run)
+    assert result.ok, result.summary()
+    rows = [json.loads(x)["step"] for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert rows == [0, 4, 8, 4, 8, 12, 16, 12, 16]

@@ -127,6 +127,37 @@ def _metrics_json(run: Path) -> None:
     (run / "metrics.jsonl").write_bytes(b'{"step": 1, "loss": NaN}\n')
 
 
+def _rows(run: Path, steps: list[int], checks: int) -> None:
+    """metrics.jsonl with rows of these steps; the run_end says ``checks`` and names the
+    file's digest (every hash recomputed): only the rows against the diary are wrong."""
+    import hashlib
+
+    rows = b"".join(b'{"grad":{},"loss":1.0,"stuck":{},"step":%d}\n' % step for step in steps)
+    (run / "metrics.jsonl").write_bytes(rows)
+    end = len(_lines(run)) - 1
+    _edit_line(run, end, checks=checks, metrics_sha256=hashlib.sha256(rows).hexdigest())
+    _relink(run)
+
+
+def _rows_not_checks(run: Path) -> None:
+    _rows(run, [0, 50], 1)
+
+
+def _rows_out_of_order(run: Path) -> None:
+    _rows(run, [50, 0], 2)
+
+
+def _checks_over_steps(run: Path) -> None:
+    end = len(_lines(run)) - 1
+    _edit_line(run, end, steps=0)
+    _relink(run)
+
+
+def _relative_change(run: Path) -> None:
+    _edit_line(run, _line_of(run, "repair"), weight_norm_before=2.0, relative_change=7.0)
+    _relink(run)
+
+
 def _seal_missing(run: Path) -> None:
     (run / "record.json").unlink()
 
@@ -183,6 +214,10 @@ CASES: dict[str, Callable[[Path], None]] = {
     "diary.order.run_end": _after_run_end,
     "diary.metrics.sha256": _metrics_sha,
     "diary.metrics.json": _metrics_json,
+    "diary.metrics.rows": _rows_not_checks,
+    "diary.metrics.order": _rows_out_of_order,
+    "diary.run_end.checks": _checks_over_steps,
+    "diary.repair.relative_change.value": _relative_change,
     "seal.missing": _seal_missing,
     "seal.file.json": _seal_json,
     "seal.diary.lines": _seal_lines,

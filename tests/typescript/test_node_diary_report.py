@@ -55,6 +55,7 @@ def bodies() -> list[dict[str, Any]]:
     out[0]["time"] = 1764456439.0  # an integral float: hashed as 1764456439.0, not 1764456439
     out[0]["config"] = {"big": 2**70, "lr": 1e-07, "name": "café 🔥"}
     out[2]["metrics_sha256"] = hashlib.sha256(METRICS).hexdigest()
+    out[2]["checks"] = 1  # METRICS is one row: one per check (diary.metrics.rows)
     return out
 
 
@@ -116,7 +117,7 @@ def _end_not_last(b: list[dict[str, Any]]) -> None:
 def _resumed(b: list[dict[str, Any]]) -> None:
     """run_start after run_end (a resumed run) is allowed."""
     b.append({**b[0], "seq": 3})
-    b.append({**b[2], "seq": 4})
+    b.append({**b[2], "seq": 4, "checks": 0})  # no row in the second session
 
 
 def _alarm_missing_field(b: list[dict[str, Any]]) -> None:
@@ -283,7 +284,8 @@ def test_seal_pins_the_tail(harness: Harness, tmp_path: Path) -> None:
     write_diary(folder, items[:2])
     assert verify(harness, folder) == {"seal.signature.unexpected"}
     (folder / "record.sig").unlink()
-    (folder / "metrics.jsonl").write_bytes(METRICS + METRICS)
+    later = METRICS.replace(b'"step":0', b'"step":1')  # a row of the session appended
+    (folder / "metrics.jsonl").write_bytes(METRICS + later)
     assert verify(harness, folder) == {"seal.metrics.sha256"}
 
 

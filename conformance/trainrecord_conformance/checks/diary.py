@@ -73,16 +73,30 @@ def build_run(
     events: list[dict[str, Any]],
     rows: list[dict[str, Any]],
     end: dict[str, Any] | None,
+    *,
+    renumber: bool = True,
 ) -> list[dict[str, Any]]:
-    """Write diary.jsonl and metrics.jsonl (run_end's metrics_sha256 pinned to it)."""
+    """Write diary.jsonl and metrics.jsonl (run_end's metrics_sha256 pinned to it), as one
+    session writes them: the rows' steps increase (diary.metrics.order; ``renumber=False``:
+    the rows as given) and run_end counts one check per row, in at least as many steps
+    (diary.metrics.rows, diary.run_end.checks)."""
     folder.mkdir(parents=True, exist_ok=True)
+    if renumber:
+        rows = session_rows(rows)
     metrics = "".join(canonical_line(r) + "\n" for r in rows).encode("utf-8")
     (folder / "metrics.jsonl").write_bytes(metrics)
     if end is not None:
+        checks = len(rows)
+        end = {**end, "checks": checks, "steps": max(checks, end.get("steps", 0))}
         events = [*events, {**end, "metrics_sha256": hashlib.sha256(metrics).hexdigest()}]
     lines = chain(events)
     write_lines(folder / "diary.jsonl", lines)
     return lines
+
+
+def session_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows with steps 0, 1, 2, ...: one session's checks run at increasing steps."""
+    return [{**r, "step": i} for i, r in enumerate(rows)]
 
 
 def _event(name: str) -> st.SearchStrategy[dict[str, Any]]:
@@ -347,6 +361,95 @@ def t_metrics_json(folder: Path, lines: list[dict[str, Any]], choice: int) -> in
     return None
 
 
+def _pinned(folder: Path, lines: list[dict[str, Any]], rows: list[bytes], **end: Any) -> None:
+    """metrics.jsonl made of ``rows``; the run_end (the last line) given ``end`` and the
+    new file's digest, every hash recomputed: only the rows against the diary are wrong."""
+    metrics = b"".join(rows)
+    (folder / "metrics.jsonl").write_bytes(metrics)
+    events = [{k: v for k, v in x.items() if k not in RESERVED} for x in lines]
+    if events[-1]["event"] == "run_end":
+        events[-1].update(end, metrics_sha256=hashlib.sha256(metrics).hexdigest())
+    write_lines(folder / "diary.jsonl", chain(events))
+
+
+def _row(step: int) -> bytes:
+    return canonical_line({"step": step, "loss": 1.0, "grad": {}, "stuck": {}}).encode() + b"\n"
+
+
+def t_metrics_rows(folder: Path, lines: list[dict[str, Any]], choice: int) -> int | None:
+    """One row more than the run_end's checks, or one fewer (its digest pinned to the new
+    file): a session has one metrics row per check."""
+    rows = (folder / "metrics.jsonl").read_bytes().splitlines(keepends=True)
+    if choice % 2 == 0 or not rows:
+        rows.append(_row(10**6))
+    else:
+        rows.pop()
+    checks = lines[-1]["checks"]
+    _pinned(folder, lines, rows, checks=checks, steps=max(checks, lines[-1]["steps"]), error=None)
+    return len(lines) - 1
+
+
+def t_metrics_order(folder: Path, lines: list[dict[str, Any]], choice: int) -> int | None:
+    """Two rows whose steps do not increase (the same step twice, or a step going down),
+    the run_end (if any) counting them: one session's checks run at increasing steps."""
+    first, second = [(5, 5), (9, 3)][choice % 2]
+    _pinned(folder, lines, [_row(first), _row(second)], checks=2, steps=10)
+    return None
+
+
+def t_checks_steps(folder: Path, lines: list[dict[str, Any]], choice: int) -> int | None:
+    """A run_end with more checks than steps."""
+    events = [{k: v for k, v in x.items() if k not in RESERVED} for x in lines]
+    end = events[-1]
+    end["steps"] = end["checks"] + choice % 3
+    end["checks"] = end["steps"] + 1
+    write_lines(folder / "diary.jsonl", chain(events))
+    return len(lines) - 1
+
+
+RELATIVE_CHANGES: tuple[tuple[float, Any], ...] = (
+    (2.0, 7.0),
+    (2.0, None),
+    (2.0, 0.5 * (1 + 1e-5)),
+    (0.0, 0.5),
+)
+"""(weight_norm_before, relative_change) of a repair of delta_norm 1.0 that breaks the
+relation: a wrong ratio, null for a weight that was not 0, a ratio off by a relative 1e-5,
+a ratio for a weight norm of 0."""
+
+
+def repair_line(before: float, relative: Any) -> dict[str, Any]:
+    """A repair event with delta_norm 1.0 and these values."""
+    return {
+        "event": "repair",
+        "step": 3,
+        "severity": "action",
+        "layer": "conv1",
+        "batchnorm": None,
+        "channels": [0],
+        "count": 1,
+        "method": "kaiming_uniform",
+        "optimizer_slices_reset": 0,
+        "modification_class": "discrete",
+        "bound": None,
+        "delta_norm": 1.0,
+        "weight_norm_before": before,
+        "weight_norm_after": 1.0,
+        "relative_change": relative,
+        "rng": "global",
+    }
+
+
+def t_relative_change(folder: Path, lines: list[dict[str, Any]], choice: int) -> int | None:
+    """A repair line put after run_start whose relative_change is not delta_norm /
+    weight_norm_before (one of :data:`RELATIVE_CHANGES`)."""
+    events = [{k: v for k, v in x.items() if k not in RESERVED} for x in lines]
+    before, relative = RELATIVE_CHANGES[choice % len(RELATIVE_CHANGES)]
+    events.insert(1, repair_line(before, relative))
+    write_lines(folder / "diary.jsonl", chain(events))
+    return 1
+
+
 TIME_CHANGES: tuple[Callable[[float], float | int], ...] = (
     int,
     lambda t: round(t, 3) + 0.0004,
@@ -429,6 +532,15 @@ TAMPERS: dict[str, tuple[Tamper, bool, bool, int]] = {
     "diary.time.precision": (t_time, True, False, len(TIME_CHANGES)),
     "diary.file.regular": (t_irregular, False, False, len(IRREGULAR)),
     "diary.prev.format": (t_prev_format, True, True, len(FORMAT_CHANGES)),
+    "diary.metrics.rows": (t_metrics_rows, True, True, 2),
+    "diary.metrics.order": (t_metrics_order, False, False, 2),
+    "diary.run_end.checks": (t_checks_steps, True, True, 3),
+    "diary.repair.relative_change.value": (
+        t_relative_change,
+        True,
+        False,
+        len(RELATIVE_CHANGES),
+    ),
 }
 """rule -> (tamper, whether it names a line, whether the run must end with run_end, how
 many variants it has)."""
@@ -567,7 +679,8 @@ def bad_row(rule: str) -> Callable[[Context, Any], None]:
         build_run(folder, events, rows, end)
         expect_ok(ctx, folder)
         k = where % (len(rows) + 1)
-        build_run(folder, events, [*rows[:k], broken.instance, *rows[k:]], end)
+        rows = session_rows(rows)
+        build_run(folder, events, [*rows[:k], broken.instance, *rows[k:]], end, renumber=False)
         expect_failure(ctx, folder, rule, None)
 
     return body

@@ -17,7 +17,7 @@ import stat
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from trainrecord.diary.events import fast_validators, line_problems
 from trainrecord.diary.fastline import (
@@ -29,6 +29,7 @@ from trainrecord.diary.fastline import (
     pad_exponents,
     parse_std,
 )
+from trainrecord.diary.relations import relation_problem
 from trainrecord.folders import not_regular
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -64,6 +65,21 @@ class LineFailure:
         }
 
 
+class RunEnd(NamedTuple):
+    """What the metrics check needs of one run_end line."""
+
+    line: int
+    """Its 1-based line number in diary.jsonl."""
+    sha: str
+    """Its metrics_sha256."""
+    checks: int
+    errored: bool
+    """It names an error (a record that stopped being written may lack rows)."""
+    sessions: int
+    """run_start lines since the run_end before it (or the first line): 1 when its session
+    is the only one, more when a session before it ended without run_end (a crash)."""
+
+
 @dataclass
 class ChunkResult:
     """What one range of lines showed: enough for the caller to join ranges."""
@@ -78,8 +94,10 @@ class ChunkResult:
     last_event: str | None = None
     failure: LineFailure | None = None
     events: Counter[str] = field(default_factory=Counter)
-    run_ends: list[tuple[int, str]] = field(default_factory=list)
-    """(line number, metrics_sha256) of every run_end in the range."""
+    run_ends: list[RunEnd] = field(default_factory=list)
+    """Every run_end in the range (its ``sessions`` counts the range's lines only)."""
+    trailing_starts: int = 0
+    """run_start lines after the range's last run_end (all of them when it has none)."""
     total: int = 0
     """Complete lines in the range, checked or not."""
     colons: int = 0
@@ -91,7 +109,7 @@ class ChunkResult:
         """The same result with line numbers moved down by ``offset`` lines."""
         if offset:
             self.first_line += offset
-            self.run_ends = [(line + offset, sha) for line, sha in self.run_ends]
+            self.run_ends = [end._replace(line=end.line + offset) for end in self.run_ends]
             if self.failure is not None and self.failure.line > 0:  # (0: no line named)
                 self.failure = replace(self.failure, line=self.failure.line + offset)
         return self
@@ -351,6 +369,7 @@ def _scan(raw_all: bytes, first_line: int, *, strict: bool, plain: bool = False)
     prev_hash: str | None = None
     prev_event: str | None = None
     expect_seq: int | None = None
+    starts = 0  # run_start lines since the last run_end
     for line_no, raw in enumerate(lines, first_line):
         body = None
         slow_body = False
@@ -437,12 +456,28 @@ def _scan(raw_all: bytes, first_line: int, *, strict: bool, plain: bool = False)
                 if slow.__class__ is not LineFailure:
                     digest = sha256(prev.encode() + slow[1]).hexdigest()  # type: ignore[index]
             if digest == digest_given:
+                if event == "run_end" or event == "repair":  # fields a schema cannot relate
+                    # (a repair's floats as parsed: the fast path may have pre-spelled them)
+                    broken = relation_problem(event, value if slow_body else parse_std(raw))
+                    if broken is not None:
+                        res.failure = LineFailure(line_no, seq, *broken)
+                        break
                 seen(event)
                 colons += body.count(b":")
                 if event == "run_end":
-                    res.run_ends.append((line_no, value["metrics_sha256"]))
+                    res.run_ends.append(
+                        RunEnd(
+                            line_no,
+                            value["metrics_sha256"],
+                            value["checks"],
+                            value.get("error") is not None,
+                            starts,
+                        )
+                    )
+                    starts = 0
                 elif event == "run_start":
                     res.last_start = raw
+                    starts += 1
                 prev_hash = digest
                 prev_event = event
                 expect_seq = seq + 1
@@ -466,6 +501,7 @@ def _scan(raw_all: bytes, first_line: int, *, strict: bool, plain: bool = False)
         break
     res.events.update(events)
     res.lines = count = len(events)
+    res.trailing_starts = starts
     if res.failure is None:
         # the colons of the hashed bodies, and those of prev and hash (see scan)
         res.colons = colons + 2 * count

@@ -28,7 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from trainrecord.diary.chain import ChunkResult, LineFailure, irregular, problem_text, scan
+from trainrecord.diary.chain import (
+    ChunkResult,
+    LineFailure,
+    RunEnd,
+    irregular,
+    problem_text,
+    scan,
+)
 from trainrecord.diary.events import METRICS_ROW_SCHEMA, fast_problems, fast_validators
 from trainrecord.diary.fastline import LineSyntaxError, parse_line
 
@@ -326,7 +333,7 @@ def _join(results: list[ChunkResult]) -> tuple[int, LineFailure | None, ChunkRes
                 )
         if res.failure:
             total.events.update(res.events)
-            total.run_ends.extend(res.run_ends)
+            _join_run_ends(total, res)
             return total.lines + res.lines, res.failure, total
         if res.lines:
             total.lines += res.lines
@@ -334,12 +341,29 @@ def _join(results: list[ChunkResult]) -> tuple[int, LineFailure | None, ChunkRes
             total.last_event = res.last_event
             total.last_start = res.last_start or total.last_start
             total.events.update(res.events)
-            total.run_ends.extend(res.run_ends)
+            _join_run_ends(total, res)
     return total.lines, None, total
 
 
+def _join_run_ends(total: ChunkResult, res: ChunkResult) -> None:
+    """Add the range's run_ends to ``total``: the run_starts after the last run_end before
+    the range count towards the sessions of its first run_end."""
+    ends = res.run_ends
+    if ends:
+        first = ends[0]
+        total.run_ends.append(first._replace(sessions=first.sessions + total.trailing_starts))
+        total.run_ends.extend(ends[1:])
+        total.trailing_starts = res.trailing_starts
+    else:
+        total.trailing_starts += res.trailing_starts
+
+
 def _check_metrics(
-    run_dir: Path, run_ends: list[tuple[int, str]], complete: bool, result: VerifyResult
+    run_dir: Path,
+    run_ends: list[RunEnd],
+    trailing_starts: int,
+    complete: bool,
+    result: VerifyResult,
 ) -> LineFailure | None:
     path = run_dir / METRICS
     odd = irregular(path, METRICS)
@@ -347,21 +371,22 @@ def _check_metrics(
         return odd
     if not path.exists():
         if run_ends:
-            line, _ = run_ends[0]
             return LineFailure(
-                line,
+                run_ends[0].line,
                 None,
                 "diary.metrics.sha256",
                 "run_end names metrics_sha256 but metrics.jsonl is missing",
             )
         return None
-    # Read a chunk at a time and keep only the digests a run_end names: the whole file and
-    # a digest per row in memory took 326 MB and 14 s for a million rows at every close.
-    earlier = {sha for _, sha in run_ends[:-1]} | (
-        {run_ends[-1][1]} if run_ends and not complete else set()
-    )
+    # Read a chunk at a time and keep no row: the whole file and a digest per row in memory
+    # took 326 MB and 14 s for a million rows at every close. Each run_end but a complete
+    # diary's last names a prefix, in order; the rows between two of them (a segment) are
+    # one session's when one run_start lies between the two run_ends (see spec/README.md).
+    segments = _Segments(run_ends, trailing_starts, complete)
     digest = hashlib.sha256()
-    seen = {digest.hexdigest()} & earlier
+    segments.at_prefix(digest.hexdigest(), 0)
+    waiting = segments.waiting
+    last: int | None = None  # the open segment's last step (inline: a call per row costs)
     row = 0
     pending: list[bytes] = []  # the bytes after the last newline, in the pieces read
     with open(path, "rb") as fh:
@@ -390,11 +415,15 @@ def _check_metrics(
                     return LineFailure(
                         row, None, found[0].rule, problem_text(found[0], value, raw), METRICS
                     )
+                step = value["step"]
+                if last is not None and step <= last:
+                    segments.disorder(row, step, last)
+                last = step
                 digest.update(data[pos : nl + 1])
-                if earlier:
-                    now = digest.hexdigest()
-                    if now in earlier:
-                        seen.add(now)
+                if waiting:
+                    if segments.at_prefix(digest.hexdigest(), row):
+                        last = None  # a segment ended: the next row opens another
+                    waiting = segments.waiting
                 pos = nl + 1
             if pos < len(data):
                 pending = [data[pos:]]
@@ -402,20 +431,97 @@ def _check_metrics(
     if tail:
         result.warnings.append(f"metrics.jsonl ends in a torn row ({len(tail)} bytes)")
     result.metrics_rows = row
-    whole_digest = digest.copy()
-    whole_digest.update(tail)
-    whole = whole_digest.hexdigest()
-    for i, (line, sha) in enumerate(run_ends):
-        last = complete and i == len(run_ends) - 1
-        if (last and sha != whole) or (not last and sha not in seen):
+    digest.update(tail)
+    return segments.end(digest.hexdigest(), row)
+
+
+class _Segments:
+    """The run_ends' prefixes of metrics.jsonl, matched in order as rows are read, and the
+    checks of a one-session segment: steps increase (``diary.metrics.order``) and the rows
+    are as many as its run_end's checks (``diary.metrics.rows``; at most as many when the
+    run_end names an error). The first of those two found is said once the digests hold
+    (a row that is not where a run_end's digest puts it is said as the digest's failure)."""
+
+    def __init__(self, run_ends: list[RunEnd], trailing_starts: int, complete: bool) -> None:
+        self.ends = run_ends
+        self.trailing = trailing_starts
+        self.prefixes = len(run_ends) - (1 if complete and run_ends else 0)
+        self.next = 0  # the run_end whose prefix comes next
+        self.begun = 0  # the rows before the open segment
+        self.found: LineFailure | None = None
+
+    @property
+    def waiting(self) -> bool:
+        """A run_end's prefix is still to come."""
+        return self.next < self.prefixes
+
+    def _one_session(self) -> bool:
+        k = self.next
+        return (self.ends[k].sessions if k < len(self.ends) else self.trailing) == 1
+
+    def disorder(self, row: int, step: int, last: int) -> None:
+        """Note ``diary.metrics.order``: ``step`` (row ``row``) follows ``last`` in the open
+        segment, which counts when the segment is one session's."""
+        if self.found is not None or not self._one_session():
+            return
+        self.found = LineFailure(
+            row,
+            None,
+            "diary.metrics.order",
+            f"step: {step} after step {last} in one session's rows (rows {self.begun + 1} "
+            f"to {row}); a session's checks run at increasing steps, one row each",
+            METRICS,
+        )
+
+    def _close(self, rows: int) -> None:
+        end = self.ends[self.next]
+        count = rows - self.begun
+        if (
+            end.sessions == 1
+            and self.found is None
+            and (count > end.checks or (count < end.checks and not end.errored))
+        ):
+            held = f"{count} rows (rows {self.begun + 1} to {rows})" if count else "no row"
+            self.found = LineFailure(
+                end.line,
+                None,
+                "diary.metrics.rows",
+                f"run_end: {end.checks} checks, but metrics.jsonl holds {held} for its "
+                "session; one row per check"
+                + (" (at most, as the run_end names an error)" if end.errored else ""),
+            )
+        self.next += 1
+        self.begun = rows
+
+    def at_prefix(self, digest: str, rows: int) -> bool:
+        """The first ``rows`` rows hash to ``digest``: close the segments it ends; whether
+        it ended one."""
+        ended = False
+        while self.waiting and self.ends[self.next].sha == digest:
+            self._close(rows)
+            ended = True
+        return ended
+
+    def end(self, whole: str, rows: int) -> LineFailure | None:
+        """The verdict once every row is read (``whole``: the digest of the whole file)."""
+        if self.waiting:
             return LineFailure(
-                line,
+                self.ends[self.next].line,
                 None,
                 "diary.metrics.sha256",
-                "run_end.metrics_sha256 does not match metrics.jsonl "
-                + ("(the whole file)" if last else "(any prefix of it)"),
+                "run_end.metrics_sha256 does not match metrics.jsonl (any prefix of it after "
+                "the previous run_end's)",
             )
-    return None
+        if self.prefixes < len(self.ends):  # a complete diary: its last run_end
+            if self.ends[-1].sha != whole:
+                return LineFailure(
+                    self.ends[-1].line,
+                    None,
+                    "diary.metrics.sha256",
+                    "run_end.metrics_sha256 does not match metrics.jsonl (the whole file)",
+                )
+            self._close(rows)
+        return self.found
 
 
 METRICS_CHUNK = 8 << 20
@@ -550,7 +656,7 @@ def verify(
     if failure is None and lines == 0 and not torn:  # (a lone torn line is a torn tail)
         failure = LineFailure(1, None, "diary.file.empty", "the diary has no complete line")
     if failure is None:
-        failure = _check_metrics(run, head.run_ends, result.complete, result)
+        failure = _check_metrics(run, head.run_ends, head.trailing_starts, result.complete, result)
     if failure is None and check_seal:
         from trainrecord.diary.seal import check_seal as _check_seal
 

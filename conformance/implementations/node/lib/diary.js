@@ -7,10 +7,13 @@
  * Per line, in this order: strict JSON object, the event's schema, time a float rounded to
  * milliseconds (diary.time.precision), seq (contiguous from 0),
  * prev (64 zeros first, then the hash of the line before), only a run_start may follow a
- * run_end (a resumed run), the canonical body can be written, and the hash. The first line
- * is run_start. A last line without a newline is a torn tail (a crash), not a failure.
- * Then metrics.jsonl (strict JSON rows, the row schema; the last run_end of a complete
- * record hashes the whole file, earlier ones a prefix of it), then the seal, when present.
+ * run_end (a resumed run), the canonical body can be written, and the hash, then the
+ * fields of a repair or run_end that a schema cannot relate (relationProblem). The first
+ * line is run_start. A last line without a newline is a torn tail (a crash), not a failure.
+ * Then metrics.jsonl (strict JSON rows, the row schema, steps increasing in one session's
+ * rows; the last run_end of a complete record hashes the whole file, earlier ones a prefix
+ * of it after the previous one's; a run_end alone in its session has one row per check),
+ * then the seal, when present.
  */
 "use strict";
 
@@ -157,8 +160,9 @@ function verifyDiary(folder, options = {}) {
   let prevHash = GENESIS;
   /** @type {string | null} */
   let prevEvent = null;
-  /** @type {[number, string][]} */
+  /** @type {RunEnd[]} */
   const runEnds = [];
+  let starts = 0; // run_start lines since the last run_end
   let lineNo = 0;
   let pos = 0;
   while (pos < completeEnd) {
@@ -208,7 +212,15 @@ function verifyDiary(folder, options = {}) {
     if (digest !== value.hash) {
       return done(fail("diary.jsonl", lineNo, seq, "diary.chain.hash", "hash does not match the line's content: the line was changed after it was written"));
     }
-    if (event === RUN_END) runEnds.push([lineNo, /** @type {string} */ (value.metrics_sha256)]);
+    const broken = relationProblem(event, value);
+    if (broken !== null) return done(fail("diary.jsonl", lineNo, seq, broken[0], broken[1]));
+    if (event === RUN_END) {
+      const error = value.error;
+      runEnds.push({ line: lineNo, sha: /** @type {string} */ (value.metrics_sha256), checks: Number(value.checks), errored: error !== undefined && error !== null, sessions: starts });
+      starts = 0;
+    } else if (event === RUN_START) {
+      starts += 1;
+    }
     prevHash = digest;
     prevEvent = event;
     result.lines = lineNo;
@@ -219,7 +231,7 @@ function verifyDiary(folder, options = {}) {
   // no complete line and no torn one is no record; a lone torn line is a torn tail (a crash
   // while the first line was written): status torn, as in Python
   if (result.lines === 0 && !torn) return done(fail("diary.jsonl", 1, null, "diary.file.empty", "the diary has no complete line"));
-  const metricsFailure = checkMetrics(folder, runEnds, result.complete);
+  const metricsFailure = checkMetrics(folder, runEnds, starts, result.complete);
   if (metricsFailure !== null) return done(metricsFailure);
   if (options.checkSeal ?? true) {
     const sealFailure = checkSeal(folder, result, torn, options.publicKey ?? null);
@@ -232,23 +244,93 @@ function verifyDiary(folder, options = {}) {
   return result;
 }
 
+const RELATIVE_TOLERANCE = 1e-6;
+/** @typedef {{line: number, sha: string, checks: number, errored: boolean, sessions: number}} RunEnd */
+
 /**
+ * A JSON number as a double (an integer token is a BigInt; beyond a double: Infinity).
+ * @param {PyValue} v
+ * @returns {number}
+ */
+const toNumber = (v) => (typeof v === "bigint" ? Number(v) : /** @type {number} */ (v));
+
+/**
+ * (rule, message) of a schema-valid line whose fields break a relation, or null: a repair's
+ * relative_change is delta_norm / weight_norm_before within a relative 1e-6, null exactly
+ * when weight_norm_before is 0; a run_end's checks are at most its steps. As the Python
+ * verifier (runtime/trainrecord/diary/relations.py).
+ * @param {string} event
+ * @param {Record<string, PyValue>} value
+ * @returns {[string, string] | null}
+ */
+function relationProblem(event, value) {
+  if (event === "repair") {
+    const rule = "diary.repair.relative_change.value";
+    const before = toNumber(value.weight_norm_before);
+    const given = value.relative_change;
+    if (before === 0) {
+      return given === null ? null : [rule, "relative_change: not null where weight_norm_before is 0; it is null when the weight norm before the repair was 0"];
+    }
+    const expected = toNumber(value.delta_norm) / before;
+    if (given === null) return [rule, `relative_change: null, but weight_norm_before is not 0; it is delta_norm / weight_norm_before = ${expected}`];
+    const g = toNumber(given);
+    if (Number.isFinite(g) && Number.isFinite(expected) && Math.abs(g - expected) <= RELATIVE_TOLERANCE * Math.max(Math.abs(g), Math.abs(expected))) return null;
+    return [rule, `relative_change: ${g} is not delta_norm / weight_norm_before = ${expected} (within a relative 1e-06)`];
+  }
+  if (event === RUN_END) {
+    const checks = /** @type {bigint} */ (value.checks);
+    const steps = /** @type {bigint} */ (value.steps);
+    if (checks > steps) return ["diary.run_end.checks", `checks: ${checks} checks in ${steps} steps; a check runs at a step of its session, at most one per step`];
+  }
+  return null;
+}
+
+/**
+ * metrics.jsonl against the run_ends: rows (strict JSON, the row schema); each run_end's
+ * digest names a prefix after the previous one's (a complete record's last: the whole file);
+ * the rows between two run_ends with one run_start between them are one session's: steps
+ * increase (diary.metrics.order) and there is one per check (diary.metrics.rows; at most
+ * one when the run_end names an error). As runtime/trainrecord/diary/verifier.py.
  * @param {string} folder
- * @param {[number, string][]} runEnds
+ * @param {RunEnd[]} runEnds
+ * @param {number} trailingStarts run_start lines after the last run_end
  * @param {boolean} complete
  * @returns {Failure | null}
  */
-function checkMetrics(folder, runEnds, complete) {
+function checkMetrics(folder, runEnds, trailingStarts, complete) {
   const file = path.join(folder, "metrics.jsonl");
   const odd = irregular(file, "metrics.jsonl");
   if (odd !== null) return odd;
   if (!fs.existsSync(file)) {
-    if (runEnds.length > 0) return fail("diary.jsonl", /** @type {[number, string]} */ (runEnds[0])[0], null, "diary.metrics.sha256", "run_end names metrics_sha256 but metrics.jsonl is missing");
+    if (runEnds.length > 0) return fail("diary.jsonl", /** @type {RunEnd} */ (runEnds[0]).line, null, "diary.metrics.sha256", "run_end names metrics_sha256 but metrics.jsonl is missing");
     return null;
   }
   const data = fs.readFileSync(file);
-  const prefixes = new Set([sha256(Buffer.alloc(0))]);
+  const prefixes = runEnds.length - (complete && runEnds.length > 0 ? 1 : 0);
+  let next = 0; // the run_end whose prefix comes next
+  let begun = 0; // rows before the open segment
+  /** @type {bigint | null} */
+  let lastStep = null;
+  /** @type {Failure | null} */
+  let related = null; // the first diary.metrics.order or .rows: said once the digests hold
+  const oneSession = () => (next < runEnds.length ? /** @type {RunEnd} */ (runEnds[next]).sessions : trailingStarts) === 1;
+  /** @param {number} rows */
+  const close = (rows) => {
+    const end = /** @type {RunEnd} */ (runEnds[next]);
+    const count = rows - begun;
+    if (end.sessions === 1 && related === null && (count > end.checks || (count < end.checks && !end.errored))) {
+      related = fail("diary.jsonl", end.line, null, "diary.metrics.rows", `run_end: ${end.checks} checks, but metrics.jsonl holds ${count} rows for its session; one row per check`);
+    }
+    next += 1;
+    begun = rows;
+    lastStep = null;
+  };
+  /** @param {string} hex @param {number} rows */
+  const atPrefix = (hex, rows) => {
+    while (next < prefixes && /** @type {RunEnd} */ (runEnds[next]).sha === hex) close(rows);
+  };
   const digest = crypto.createHash("sha256");
+  atPrefix(digest.copy().digest("hex"), 0);
   let pos = 0;
   let row = 0;
   while (pos < data.length) {
@@ -266,19 +348,25 @@ function checkMetrics(folder, runEnds, complete) {
       const p = /** @type {import("./refused").Problem} */ (found[0]);
       return fail("metrics.jsonl", row, null, p.rule, problemText(p));
     }
+    const step = /** @type {bigint} */ (/** @type {Record<string, PyValue>} */ (value).step);
+    const last = lastStep;
+    lastStep = step;
+    if (last !== null && step <= last && related === null && oneSession()) {
+      related = fail("metrics.jsonl", row, null, "diary.metrics.order", `step: ${step} after step ${last} in one session's rows; a session's checks run at increasing steps`);
+    }
     digest.update(data.subarray(pos, nl + 1));
-    prefixes.add(digest.copy().digest("hex"));
+    if (next < prefixes) atPrefix(digest.copy().digest("hex"), row);
     pos = nl + 1;
   }
-  const whole = sha256(data);
-  for (let i = 0; i < runEnds.length; i++) {
-    const [line, sha] = /** @type {[number, string]} */ (runEnds[i]);
-    const last = complete && i === runEnds.length - 1;
-    if ((last && sha !== whole) || (!last && !prefixes.has(sha))) {
-      return fail("diary.jsonl", line, null, "diary.metrics.sha256", `run_end.metrics_sha256 does not match metrics.jsonl ${last ? "(the whole file)" : "(any prefix of it)"}`);
-    }
+  if (next < prefixes) {
+    return fail("diary.jsonl", /** @type {RunEnd} */ (runEnds[next]).line, null, "diary.metrics.sha256", "run_end.metrics_sha256 does not match metrics.jsonl (any prefix of it after the previous run_end's)");
   }
-  return null;
+  if (prefixes < runEnds.length) {
+    const final = /** @type {RunEnd} */ (runEnds[runEnds.length - 1]);
+    if (final.sha !== sha256(data)) return fail("diary.jsonl", final.line, null, "diary.metrics.sha256", "run_end.metrics_sha256 does not match metrics.jsonl (the whole file)");
+    close(row);
+  }
+  return related;
 }
 
 /**
