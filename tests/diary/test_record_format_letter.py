@@ -277,3 +277,76 @@ def test_a_monitor_resumed_from_an_older_checkpoint_and_after_a_crash_verifies(
     assert result.ok, result.summary()
     rows = [json.loads(x)["step"] for x in (run / "metrics.jsonl").read_text().splitlines()]
     assert rows == [0, 4, 8, 4, 8, 12, 16, 12, 16]
+
+
+# F7: record.json fields a reader does not know are ignored; the known ones stay strict.
+def _seal_with(run: Path, edit: Any) -> None:
+    seal = json.loads((run / "record.json").read_text(encoding="utf-8"))
+    edit(seal)
+    (run / "record.json").write_text(json.dumps(seal, indent=2, sort_keys=True) + "\n")
+
+
+def _unknown_fields(seal: dict[str, Any]) -> None:
+    seal["comment"] = "sealed after review"
+    seal["diary"]["note"] = "x"
+    seal["metrics"]["compression"] = None
+    if seal["signature"] is not None:
+        seal["signature"]["key_id"] = "k1"
+
+
+def test_a_seal_with_fields_this_version_does_not_know_verifies_and_shows(
+    tmp_path: Path,
+) -> None:
+    """The seed: "Readers should ignore fields they do not know" (record.json carries
+    record_version itself): verify, show and a reseal take them."""
+    from tests.diary.helpers import cli
+
+    run = tmp_path / "run"
+    write_run(run)
+    _seal_with(run, _unknown_fields)
+    result = verify(run)
+    assert result.ok and result.sealed, result.summary()
+    shown = cli("show", run)
+    assert shown.returncode == 0 and "integrity: OK" in shown.stdout, shown.stdout + shown.stderr
+    assert cli("seal", run).returncode == 0
+    assert "comment" not in json.loads((run / "record.json").read_text())  # this version's own
+    assert verify(run).ok
+
+
+@pytest.mark.parametrize(
+    ("edit", "rule"),
+    [
+        (lambda s: s.update(record_version=2), "seal.record_version.unsupported"),
+        (lambda s: s["diary"].update(lines="3"), "seal.diary.count"),
+        (lambda s: s["diary"].pop("head_hash"), "seal.diary.fields"),
+        (lambda s: s["metrics"].pop("rows"), "seal.metrics.fields"),
+        (lambda s: s.update(sealed_at=None), "seal.sealed_at.type"),
+    ],
+    ids=["record_version", "lines-a-string", "no-head_hash", "no-rows", "sealed_at-null"],
+)
+def test_the_fields_a_seal_names_stay_strict_beside_unknown_ones(
+    tmp_path: Path, edit: Any, rule: str
+) -> None:
+    run = tmp_path / "run"
+    write_run(run)
+
+    def both(seal: dict[str, Any]) -> None:
+        _unknown_fields(seal)
+        edit(seal)
+
+    _seal_with(run, both)
+    result = verify(run)
+    assert result.failure is not None and result.failure.rule == rule, result.summary()
+
+
+def test_a_field_added_to_a_signed_seal_breaks_its_signature(tmp_path: Path) -> None:
+    """Nothing unsigned slips in: record.sig signs record.json's exact bytes."""
+    from trainrecord.diary import generate_keypair
+
+    private, public, _ = generate_keypair(tmp_path / "key")
+    run = tmp_path / "run"
+    write_run(run, signing_key=private)
+    assert verify(run, public_key=public).signature == "valid"
+    _seal_with(run, _unknown_fields)
+    result = verify(run, public_key=public)
+    assert result.failure is not None and result.failure.rule == "seal.signature.invalid"

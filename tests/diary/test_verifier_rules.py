@@ -577,10 +577,10 @@ def test_failure_messages_show_the_rule_once_and_count_the_lines_right(
     as unverified."""
     run = tmp_path / "run"
     shutil.copytree(signed[0], run)
-    _seal_edit(run, lambda s: s.update(note="x"))
+    _seal_edit(run, lambda s: s["diary"].pop("head_hash"))
     text = verify(run).summary()
-    assert text.count("[seal.fields.extra]") == 1, text
-    assert "record.json: [seal.fields.extra] note: field 'note' is not allowed here" in text
+    assert text.count("[seal.diary.fields]") == 1, text
+    assert "record.json: [seal.diary.fields] diary.head_hash: required field" in text
     shutil.rmtree(run)
     shutil.copytree(signed[0], run)
     (run / "metrics.jsonl").write_bytes(b'{"step":1,"loss":1.0,"grad":{}}\n')

@@ -622,10 +622,11 @@ def test_node_seal_and_metrics_messages_name_the_field(tmp_path: Path) -> None:
     folder = write_diary(tmp_path / "run", bodies())
     write_seal(folder)
     seal = json.loads((folder / "record.json").read_text())
-    (folder / "record.json").write_text(json.dumps({**seal, "note": "x"}, indent=2))
+    diary = {k: v for k, v in seal["diary"].items() if k != "head_hash"}
+    (folder / "record.json").write_text(json.dumps({**seal, "diary": diary}, indent=2))
     got = _node_verify(folder)["failure"]
-    assert got["rule"] == "seal.fields.extra"
-    assert got["message"].startswith("note: "), got["message"]
+    assert got["rule"] == "seal.diary.fields"
+    assert got["message"].startswith("diary.head_hash: "), got["message"]
     (folder / "record.json").unlink()
     bad = b'{"step":1,"loss":1.0,"grad":{}}\n'
     items = bodies()
@@ -699,3 +700,20 @@ def test_node_tells_an_unsigned_seal_from_an_unchecked_signature_as_python(
     assert _node_verify_fields(unsigned)["signature"] == "absent"
     assert "appended to" in str(_node_verify_fields(appended)["failure"])
     assert "appended to" not in str(_node_verify_fields(other)["failure"])
+
+
+def test_node_ignores_seal_fields_it_does_not_know_as_python(tmp_path: Path) -> None:
+    """record.json with fields this version does not name (top level and in its objects)
+    verifies in Node as in Python; a named field beside them stays strict (audit F7)."""
+    folder = write_diary(tmp_path / "run", bodies())
+    write_seal(folder)
+    seal = json.loads((folder / "record.json").read_text())
+    seal["comment"] = "x"
+    seal["diary"]["note"] = 1
+    seal["metrics"]["compression"] = None
+    (folder / "record.json").write_text(json.dumps(seal, indent=2))
+    assert _node_verify(folder)["status"] == python_verify(folder).status == "ok"
+    seal["record_version"] = 2
+    (folder / "record.json").write_text(json.dumps(seal, indent=2))
+    got = _node_verify(folder)["failure"]
+    assert got["rule"] == python_verify(folder).failure.rule == "seal.record_version.unsupported"

@@ -2,7 +2,7 @@
  * Change the source and run the command again; CI fails when this file drifts. */
 
 /**
- * record.json, the seal of a training record: it pins the diary as it stood when sealed (line count, head seq and hash, SHA-256 and size) and metrics.jsonl, so that a cut tail or an appended line fails verification even though the chain links alone cannot show a cut tail. record.sig, when present, is the detached Ed25519 signature over the exact bytes of this file.
+ * record.json, the seal of a training record: it pins the diary as it stood when sealed (line count, head seq and hash, SHA-256 and size) and metrics.jsonl, so that a cut tail or an appended line fails verification even though the chain links alone cannot show a cut tail. record.sig, when present, is the detached Ed25519 signature over the exact bytes of this file. Fields a reader does not know are ignored, here and in its objects (the seed: "Readers should ignore fields they do not know"); every field it names is checked.
  */
 export interface DiaryRecordSeal {
   /**
@@ -45,6 +45,7 @@ export interface DiaryRecordSeal {
      * The hash of the last line (the chain head).
      */
     head_hash: string;
+    [k: string]: unknown;
   };
   /**
    * What the seal pins of metrics.jsonl, or null when the run has no metrics file.
@@ -66,6 +67,7 @@ export interface DiaryRecordSeal {
      * How many rows (lines) the file has.
      */
     rows: number;
+    [k: string]: unknown;
   } | null;
   /**
    * The signature record.sig, or null when the record is not signed.
@@ -83,5 +85,7 @@ export interface DiaryRecordSeal {
      * The signer's public key fingerprint: SHA-256 of the raw 32-byte Ed25519 public key.
      */
     public_key_sha256: string;
+    [k: string]: unknown;
   } | null;
+  [k: string]: unknown;
 }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 from trainrecord_spec._base import StrictModel
 
 
@@ -13,9 +13,6 @@ class Diary(StrictModel):
     What the seal pins of diary.jsonl.
     """
 
-    model_config = ConfigDict(
-        extra='forbid',
-    )
     file: Literal['diary.jsonl']
     """
     Always "diary.jsonl".
@@ -51,9 +48,6 @@ class Metrics(StrictModel):
     What the seal pins of metrics.jsonl, or null when the run has no metrics file.
     """
 
-    model_config = ConfigDict(
-        extra='forbid',
-    )
     file: Literal['metrics.jsonl']
     """
     Always "metrics.jsonl".
@@ -79,9 +73,6 @@ class Signature(StrictModel):
     The signature record.sig, or null when the record is not signed.
     """
 
-    model_config = ConfigDict(
-        extra='forbid',
-    )
     algorithm: Literal['ed25519']
     """
     Always "ed25519".
@@ -100,12 +91,9 @@ class Signature(StrictModel):
 
 class DiaryRecordSeal(StrictModel):
     """
-    record.json, the seal of a training record: it pins the diary as it stood when sealed (line count, head seq and hash, SHA-256 and size) and metrics.jsonl, so that a cut tail or an appended line fails verification even though the chain links alone cannot show a cut tail. record.sig, when present, is the detached Ed25519 signature over the exact bytes of this file.
+    record.json, the seal of a training record: it pins the diary as it stood when sealed (line count, head seq and hash, SHA-256 and size) and metrics.jsonl, so that a cut tail or an appended line fails verification even though the chain links alone cannot show a cut tail. record.sig, when present, is the detached Ed25519 signature over the exact bytes of this file. Fields a reader does not know are ignored, here and in its objects (the seed: "Readers should ignore fields they do not know"); every field it names is checked.
     """
 
-    model_config = ConfigDict(
-        extra='forbid',
-    )
     record_version: Annotated[int, Field(ge=1, le=1)]
     """
     The record format version the sealed diary follows; 1. A verifier refuses a version it does not know.
