@@ -558,7 +558,18 @@ class Monitor:
         if error is None:
             error = sys.exc_info()[1]
         with self._bookkeeping():
-            self._close(ended_by(error) if error is not None else None)
+            if error is None:
+                self._close(None)
+                return
+            try:
+                self._close(ended_by(error))
+            except Exception as exc:  # the run's own error stays the one that propagates
+                LOGGER.error(
+                    "trainrecord.Monitor: closing %s after %s: %s",
+                    self.run_dir,
+                    type(error).__name__,
+                    exc,
+                )
 
     def _close(self, ended: dict[str, str] | None, sink_wait: float = 10.0) -> None:
         if self.closed:
@@ -709,7 +720,6 @@ class Monitor:
     # -- a check --------------------------------------------------------------------------
 
     def _check(self, step: int, loss: torch.Tensor | float | None) -> None:
-        self.checks += 1
         probe, self._activation_probe = self._activation_probe, None
         if probe is not None:
             probe.remove()
@@ -776,6 +786,7 @@ class Monitor:
             }
             rows = self._channels(step, names, stats, host[4], quiet, values)
         self._gradients(step, value, read, scale, rows, trained_between)
+        self.checks += 1  # a check that raised part-way is not counted (run_end.checks)
 
     def _gradients(
         self,

@@ -1,0 +1,40 @@
+"""A check that raises part-way, in one process: run_end counts only completed checks,
+the record verifies and is sealed, and the exception that ended the run is the one that
+propagates from the ``with`` block (before, the first check was counted before it ran: a
+run_end of 1 check in 0 steps, which the record's own rule refuses, and close() raised
+RecordRefused in place of the real error)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from tests.monitor.conftest import TinyMLP, read_run
+from trainrecord.diary import verify
+from trainrecord.monitor import Monitor
+
+
+def test_a_check_that_raises_part_way_leaves_a_verified_record_and_its_error(
+    tmp_path: Path,
+) -> None:
+    torch.manual_seed(0)
+    model = TinyMLP()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    # a loss on the meta device cannot be read back: the first check raises after it has
+    # written structure and manifest (as Ctrl+C or a failed collective would part-way)
+    x, y = torch.randn(4, 3, 8, 8), torch.zeros(4, dtype=torch.long)
+    with (
+        pytest.raises(NotImplementedError),
+        Monitor(model, optimizer, tmp_path / "run", check_every=1) as monitor,
+    ):
+        F.cross_entropy(model(x), y).backward()
+        monitor.step(torch.zeros((), device="meta"))
+    lines = read_run(tmp_path / "run")
+    assert [line["event"] for line in lines] == ["run_start", "structure", "manifest", "run_end"]
+    assert (lines[-1]["steps"], lines[-1]["checks"]) == (0, 0)
+    assert lines[-1]["error"]["type"] == "NotImplementedError"
+    result = verify(tmp_path / "run")
+    assert result.ok and result.sealed, result.failure
