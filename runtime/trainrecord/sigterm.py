@@ -31,6 +31,16 @@ Lightning chains the handler it finds, then raises at the next batch so that its
 hooks run) decides alone: called so, this one does nothing, and the Monitor's ``run_end``
 comes from the code that closes it (with Lightning's ``SIGTERMException`` as its error).
 
+A main thread blocked in one C call that waits on other processes (a collective of
+torch.distributed: DDP's backward, a Monitor's check) can wait until the collective's
+timeout (30 minutes with gloo, 10 with NCCL), long after the scheduler's grace period. An
+object that may block so asks for a *watch* (``activate(..., watch=True)``: a Monitor
+under DistributedDataParallel): a thread is woken by the signal itself (through
+``signal.set_wakeup_fd``, only while no other wakeup fd is set, as asyncio's is) and, when
+the main thread has not begun the stop within ``BLOCKED_GRACE`` seconds, begins it from that
+thread (a Monitor writes ``run_end`` and closes its files; the main thread, blocked, touches
+none of them), then ends the process by SIGTERM as above. A forked child drops the watch.
+
 Objects are held weakly: one dropped without ``close()`` is simply not recorded.
 
 Public API: none; Reporter and Monitor call :func:`activate`, :func:`deactivate`,
@@ -39,9 +49,12 @@ Public API: none; Reporter and Monitor call :func:`activate`, :func:`deactivate`
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import logging
 import os
 import signal
+import socket
 import threading
 import time
 import weakref
@@ -77,18 +90,75 @@ _installed_in: int | None = None
 """The pid of the process that installed the handler (a forked child records nothing)."""
 _pending = False
 """SIGTERM arrived while an object was busy: :func:`settle` runs it."""
+_stopping = threading.Event()
+"""The stop has begun (in the main thread, or in the watch's thread)."""
+_stop_lock = threading.Lock()
+
+BLOCKED_GRACE = 3.0
+"""Seconds a watched SIGTERM waits for the main thread to begin the stop before the watch's
+thread begins it (the main thread blocked in a collective)."""
+STOP_BOUND = 5.0
+"""Seconds the watch's thread gives the objects' stops before it ends the process anyway."""
+
+
+class _Watch:
+    """A thread woken by SIGTERM through ``signal.set_wakeup_fd`` (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.reader, self.writer = socket.socketpair()
+        self.writer.setblocking(False)
+        self.previous = signal.set_wakeup_fd(self.writer.fileno(), warn_on_full_buffer=False)
+        self.thread = threading.Thread(target=self._run, name="trainrecord-sigterm", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                data = self.reader.recv(64)
+            except OSError:
+                return
+            if not data:
+                return
+            if signal.SIGTERM in data and os.getpid() == _installed_in:
+                _stop_in_thread()
+
+    def close(self) -> None:
+        """Give the wakeup fd back (main thread) and let the thread end."""
+        with contextlib.suppress(ValueError):
+            signal.set_wakeup_fd(self.previous)
+        for end in (self.writer, self.reader):
+            with contextlib.suppress(OSError):
+                end.shutdown(socket.SHUT_RDWR)
+            end.close()
+
+
+_watch: _Watch | None = None
+
+
+def _drop_watch_in_child() -> None:
+    """A forked child's SIGTERM must not wake its parent's watch."""
+    global _watch
+    if _watch is not None:
+        _watch = None
+        with contextlib.suppress(ValueError):
+            signal.set_wakeup_fd(-1)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_drop_watch_in_child)
 
 
 def _in_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def activate(owner: object, stop: Stop) -> bool:
+def activate(owner: object, stop: Stop, *, watch: bool = False) -> bool:
     """Record ``owner``'s stop on SIGTERM; returns whether it will be.
 
     Only in the main thread (signal handlers can only be set there), and only when SIGTERM's
-    handler is the default or already this module's."""
-    global _installed_in
+    handler is the default or already this module's. ``watch``: the main thread may block in
+    a collective: stop from a thread when it does not (see the module docstring)."""
+    global _installed_in, _watch
     if not _in_main_thread():
         return False
     if any(ref() is owner for ref, _ in _active):
@@ -100,13 +170,27 @@ def activate(owner: object, stop: Stop) -> bool:
         signal.signal(signal.SIGTERM, _on_sigterm)
         _installed_in = os.getpid()
     _active.append((weakref.ref(owner), stop))
+    _stopping.clear()
+    if watch and _watch is None:
+        try:
+            _watch = _Watch()
+        except (OSError, ValueError):
+            _watch = None
+        else:
+            if _watch.previous != -1:  # another wakeup fd (asyncio's): left in place
+                _watch.close()
+                _watch = None
     return True
 
 
 def deactivate(owner: object) -> None:
     """Stop recording ``owner`` on SIGTERM; the last one restores ``SIG_DFL`` (main thread
     only, and only while this module's handler is the installed one)."""
+    global _watch
     _active[:] = [(ref, stop) for ref, stop in _active if ref() not in (owner, None)]
+    if not _active and _in_main_thread() and _watch is not None:
+        _watch.close()
+        _watch = None
     if not _active and _in_main_thread() and signal.getsignal(signal.SIGTERM) is _on_sigterm:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
@@ -143,7 +227,54 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     _stop_all()
 
 
+def _stop_in_thread() -> None:
+    """In the watch's thread: when the main thread has not begun the stop within
+    ``BLOCKED_GRACE`` seconds, begin it here, then end the process by SIGTERM."""
+    if _stopping.wait(BLOCKED_GRACE) or signal.getsignal(signal.SIGTERM) is not _on_sigterm:
+        return  # the main thread runs it, or a handler installed later decides (Lightning)
+    with _stop_lock:
+        if _stopping.is_set():
+            return
+        _stopping.set()
+    log.warning(
+        "trainrecord: SIGTERM: the main thread is blocked (a collective waiting for another "
+        "process?): stopping from a thread"
+    )
+    stops = [stop for _, stop in _live()]
+    _active.clear()
+
+    def begin() -> None:
+        for stop in stops:
+            try:
+                stop.begin()
+            except Exception as exc:
+                log.warning("trainrecord: SIGTERM: %s", exc)
+
+    worker = threading.Thread(target=begin, daemon=True)
+    worker.start()
+    worker.join(STOP_BOUND)  # (a line half-written by the main thread holds a lock: bounded)
+    _end_by_sigterm()
+
+
+def _end_by_sigterm() -> None:
+    """End the process by SIGTERM from any thread: ``signal.signal`` works in the main thread
+    only, so SIGTERM's C handler is reset through libc; exit status 143 when that fails."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
+        libc.signal.restype = ctypes.c_void_p
+        libc.signal(signal.SIGTERM, None)  # SIG_DFL
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(STOP_BOUND)
+    finally:
+        os._exit(128 + signal.SIGTERM)
+
+
 def _stop_all() -> None:
+    with _stop_lock:
+        if _stopping.is_set():
+            return  # the watch's thread is stopping the process
+        _stopping.set()
     stops = [stop for _, stop in _live()] if os.getpid() == _installed_in else []
     _active.clear()
     for stop in stops:

@@ -350,3 +350,43 @@ def test_a_field_added_to_a_signed_seal_breaks_its_signature(tmp_path: Path) -> 
     _seal_with(run, _unknown_fields)
     result = verify(run, public_key=public)
     assert result.failure is not None and result.failure.rule == "seal.signature.invalid"
+
+
+# F9: the file's bytes: a BOM and blank lines are refused, CRLF line ends are taken.
+BYTES = [
+    ("a BOM before the first line", lambda d: b"\xef\xbb\xbf" + d, "diary.file.json", 1),
+    ("a blank line between two", lambda d: d.replace(b"\n", b"\n\n", 1), "diary.file.json", 2),
+    ("a blank line after the last", lambda d: d + b"\n", "diary.file.json", None),
+    ("CRLF line ends", lambda d: d.replace(b"\n", b"\r\n"), None, None),
+]
+
+
+@pytest.mark.parametrize(("what", "change", "rule", "line"), BYTES, ids=[b[0] for b in BYTES])
+def test_the_diary_files_bytes(
+    tmp_path: Path, what: str, change: Any, rule: str, line: int
+) -> None:
+    """spec/README.md, "File bytes": UTF-8, one JSON object per line, nothing else on a
+    line but JSON's white space (a CR before the LF is white space)."""
+    run = tmp_path / "run"
+    write_run(run, seal=False)
+    path = run / "diary.jsonl"
+    data = path.read_bytes()
+    path.write_bytes(change(data))
+    result = verify(run)
+    if rule is None:
+        assert result.ok and result.lines == data.count(b"\n"), result.summary()
+        return
+    assert result.status == "failed" and result.failure is not None, result.summary()
+    assert result.failure.rule == rule, result.summary()
+    expected = data.count(b"\n") + 1 if line is None else line
+    assert result.failure.line == expected, result.summary()
+
+
+def test_a_blank_metrics_row_is_refused(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    write_run(run, seal=False)
+    path = run / "metrics.jsonl"
+    path.write_bytes(path.read_bytes() + b"\n")
+    result = verify(run)
+    assert result.failure is not None and result.failure.rule == "diary.metrics.json"
+    assert (result.failure.file, result.failure.line) == ("metrics.jsonl", 2)

@@ -717,3 +717,26 @@ def test_node_ignores_seal_fields_it_does_not_know_as_python(tmp_path: Path) -> 
     (folder / "record.json").write_text(json.dumps(seal, indent=2))
     got = _node_verify(folder)["failure"]
     assert got["rule"] == python_verify(folder).failure.rule == "seal.record_version.unsupported"
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda d: b"\xef\xbb\xbf" + d,
+        lambda d: d.replace(b"\n", b"\n\n", 1),
+        lambda d: d + b"\n",
+        lambda d: d.replace(b"\n", b"\r\n"),
+    ],
+    ids=["bom", "blank-line-between", "blank-line-at-the-end", "crlf"],
+)
+def test_node_reads_the_diary_bytes_as_python(tmp_path: Path, change: Any) -> None:
+    """A BOM and blank lines are diary.file.json on their line; CRLF verifies (audit F9)."""
+    folder = write_diary(tmp_path / "run", bodies())
+    path = folder / "diary.jsonl"
+    path.write_bytes(change(path.read_bytes()))
+    expected = python_verify(folder)
+    got = _node_verify(folder)
+    assert got["status"] == expected.status
+    want = expected.failure.to_json() if expected.failure else None
+    assert (got["failure"] or {}).get("rule") == (want or {}).get("rule")
+    assert (got["failure"] or {}).get("line") == (want or {}).get("line")

@@ -270,6 +270,7 @@ BAD_LINES: tuple[bytes | None, ...] = (
     b"",
     None,  # the line with its seq given twice
     b"\xe9",  # the line with a Latin-1 byte in its event (not UTF-8)
+    b"\xef\xbb\xbf",  # the line after a UTF-8 byte order mark (refused, spec/README)
 )
 
 
@@ -282,6 +283,8 @@ def t_json(folder: Path, lines: list[dict[str, Any]], choice: int) -> int | None
         texts[k] = b'{"seq":%d,' % lines[k]["seq"] + texts[k][1:]
     elif bad == b"\xe9":
         texts[k] = texts[k].replace(b'"event":"', b'"event":"\xe9', 1)
+    elif bad == b"\xef\xbb\xbf":
+        texts[k] = bad + texts[k]
     else:
         texts[k] = bad
     (folder / "diary.jsonl").write_bytes(b"".join(t + b"\n" for t in texts))

@@ -399,7 +399,8 @@ class Monitor:
         if self.steps % self.check_every == 0:
             self._arm()
         if self.dist.writer:  # a SIGTERM (Slurm, docker stop) still writes run_end
-            sigterm.activate(self, _sigterm_stop(weakref.ref(self)))
+            # (watched under DDP: a rank blocked in a collective still stops at once)
+            sigterm.activate(self, _sigterm_stop(weakref.ref(self)), watch=self.dist.active)
 
     def _warn_steps_again(self, start_step: int) -> None:
         """Log a warning when ``start_step`` (given, not 0) is not past the steps the record
