@@ -254,7 +254,7 @@ class Monitor:
                 "forward pass (a dry run) before creating the Monitor (and the optimizer)",
             )
         config = record_config(config)
-        self.model, wrapper = unwrap(model)
+        self.model, wrapper, ddp = unwrap(model)
         if next(self.model.parameters(), None) is None:
             raise arguments.ArgumentRefused(
                 "Monitor",
@@ -264,7 +264,9 @@ class Monitor:
             )
         self.optimizer = inner_optimizer(optimizer)
         _check_optimizer_trains(self.model, self.optimizer)
-        key = signing_key_from(signing_key, "Monitor")
+        self.dist = Distributed.detect(wrapper, ddp)
+        # only the writing rank signs: a key file on its node alone is enough
+        key = signing_key_from(signing_key, "Monitor") if self.dist.writer else None
         arguments.flag("Monitor", "require_seal", require_seal)
         self._optimizers = {id(optimizer), id(self.optimizer)}  # (a GradScaler may key either)
         self.scaler = scaler
@@ -274,7 +276,6 @@ class Monitor:
         self.repair_min_values = repair_min_values
         self.silent_min_values = silent_min_values
         self.decay_ratio = decay_ratio
-        self.dist = Distributed.detect(wrapper)
         self.run_dir = run_dir
         in_way = blocked_by(self.run_dir)  # before any file: the writers would say it later
         if in_way is not None:
@@ -394,7 +395,7 @@ class Monitor:
             with contextlib.suppress(OSError):
                 self._diary.close()
             raise self._record_error
-        if not self.layers:
+        if not self.layers and self.dist.writer:
             LOGGER.warning("trainrecord.Monitor: %s", NO_TRAINABLE.split("; checks")[0])
         if self.steps % self.check_every == 0:
             self._arm()
@@ -429,8 +430,11 @@ class Monitor:
         """Warn (once) that step() was called at ``step`` right after the check before it
         with a backward between and no optimizer step: once per micro-batch of gradient
         accumulation. Checks then read partial sums and one micro-batch's activations. Said
-        once, apart from the step-twice warning (which stays on)."""
+        once, apart from the step-twice warning (which stays on). Under DDP the writing
+        rank alone says it (every rank makes the same calls)."""
         self._said_micro = True
+        if not self.dist.writer:
+            return
         LOGGER.warning(
             "trainrecord.Monitor: step() was called at steps %d and %d with a backward "
             "between but no optimizer step (the gradients grew, the parameters did not "
@@ -447,8 +451,11 @@ class Monitor:
         """Warn (once) that step() was called at ``step`` right after the check before it
         with nothing done between: the gradient the check read, the same tensor unchanged,
         and no optimizer step (the parameter unchanged). Looked at in the step after each
-        check only (the other steps pay nothing for it)."""
+        check only (the other steps pay nothing for it). Under DDP the writing rank alone
+        says it."""
         self._said_twice = True
+        if not self.dist.writer:
+            return
         LOGGER.warning(
             "trainrecord.Monitor: step() was called at steps %d and %d with nothing between "
             "(the same gradients, unchanged, and no optimizer step): call monitor.step(loss) "
@@ -711,6 +718,8 @@ class Monitor:
         if self._dynamo_at_arming or "torch._dynamo" not in sys.modules:
             return
         self._dynamo_at_arming = True  # TorchDynamo stays loaded: this is said once
+        if not self.dist.writer:
+            return
         LOGGER.warning(
             "trainrecord.Monitor: torch.compile was first used after the monitor was "
             "created, while its check hooks were installed; the compiled model may keep "
@@ -763,12 +772,23 @@ class Monitor:
         grads = self.norms.grads()
         gathered = self.norms.gather(grads)
         trained_between = self.norms.trained_between(grads)
-        names, stat_parts = self._stat_parts(probe) if self.structure is not None else ([], None)
-        scales = self._scale_vector() if stat_parts is not None else None
-        parts = [loss_part, None if gathered is None else gathered.squares]
-        parts += [*(stat_parts or (None, None)), scales]
+        squares = None if gathered is None else gathered.squares
+        names: list[str] = []
+        values: dict[str, int] = {}
+        if self.dist.active:  # the same collectives on every rank, whatever it measured
+            summed, maxed = self._reduce(step, probe, loss_part)
+            parts = [summed, squares, maxed, None]
+            measured = self.structure is not None
+        else:
+            names, stats = self._stat_parts(probe) if self.structure is not None else ([], None)
+            parts = [loss_part, squares, *(stats or (None, None))]
+            measured = stats is not None
+        parts.append(self._scale_vector() if measured else None)
         host = to_host(parts)
-        if host[0] is not None:
+        if self.dist.active:
+            assert host[0] is not None and host[2] is not None
+            value, names, values, host[2], host[3] = self._reduced(step, host[0], host[2])
+        elif host[0] is not None:
             value = float(host[0].item())
         read = None
         if gathered is not None:
@@ -782,9 +802,8 @@ class Monitor:
                 and stats is not None
                 and self._quiet(*stats, host[4])
             )
-            values = {
-                n: v * self.dist.world_size for n, v in (probe.values if probe else {}).items()
-            }
+            if not self.dist.active:
+                values = dict(probe.values) if probe else {}
             rows = self._channels(step, names, stats, host[4], quiet, values)
         self._gradients(step, value, read, scale, rows, trained_between)
         self.checks += 1  # a check that raised part-way is not counted (run_end.checks)
@@ -1013,8 +1032,8 @@ class Monitor:
         self, step: int, loss: torch.Tensor | float | None
     ) -> tuple[torch.Tensor | None, float | None]:
         """The loss (as :meth:`_loss_value` gave it) as a one-element tensor still on its
-        device (mean over ranks), or as a number when it was given as one (under DDP a
-        number too becomes the mean over ranks, a float32 tensor)."""
+        device, or as a number when it was given as one (under DDP a number too becomes a
+        tensor: the check's reduction takes the mean over ranks)."""
         if loss is None:
             return None, None
         if isinstance(loss, torch.Tensor):
@@ -1028,15 +1047,9 @@ class Monitor:
                         {"step": step, "severity": "info", "elements": int(detached.numel())},
                     )
                     detached = detached.float().mean()
-                detached = detached.reshape(1)
-                if self.dist.active:  # all_reduce works in place: on a copy
-                    detached = detached.float().clone()
-                    self.dist.reduce_mean(detached)
-                return detached, None
+                return detached.reshape(1), None
         if self.dist.active:  # a number too is the mean over ranks (as a tensor is)
-            device = self._parameters[0].device
-            shared = torch.tensor([loss], dtype=torch.float32, device=device)
-            return self.dist.reduce_mean(shared), None
+            return torch.tensor([loss], dtype=torch.float32, device=self._device), None
         return None, loss
 
     def _scale(self) -> tuple[float, float] | None:
@@ -1237,8 +1250,9 @@ class Monitor:
         self, probe: ActivationProbe | None
     ) -> tuple[list[str], tuple[torch.Tensor, torch.Tensor] | None]:
         """The producers the probe measured (with one value per output channel; any other
-        is left unmeasured), and their channels' maxima and minima over the batch (and over
-        ranks), concatenated in that order, still on the device (None: nothing measured)."""
+        is left unmeasured), and their channels' maxima and minima over the batch,
+        concatenated in that order, still on the device (None: nothing measured). One
+        process only: under DDP see :meth:`_reduce`."""
         assert self.structure is not None
         names: list[str] = []
         if probe is not None:  # measured, one value per output channel of the producer
@@ -1247,8 +1261,6 @@ class Monitor:
                 if high is not None and high.numel() == self._channel_count[name]:
                     names.append(name)
         if probe is None or not names:
-            if self.dist.active:  # every rank takes part in the same collectives
-                self.dist.reduce_max(torch.zeros(1, device=self._device))
             return names, None
         measured = [self.structure.pairs.get(name, name) for name in names]
         maxima = [probe.maxima[m] for m in measured]
@@ -1257,12 +1269,69 @@ class Monitor:
             device = maxima[0].device
             maxima = [p.to(device) for p in maxima]
             minima = [p.to(device) for p in minima]
-        high, low = torch.cat(maxima), torch.cat(minima)
-        if self.dist.active:  # one all_reduce(MAX) of the maxima and the negated minima
-            both = torch.cat([high, -low])
-            self.dist.reduce_max(both)
-            high, low = both[: high.numel()], -both[high.numel() :]
-        return names, (high, low)
+        return names, (torch.cat(maxima), torch.cat(minima))
+
+    def _reduce(
+        self, step: int, probe: ActivationProbe | None, loss: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Under DDP: the check's two collectives (see ``Distributed.reduce_check``), over
+        every producer in a fixed order whatever this rank measured (a branch it skipped, a
+        batch of one sample), so that every rank sends the same layout and every decision
+        made from the result (silence, repairs and their broadcasts) is the same on every
+        rank. Returns the sums and the maxima, on the device."""
+        self.dist.refuse_join()
+        extremes: list[tuple[torch.Tensor, torch.Tensor] | int] = []
+        values: list[int] = []
+        pairs = self.structure.pairs if self.structure is not None else None
+        for name in self.producers:
+            size = self._channel_count[name]
+            measured = pairs.get(name, name) if pairs is not None else None
+            high = probe.maxima.get(measured) if probe is not None and measured else None
+            if probe is None or measured is None or high is None or high.numel() != size:
+                extremes.append(size)
+                values.append(0)
+            else:
+                extremes.append((high, probe.minima[measured]))
+                values.append(probe.values.get(measured, 0))
+        maxed, summed = self.dist.reduce_check(step, loss, extremes, values, self._device)
+        return summed, maxed
+
+    def _reduced(
+        self, step: int, summed: torch.Tensor, maxed: torch.Tensor
+    ) -> tuple[float | None, list[str], dict[str, int], torch.Tensor | None, torch.Tensor | None]:
+        """What :meth:`_reduce` gave, read on the host: the loss (mean over the ranks that
+        gave one), the producers measured on some rank, the values per channel of each
+        measured module (summed over ranks), and the measured producers' channel maxima
+        and minima, concatenated in producer order (None: none measured)."""
+        sizes = [self._channel_count[n] for n in self.producers]
+        loss, ranks, counts, high, low = self.dist.read_check(step, maxed, summed, sizes)
+        if 0 < ranks < self.dist.world_size and "loss_ranks" not in self._said:
+            self._said.add("loss_ranks")
+            if self.dist.writer:
+                LOGGER.warning(
+                    "trainrecord.Monitor: step %d: the loss was given to monitor.step() on "
+                    "%d of %d ranks: the loss recorded is the mean over those; pass it on "
+                    "every rank (or on none)",
+                    step,
+                    ranks,
+                    self.dist.world_size,
+                )
+        if self.structure is None:
+            return loss, [], {}, None, None
+        names = [n for n, v in zip(self.producers, counts, strict=True) if v > 0]
+        values = {
+            self.structure.pairs.get(n, n): v
+            for n, v in zip(self.producers, counts, strict=True)
+            if v > 0
+        }
+        if not names:
+            return loss, names, values, None, None
+        if len(names) < len(self.producers):
+            keep = torch.repeat_interleave(
+                torch.tensor([v > 0 for v in counts]), torch.tensor(sizes)
+            )
+            high, low = high[keep], low[keep]
+        return loss, names, values, high, low
 
     def _maybe_repair(self, step: int, info: Producer, counts: ChannelCounts) -> None:
         """Repair certified channels at once, and silent ones (``counts.observed``) once
