@@ -343,3 +343,22 @@ def key_on_rank_zero(
 
     _run(rank, world, init_file, out_dir, body)
     return said
+
+
+def no_producers(rank: int, world: int, init_file: str, run_dir: str, out_dir: str) -> None:
+    """A GRU alone: no Conv or Linear producer, so a check reduces the step and the loss."""
+    from trainrecord.monitor import Monitor
+
+    def body() -> None:
+        torch.manual_seed(0)
+        ddp = DistributedDataParallel(nn.GRU(4, 3, batch_first=True))
+        optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
+        with Monitor(ddp, optimizer, run_dir, check_every=1) as monitor:
+            for _ in range(2):
+                out, _ = ddp(torch.full((2, 5, 4), 1.0 + rank))
+                loss = out.pow(2).mean()
+                loss.backward()
+                monitor.step(loss)
+                optimizer.zero_grad()
+
+    _run(rank, world, init_file, out_dir, body)

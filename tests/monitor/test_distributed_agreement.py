@@ -188,3 +188,10 @@ def test_only_the_writing_rank_loads_the_key_and_warns(tmp_path: Path) -> None:
     result = verify(tmp_path / "run", public_key=tmp_path / "out" / "signer.pub")
     assert result.ok and result.sealed, result.failure
     assert (tmp_path / "run" / "record.sig").exists()
+
+
+def test_a_model_without_producers_reduces_the_loss_alone(tmp_path: Path) -> None:
+    seen = on_ranks(worker.no_producers, tmp_path)
+    assert seen == [{"result": None}, {"result": None}]
+    rows = metrics(tmp_path / "run")
+    assert len(rows) == 2 and all(r["stuck"] == {} and r["loss"] > 0 for r in rows)

@@ -195,15 +195,19 @@ class Distributed:
         dtype = torch.float32 if device.type == "mps" else torch.float64  # (mps: no float64)
         highs: list[torch.Tensor] = []
         lows: list[torch.Tensor] = []
-        for part in extremes:
+        for part in extremes:  # (joined first, converted once: a kernel less per producer)
             if isinstance(part, int):
-                highs.append(torch.full((part,), -math.inf, dtype=dtype, device=device))
-                lows.append(torch.full((part,), math.inf, dtype=dtype, device=device))
+                highs.append(torch.full((part,), -math.inf, device=device))
+                lows.append(torch.full((part,), math.inf, device=device))
             else:
-                highs.append(part[0].to(device=device, dtype=dtype))
-                lows.append(part[1].to(device=device, dtype=dtype))
+                highs.append(part[0].to(device))
+                lows.append(part[1].to(device))
         head = torch.tensor([step, -step], dtype=dtype, device=device)
-        both = torch.cat([head, *highs, *(low.neg() for low in lows)])
+        both = (
+            torch.cat([head, torch.cat(highs).to(dtype), torch.cat(lows).to(dtype).neg_()])
+            if extremes
+            else head  # (no producer: the step alone)
+        )
         both.masked_fill_(both.isnan(), math.inf)
         self.reduce_max(both)
         given = [0.0, 0.0] if loss is None else [0.0, 1.0]
