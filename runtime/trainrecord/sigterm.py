@@ -243,16 +243,24 @@ def _stop_in_thread() -> None:
     stops = [stop for _, stop in _live()]
     _active.clear()
 
-    def begin() -> None:
+    bound = max((stop.bound for stop in stops), default=0.0)
+
+    def run() -> None:
         for stop in stops:
             try:
                 stop.begin()
             except Exception as exc:
                 log.warning("trainrecord: SIGTERM: %s", exc)
+        deadline = time.monotonic() + bound  # (a Reporter's reports: as in the main thread)
+        for stop in stops:
+            try:
+                stop.end(deadline)
+            except Exception as exc:
+                log.warning("trainrecord: SIGTERM: %s", exc)
 
-    worker = threading.Thread(target=begin, daemon=True)
+    worker = threading.Thread(target=run, daemon=True)
     worker.start()
-    worker.join(STOP_BOUND)  # (a line half-written by the main thread holds a lock: bounded)
+    worker.join(STOP_BOUND + bound)  # (a line half-written by the blocked thread holds a lock)
     _end_by_sigterm()
 
 

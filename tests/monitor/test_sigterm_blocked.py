@@ -91,3 +91,41 @@ def test_sigterm_stops_a_rank_blocked_in_a_collective_promptly(tmp_path: Path) -
     assert end["event"] == "run_end" and end["error"]["type"] == "SIGTERM"
     result = verify(tmp_path / "run")
     assert result.ok and result.sealed, result.failure
+
+
+FORKED = textwrap.dedent(
+    """
+    import os, signal, sys, time
+    from trainrecord import sigterm
+
+    class Owner:
+        pass
+
+    owner, begun = Owner(), []
+    assert sigterm.activate(owner, sigterm.Stop(lambda: begun.append(1)), watch=True)
+    child = os.fork()
+    if child == 0:  # a forked worker (a DataLoader's) stopped by SIGTERM
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(10)
+        os._exit(0)
+    _, status = os.waitpid(child, 0)
+    time.sleep(sigterm.BLOCKED_GRACE + 1.5)  # the watch would have stopped this process
+    print("alive", os.waitstatus_to_exitcode(status), begun, flush=True)
+    sigterm.deactivate(owner)
+    """
+)
+
+
+def test_a_forked_child_stopped_by_sigterm_leaves_the_watched_parent_alone(
+    tmp_path: Path,
+) -> None:
+    # the wakeup fd is inherited by a fork: without dropping it in the child, the child's
+    # SIGTERM woke the parent's watch, which stopped the parent
+    script = tmp_path / "forked.py"
+    script.write_text(FORKED)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path.cwd()), *sys.path])}
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=30
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"alive {-signal.SIGTERM} []"
