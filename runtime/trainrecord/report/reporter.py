@@ -314,12 +314,13 @@ class Reporter:
                     log.warning(
                         "trainrecord report: initial_validation: the lesioned model's result "
                         "is not reported, since the report carries it only beside the intact "
-                        "model's, and there is none (%s); call initial_validation(result, "
-                        "'intact') first. The run and its reports go on",
-                        "not given yet" if kept is not None else "it was reported as null",
+                        "model's, and there is none (not given yet, or reported as null); "
+                        "call initial_validation(result, 'intact') first. The run and its "
+                        "reports go on"
                     )
-                current = None
-            self.state.initial_validation = current
+                self.state.initial_validation = None
+            else:
+                self.state.initial_validation = current
         else:
             self.state.initial_validation = kept
 
