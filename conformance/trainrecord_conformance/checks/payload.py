@@ -893,7 +893,9 @@ def status_cases(draw: Callable[..., Any]) -> tuple[dict[str, Any], str, int, in
     state = base_state(draw(st.sampled_from(_vector_reports())))
     status = draw(st.sampled_from(["in progress", "interrupted", "discarded", "stopped"]))
     state["running"] = False
-    code = draw(st.sampled_from([200, 400, 401, 403, 404, 413, 422, 500, 502, 503]))
+    code = draw(
+        st.sampled_from([200, 301, 302, 307, 308, 400, 401, 403, 404, 413, 422, 500, 502, 503])
+    )
     return state, status, code, draw(st.integers(0, 700))
 
 

@@ -2,7 +2,8 @@
 
 Paths decide the answer: ``/status/<code>/...`` answers that status, ``/redirect/...``
 answers 302 to ``/landing/...`` on the same server, ``/body/<code>/<n>/...`` answers that
-status with an n-character body (:func:`answer_body`), ``/pattern/<letters>/...`` answers
+status with an n-character body (:func:`answer_body`; a 3xx with a ``Location`` to
+``/landing/...``, as a real redirect has), ``/pattern/<letters>/...`` answers
 its i-th request 200 for ``o`` and 500 for ``f`` (the last letter repeats), anything else 200
 ``{"ok": true}``.
 Every request is recorded (method, path, headers, body) so a check can see exactly what
@@ -69,6 +70,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
+        if 300 <= code < 400 and code != 304:  # a redirect as servers send it: a Location too
+            self.send_header("Location", self.server.base + "/landing/" + "/".join(parts[2:]))
         self.end_headers()
         if code not in (204, 304):
             self.wfile.write(payload)
