@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import torch
@@ -24,6 +24,7 @@ from torch import nn
 
 from trainrecord.errors import TrainrecordError
 from trainrecord.monitor.compiled import is_compiled_wrapper
+from trainrecord.monitor.structure import Structure
 
 
 class UnsupportedModel(TrainrecordError, TypeError):
@@ -156,6 +157,29 @@ class Distributed:
             for tensor in tensors:
                 dist.broadcast(tensor.data, src=self.writer_rank, group=self.group)
 
+    def agreed(
+        self, learnt: tuple[Structure, set[str]] | None, device: torch.device
+    ) -> tuple[Structure, set[str]] | None:
+        """The writer's structure and the modules its first check measured, on every rank
+        (one ``broadcast_object_list``, at a check that learns the structure only).
+
+        Which layers feed a ReLU, their BatchNorm and consumer, and so which channels can be
+        silent, certified or repaired, come from the structure; learnt by each rank from its
+        own forward pass, ranks that routed differently (find_unused_parameters) would
+        decide differently and pair one producer's repair broadcast with another's. Every
+        rank decides from the writer's, as one process would from its own; the ReLUs'
+        graph nodes (only used while learning) are not sent."""
+        if learnt is not None:
+            learnt = (replace(learnt[0], relu_nodes={}), learnt[1])
+        box: list[Any] = [learnt if self.writer else None]
+        dist.broadcast_object_list(
+            box,
+            src=self.writer_rank,
+            group=self.group,
+            device=device if device.type != "cpu" else None,
+        )
+        return cast("tuple[Structure, set[str]] | None", box[0])
+
     def refuse_join(self) -> None:
         """Raise :class:`JoinRefused` (on every rank alike, before any collective) when the
         DDP wrapper was given to ``Join`` without ``throw_on_early_termination=True``: a
@@ -223,7 +247,9 @@ class Distributed:
         """What :meth:`reduce_check` gave, on the host: the loss (the mean over the ranks
         that gave one; None when none did), how many ranks gave one, the values per channel
         of each producer summed over ranks (0: measured on no rank), and every producer's
-        channel maxima and minima over ranks (float32). Raises :class:`RanksDisagree` on
+        channel maxima and minima over ranks, in the reduction's dtype (float64 but on
+        mps: as the one-process path keeps a float64 model's values, 1e-50 stays above 0
+        and two values apart below float32's resolution stay apart). Raises :class:`RanksDisagree` on
         every rank alike when the ranks reached this check at different steps."""
         latest, earliest = int(maxed[0].item()), int(-maxed[1].item())
         if latest != earliest:
@@ -235,8 +261,8 @@ class Distributed:
                 "optimizer step (see README, DistributedDataParallel)"
             )
         total = sum(sizes)
-        high = maxed[2 : 2 + total].float()
-        low = maxed[2 + total :].neg().float()
+        high = maxed[2 : 2 + total]
+        low = maxed[2 + total :].neg()
         ranks = int(summed[1].item())
         loss = float(summed[0].item()) / ranks if ranks else None
         values = [int(v) for v in summed[2:].tolist()]

@@ -761,11 +761,16 @@ class Monitor:
         tensor = loss if isinstance(loss, torch.Tensor) else None
         if self._structure_probe is not None:
             structure_probe, self._structure_probe = self._structure_probe, None
-            if structure_probe.saw_forward:
+            learnt: tuple[Structure, set[str]] | None = None
+            if structure_probe.saw_forward and self.dist.writer:
                 seen = set(probe.maxima) if probe is not None else set()
-                self._learn(step, structure_probe.finish(tensor), seen)
+                learnt = (structure_probe.finish(tensor), seen)
             else:
                 structure_probe.remove()
+            if self.dist.active:  # every rank takes the writer's (see Distributed.agreed)
+                learnt = self.dist.agreed(learnt, self._device)
+            if learnt is not None:
+                self._learn(step, *learnt)
         # everything the check reads, gathered on the device and read back in one transfer
         loss_part, value = self._loss_part(step, loss)
         scale = self._scale()

@@ -1,0 +1,51 @@
+"""Under DDP every decision that leads to a collective is the writing rank's, and every
+rank keeps making the checks' collectives, whatever happens to the writer's record.
+
+Real gloo process groups on CPU (2 ranks, 25 s collective timeout: see
+``ddp_agreement_worker``), tiny models. Found by the session-10 review of the DDP rework
+(4eb722f): each rank learnt the structure from its own first forward pass (routing that
+differs per rank: each repaired another producer, and the broadcasts overwrote one
+producer's parameters with another's), the writer stopped making the checks' collectives
+once its disk was full (gloo aborted the other rank), the reduced extremes came back as
+float32 (a float64 model's 1e-50 outputs judged silent), and ranks whose checks never met
+(start steps off by a non-multiple of check_every) hit the collective timeout instead of
+RanksDisagree.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from tests.monitor import ddp_decisions_worker as worker
+from tests.monitor.conftest import events, metrics, read_run
+from tests.monitor.test_distributed_agreement import on_ranks
+from trainrecord.diary import verify
+
+
+def _same_parameters(out: Path) -> None:
+    zero, one = (torch.load(out / f"params{r}.pt") for r in (0, 1))
+    for name, value in zero.items():
+        assert torch.equal(value, one[name]), name
+
+
+def test_ranks_that_routed_differently_repair_the_writers_decision(tmp_path: Path) -> None:
+    # before, rank 0 learnt relu_a and repaired a, rank 1 learnt relu_b and repaired b: the
+    # broadcasts paired a's tensors with b's, and rank 1's b became rank 0's a (lr=0: the
+    # replicas must stay equal)
+    seen = on_ranks(worker.routed_repair, tmp_path)
+    assert seen == [{"result": None}, {"result": None}]
+    _same_parameters(tmp_path / "out")
+    repairs = events(read_run(tmp_path / "run"), "repair")
+    assert repairs and {r["layer"] for r in repairs} == {"a"}
+    assert {0, 1, 2, 3} <= set(repairs[0]["channels"])
+    assert verify(tmp_path / "run").ok
+
+
+def test_a_float64_model_keeps_its_precision_across_ranks(tmp_path: Path) -> None:
+    # fc1's units all output 1e-50: flat, alive. Before, the reduced maxima were cast to
+    # float32 (0.0) and the units reported silent, as one process does not
+    seen = on_ranks(worker.float64_model, tmp_path)
+    assert seen == [{"result": None}, {"result": None}]
+    assert [r["stuck"]["fc1"] for r in metrics(tmp_path / "run")] == [[0, 6, 0, 0]] * 2
