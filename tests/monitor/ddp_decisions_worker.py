@@ -8,7 +8,11 @@ compares them).
 
 from __future__ import annotations
 
+import logging
+import resource
+import signal
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch.nn import functional as F
@@ -77,5 +81,49 @@ def float64_model(rank: int, world: int, init_file: str, run_dir: str, out_dir: 
                 loss.backward()
                 monitor.step(loss)
                 optimizer.zero_grad()
+
+    _run(rank, world, init_file, out_dir, body)
+
+
+def full_disk_on_writer(rank: int, world: int, init_file: str, run_dir: str, out_dir: str) -> None:
+    """check_every=2, 8 steps of fc1 units 4-5 dead (``_dead_units_mlp``; 16 values per
+    channel per check, silent_min_values=20: a channels event at the check of step 2,
+    after its collectives). After the first check rank 0's files may not grow any more
+    (RLIMIT_FSIZE at the diary's size, as a full disk: EFBIG), so that event cannot be
+    written. Returns the steps trained, the checks made and what rank 0 logged."""
+    from tests.monitor.ddp_agreement_worker import _dead_units_mlp
+    from trainrecord.monitor import Monitor
+
+    said: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            said.append(record.getMessage())
+
+    logging.getLogger("trainrecord.monitor").addHandler(Keep(logging.WARNING))
+
+    def body() -> dict[str, Any]:
+        model = _dead_units_mlp()
+        ddp = DistributedDataParallel(model)
+        optimizer = torch.optim.SGD(ddp.parameters(), lr=0.01)
+        x = torch.zeros(8, 192)
+        x[:, 0:2] = 1 + torch.rand(8, 2, generator=torch.Generator().manual_seed(rank))
+        hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+        done = 0
+        with Monitor(ddp, optimizer, run_dir, check_every=2, silent_min_values=20) as monitor:
+            for step in range(8):
+                loss = F.cross_entropy(ddp(x.view(8, 3, 8, 8)), torch.zeros(8, dtype=torch.long))
+                loss.backward()
+                monitor.step(loss)
+                optimizer.step()
+                optimizer.zero_grad()
+                done += 1
+                if step == 0 and rank == 0:  # the disk is full from now on
+                    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+                    size = (Path(run_dir) / "diary.jsonl").stat().st_size
+                    resource.setrlimit(resource.RLIMIT_FSIZE, (size, hard))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))
+        _save(model, out_dir, rank)
+        return {"done": done, "said": said, "checks": monitor.checks}
 
     _run(rank, world, init_file, out_dir, body)

@@ -49,3 +49,18 @@ def test_a_float64_model_keeps_its_precision_across_ranks(tmp_path: Path) -> Non
     seen = on_ranks(worker.float64_model, tmp_path)
     assert seen == [{"result": None}, {"result": None}]
     assert [r["stuck"]["fc1"] for r in metrics(tmp_path / "run")] == [[0, 6, 0, 0]] * 2
+
+
+def test_a_full_disk_on_the_writer_stops_every_rank_checking_together(tmp_path: Path) -> None:
+    # rank 0's files cannot grow (RLIMIT_FSIZE): recording stops, training goes on on
+    # every rank. Before, rank 0 stopped making the checks' collectives while rank 1 went
+    # on: gloo aborted rank 1 (SIGABRT; NCCL would hang)
+    seen = on_ranks(worker.full_disk_on_writer, tmp_path)
+    assert [rank["result"]["done"] for rank in seen] == [8, 8]
+    # the checks of steps 0 and 2 (where the record failed, after its collectives); at
+    # step 4 every rank learnt so through the check's sums and stopped checking
+    assert [rank["result"]["checks"] for rank in seen] == [2, 2]
+    assert [m for m in seen[0]["result"]["said"] if "recording stopped at step 2" in m]
+    assert not [m for m in seen[1]["result"]["said"] if "recording stopped" in m]
+    _same_parameters(tmp_path / "out")
+    assert len(metrics(tmp_path / "run")) == 1  # the row of step 0

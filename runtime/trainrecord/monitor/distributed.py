@@ -206,6 +206,7 @@ class Distributed:
         extremes: list[tuple[torch.Tensor, torch.Tensor] | int],
         values: list[int],
         device: torch.device,
+        stopped: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """A check's two collectives, of a layout every rank agrees on whatever it measured.
 
@@ -215,7 +216,9 @@ class Distributed:
         ``device``, the all_reduce(MAX) of ``[step, -step, maxima..., -minima...]`` (a
         producer not measured here gives the identities, -inf and +inf; a NaN is taken as
         +inf, so a NaN on any rank leaves every rank a non-finite value: no verdict) and the
-        all_reduce(SUM) of ``[loss, ranks that gave a loss, values per producer...]``."""
+        all_reduce(SUM) of ``[loss, ranks that gave a loss, stopped, values per
+        producer...]`` (``stopped``: this rank's record could not be written, so every rank
+        stops checking at this check, together)."""
         dtype = torch.float32 if device.type == "mps" else torch.float64  # (mps: no float64)
         highs: list[torch.Tensor] = []
         lows: list[torch.Tensor] = []
@@ -235,6 +238,7 @@ class Distributed:
         both.masked_fill_(both.isnan(), math.inf)
         self.reduce_max(both)
         given = [0.0, 0.0] if loss is None else [0.0, 1.0]
+        given.append(1.0 if stopped else 0.0)
         sums = torch.tensor(given + [float(v) for v in values], dtype=dtype, device=device)
         if loss is not None:
             sums[:1] = loss.detach().reshape(1).to(dtype)
@@ -243,9 +247,10 @@ class Distributed:
 
     def read_check(
         self, step: int, maxed: torch.Tensor, summed: torch.Tensor, sizes: list[int]
-    ) -> tuple[float | None, int, list[int], torch.Tensor, torch.Tensor]:
+    ) -> tuple[float | None, int, bool, list[int], torch.Tensor, torch.Tensor]:
         """What :meth:`reduce_check` gave, on the host: the loss (the mean over the ranks
-        that gave one; None when none did), how many ranks gave one, the values per channel
+        that gave one; None when none did), how many ranks gave one, whether a rank's
+        record stopped (every rank then stops checking), the values per channel
         of each producer summed over ranks (0: measured on no rank), and every producer's
         channel maxima and minima over ranks, in the reduction's dtype (float64 but on
         mps: as the one-process path keeps a float64 model's values, 1e-50 stays above 0
@@ -265,5 +270,6 @@ class Distributed:
         low = maxed[2 + total :].neg()
         ranks = int(summed[1].item())
         loss = float(summed[0].item()) / ranks if ranks else None
-        values = [int(v) for v in summed[2:].tolist()]
-        return loss, ranks, values, high, low
+        stopped = bool(summed[2].item() > 0)
+        values = [int(v) for v in summed[3:].tolist()]
+        return loss, ranks, stopped, values, high, low

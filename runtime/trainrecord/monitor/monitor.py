@@ -309,6 +309,9 @@ class Monitor:
         self.closed = False
         self._busy = 0  # inside _bookkeeping()
         self._record_error: OSError | None = None  # a record file could not be written
+        # no more checks: this record stopped (one process), or a rank's did, as the ranks
+        # agreed at a check (DDP: the writer keeps checking, writing nothing, until then)
+        self._checks_stopped = False
         self._diary_failed = False  # ... and it was diary.jsonl
         self._transformed = False  # the last check's forward pass ran under torch.func
         self._refused_events: set[tuple[str, str]] = set()  # (event, rule) logged once
@@ -531,7 +534,7 @@ class Monitor:
                 self.steps = step + 1
                 return
         with self._bookkeeping():  # a check, or the step before one
-            if self._record_error is not None:  # the record stopped: training goes on
+            if self._checks_stopped:  # the record stopped: training goes on
                 self.steps = step + 1
                 return
             if step % self.check_every == 0:
@@ -541,7 +544,7 @@ class Monitor:
                     if self._stepped_at is not None:
                         self._stepped_at.scale = self._scale_now()
             self.steps = step + 1
-            if self.steps % self.check_every == 0 and self._record_error is None:
+            if self.steps % self.check_every == 0 and not self._checks_stopped:
                 self._arm()
 
     def close(self, error: BaseException | None = None) -> None:
@@ -793,6 +796,8 @@ class Monitor:
         if self.dist.active:
             assert host[0] is not None and host[2] is not None
             value, names, values, host[2], host[3] = self._reduced(step, host[0], host[2])
+            if self._checks_stopped:  # a rank's record stopped: every rank stops here
+                return
         elif host[0] is not None:
             value = float(host[0].item())
         read = None
@@ -1298,7 +1303,10 @@ class Monitor:
             else:
                 extremes.append((high, probe.minima[measured]))
                 values.append(probe.values.get(measured, 0))
-        maxed, summed = self.dist.reduce_check(step, loss, extremes, values, self._device)
+        stopped = self._record_error is not None  # (only ever set on the writer)
+        maxed, summed = self.dist.reduce_check(
+            step, loss, extremes, values, self._device, stopped
+        )
         return summed, maxed
 
     def _reduced(
@@ -1309,7 +1317,12 @@ class Monitor:
         measured module (summed over ranks), and the measured producers' channel maxima
         and minima, concatenated in producer order (None: none measured)."""
         sizes = [self._channel_count[n] for n in self.producers]
-        loss, ranks, counts, high, low = self.dist.read_check(step, maxed, summed, sizes)
+        loss, ranks, stopped, counts, high, low = self.dist.read_check(
+            step, maxed, summed, sizes
+        )
+        if stopped:  # the writer's record could not be written: no rank checks any more
+            self._checks_stopped = True
+            return loss, [], {}, None, None
         if 0 < ranks < self.dist.world_size and "loss_ranks" not in self._said:
             self._said.add("loss_ranks")
             if self.dist.writer:
@@ -1374,9 +1387,11 @@ class Monitor:
 
     def _emit(self, event: str, fields: dict[str, Any]) -> None:
         with self._lock:  # from the training thread and the sink thread
+            if self._record_error is not None and event != "run_end":
+                return  # not recorded, not counted (under DDP the writer checks on a while)
             if event not in ("run_start", "run_end"):
                 self.counts[event] = self.counts.get(event, 0) + 1
-            if not self.dist.writer or (self._record_error is not None and event != "run_end"):
+            if not self.dist.writer:
                 return
             try:
                 line = self._diary.append(event, fields)
@@ -1412,7 +1427,9 @@ class Monitor:
         and let training go on (see spec/README "A record that cannot be written")."""
         if self._record_error is None:
             self._record_error = exc
-            self._disarm()
+            if not self.dist.active:  # under DDP every rank stops at the next check, together
+                self._checks_stopped = True
+                self._disarm()
             LOGGER.error(
                 "trainrecord.Monitor: recording stopped at step %d, training goes on: %s%s",
                 self.steps,
