@@ -127,3 +127,42 @@ def full_disk_on_writer(rank: int, world: int, init_file: str, run_dir: str, out
         return {"done": done, "said": said, "checks": monitor.checks}
 
     _run(rank, world, init_file, out_dir, body)
+
+
+def offset_start_steps(rank: int, world: int, init_file: str, run_dir: str, out_dir: str) -> None:
+    """check_every=2; rank 0 starts at step 0, rank 1 (resumed wrongly) at step 1: their
+    checks never meet."""
+    from trainrecord.monitor import Monitor
+
+    def body() -> None:
+        torch.manual_seed(0)
+        ddp = DistributedDataParallel(Mlp())
+        optimizer = torch.optim.SGD(ddp.parameters(), lr=0.01)
+        x = torch.randn(8, 3, 8, 8)
+        with Monitor(ddp, optimizer, f"{run_dir}{rank}", check_every=2, start_step=rank) as m:
+            for _ in range(4):
+                F.cross_entropy(ddp(x), torch.zeros(8, dtype=torch.long)).backward()
+                m.step()
+                optimizer.step()
+                optimizer.zero_grad()
+
+    _run(rank, world, init_file, out_dir, body)
+
+
+def other_check_every(rank: int, world: int, init_file: str, run_dir: str, out_dir: str) -> None:
+    """Rank 0 checks every 2 steps, rank 1 every 3."""
+    from trainrecord.monitor import Monitor
+
+    def body() -> None:
+        torch.manual_seed(0)
+        ddp = DistributedDataParallel(Mlp())
+        optimizer = torch.optim.SGD(ddp.parameters(), lr=0.01)
+        x = torch.randn(8, 3, 8, 8)
+        with Monitor(ddp, optimizer, f"{run_dir}{rank}", check_every=2 + rank) as m:
+            for _ in range(4):
+                F.cross_entropy(ddp(x), torch.zeros(8, dtype=torch.long)).backward()
+                m.step()
+                optimizer.step()
+                optimizer.zero_grad()
+
+    _run(rank, world, init_file, out_dir, body)

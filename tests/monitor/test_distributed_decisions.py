@@ -64,3 +64,20 @@ def test_a_full_disk_on_the_writer_stops_every_rank_checking_together(tmp_path: 
     assert not [m for m in seen[1]["result"]["said"] if "recording stopped" in m]
     _same_parameters(tmp_path / "out")
     assert len(metrics(tmp_path / "run")) == 1  # the row of step 0
+
+
+def test_ranks_whose_checks_never_meet_are_refused_at_creation(tmp_path: Path) -> None:
+    # start_step 0 and 1 with check_every=2: before, each rank's check collective paired
+    # with the other's DDP gradient bucket: the 25 s gloo timeout on both ranks
+    seen = on_ranks(worker.offset_start_steps, tmp_path)
+    for rank in seen:
+        assert rank["error"]["type"] == "RanksDisagree"
+        assert "start_step" in rank["error"]["message"]
+    assert not (tmp_path / "run0").exists() and not (tmp_path / "run1").exists()
+
+
+def test_ranks_with_other_check_every_are_refused_at_creation(tmp_path: Path) -> None:
+    seen = on_ranks(worker.other_check_every, tmp_path)
+    for rank in seen:
+        assert rank["error"]["type"] == "RanksDisagree"
+        assert "check_every" in rank["error"]["message"]

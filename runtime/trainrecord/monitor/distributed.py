@@ -157,6 +157,34 @@ class Distributed:
             for tensor in tensors:
                 dist.broadcast(tensor.data, src=self.writer_rank, group=self.group)
 
+    def agree_schedule(self, start_step: int, check_every: int, device: torch.device) -> None:
+        """Raise :class:`RanksDisagree` on every rank when the ranks were given different
+        ``start_step`` or ``check_every`` (one all_reduce of four integers, at the Monitor's
+        creation, which every rank makes before training). A check's own step comparison
+        catches only ranks that meet at one check; ranks whose checks never meet (start
+        steps off by a non-multiple of check_every) would pair a check's collectives with
+        DDP's gradient buckets: a collective timeout or abort, not this error."""
+        if not self.active:
+            return
+        both = torch.tensor(
+            [start_step, -start_step, check_every, -check_every], dtype=torch.int64, device=device
+        )
+        dist.all_reduce(both, op=dist.ReduceOp.MAX, group=self.group)
+        high, low, every_high, every_low = (int(v) for v in both.tolist())
+        starts, everys = (-low, high), (-every_low, every_high)
+        if starts[0] != starts[1] or everys[0] != everys[1]:
+            raise RanksDisagree(
+                "trainrecord.Monitor: the ranks were given different "
+                + " and ".join(
+                    f"{field} ({one} on one rank, {other} on another)"
+                    for field, (one, other) in (("start_step", starts), ("check_every", everys))
+                    if one != other
+                )
+                + f"; this rank has start_step={start_step}, check_every={check_every}: "
+                "their checks would not meet. Give every rank the same start_step (the step "
+                "the run resumes at) and check_every (see README, DistributedDataParallel)"
+            )
+
     def agreed(
         self, learnt: tuple[Structure, set[str]] | None, device: torch.device
     ) -> tuple[Structure, set[str]] | None:

@@ -265,6 +265,8 @@ class Monitor:
         self.optimizer = inner_optimizer(optimizer)
         _check_optimizer_trains(self.model, self.optimizer)
         self.dist = Distributed.detect(wrapper, ddp)
+        # every rank creates its Monitor before training: one collective checks the schedule
+        self.dist.agree_schedule(start_step, check_every, next(self.model.parameters()).device)
         # only the writing rank signs: a key file on its node alone is enough
         key = signing_key_from(signing_key, "Monitor") if self.dist.writer else None
         arguments.flag("Monitor", "require_seal", require_seal)
@@ -1304,9 +1306,7 @@ class Monitor:
                 extremes.append((high, probe.minima[measured]))
                 values.append(probe.values.get(measured, 0))
         stopped = self._record_error is not None  # (only ever set on the writer)
-        maxed, summed = self.dist.reduce_check(
-            step, loss, extremes, values, self._device, stopped
-        )
+        maxed, summed = self.dist.reduce_check(step, loss, extremes, values, self._device, stopped)
         return summed, maxed
 
     def _reduced(
@@ -1317,9 +1317,7 @@ class Monitor:
         measured module (summed over ranks), and the measured producers' channel maxima
         and minima, concatenated in producer order (None: none measured)."""
         sizes = [self._channel_count[n] for n in self.producers]
-        loss, ranks, stopped, counts, high, low = self.dist.read_check(
-            step, maxed, summed, sizes
-        )
+        loss, ranks, stopped, counts, high, low = self.dist.read_check(step, maxed, summed, sizes)
         if stopped:  # the writer's record could not be written: no rank checks any more
             self._checks_stopped = True
             return loss, [], {}, None, None
