@@ -123,9 +123,18 @@ class _Watch:
                 _stop_in_thread()
 
     def close(self) -> None:
-        """Give the wakeup fd back (main thread) and let the thread end."""
+        """Give the wakeup fd back (main thread) and let the thread end. Only while it is
+        still the watch's: one set since (asyncio's ``add_signal_handler``) is left in place,
+        as its owner's signal callbacks need it."""
         with contextlib.suppress(ValueError):
-            signal.set_wakeup_fd(self.previous)
+            current = signal.set_wakeup_fd(self.previous)
+            if current != self.writer.fileno():  # another's since: put it back
+                signal.set_wakeup_fd(current)
+                log.warning(
+                    "trainrecord: another wakeup fd (asyncio's add_signal_handler?) replaced "
+                    "the SIGTERM watch's while a Monitor was open, so a SIGTERM during a "
+                    "blocked collective was not seen by the watch; it is left in place"
+                )
         for end in (self.writer, self.reader):
             with contextlib.suppress(OSError):
                 end.shutdown(socket.SHUT_RDWR)
