@@ -668,6 +668,66 @@ def mutate(base: dict[str, Any], field: str, value: Any) -> dict[str, Any]:
     return drop(base, field) if value is MISSING else setf(base, field, value)
 
 
+def alarm_nulls(valid: dict[str, Any]) -> list[dict[str, Any]]:
+    """The alarm's if/then: a null baseline (diary.alarm.baseline.null) and a null grad_norm
+    (diary.alarm.grad_norm.null) only for diagnosis no_gradient."""
+    tests: list[dict[str, Any]] = [
+        {
+            "description": "a no_gradient alarm on a layer that never had a gradient has a null "
+            "baseline",
+            "data": setf(setf(valid, "diagnosis", "no_gradient"), "baseline", None),
+            "valid": True,
+        }
+    ]
+    for diagnosis, norm in (("vanishing", 1e-09), ("exploding", 1000.0)):
+        a = "an" if diagnosis[0] in "aeiou" else "a"
+        tests.append(
+            {
+                "description": f"{a} {diagnosis} alarm with a null baseline is refused: only "
+                "no_gradient has no baseline",
+                "data": {**valid, "diagnosis": diagnosis, "grad_norm": norm, "baseline": None},
+                "valid": False,
+                "rule": "diary.alarm.baseline.null",
+            }
+        )
+    tests.append(
+        {
+            "description": "a vanishing alarm with a numeric baseline is valid",
+            "data": line(
+                "alarm",
+                {**BODIES["alarm"], "diagnosis": "vanishing", "grad_norm": 1e-09, "sigma": -4.2},
+            ),
+            "valid": True,
+        }
+    )
+    tests += [
+        {
+            "description": "a no_gradient alarm on a layer that got no gradient at all has a null "
+            "grad_norm, as its metrics row has",
+            "data": setf(valid, "grad_norm", None),
+            "valid": True,
+        },
+        {
+            "description": "a no_gradient alarm on a layer that never had a gradient has a null "
+            "grad_norm and a null baseline",
+            "data": {**valid, "grad_norm": None, "baseline": None},
+            "valid": True,
+        },
+    ]
+    for diagnosis, sigma in (("vanishing", -4.2), ("exploding", 4.2)):
+        a = "an" if diagnosis[0] in "aeiou" else "a"
+        tests.append(
+            {
+                "description": f"{a} {diagnosis} alarm with a null grad_norm is refused: only "
+                "no_gradient is written for a layer without a gradient",
+                "data": {**valid, "diagnosis": diagnosis, "grad_norm": None, "sigma": sigma},
+                "valid": False,
+                "rule": "diary.alarm.grad_norm.null",
+            }
+        )
+    return tests
+
+
 def event_group(event: str) -> dict[str, Any]:
     valid = line(
         event,
@@ -690,14 +750,7 @@ def event_group(event: str) -> dict[str, Any]:
         },
     ]
     if event == "alarm":
-        tests.append(
-            {
-                "description": "a no_gradient alarm on a layer that never had a gradient has a null "
-                "baseline",
-                "data": setf(setf(valid, "diagnosis", "no_gradient"), "baseline", None),
-                "valid": True,
-            }
-        )
+        tests += alarm_nulls(valid)
     if event == "run_end":
         for error, what in (
             ({"type": "RuntimeError", "message": "CUDA out of memory"}, "an exception"),
@@ -767,6 +820,13 @@ def common_groups() -> list[dict[str, Any]]:
         {
             "description": "the common fields alone make a valid line of an unknown event",
             "data": line("checkpoint", {}),
+            "valid": True,
+        },
+        {
+            "description": "a time on a whole second is the float token 1764460800.0 (an integer "
+            "token, or more than three decimals, is refused by the verifier: "
+            "diary.time.precision, not a schema rule)",
+            "data": setf(line("checkpoint", {}), "time", 1764460800.0),
             "valid": True,
         },
     ]

@@ -176,3 +176,33 @@ def test_wrapped_text_is_escaped_before_it_is_wrapped(tmp_path: Path) -> None:
     assert all(len(x) <= 100 for x in block)
     assert "line one\\nline two\\x1b[1A" in out.stdout
     assert "      - tab\\there" in block
+
+
+def test_show_and_plot_read_an_alarm_whose_grad_norm_is_null(tmp_path: Path) -> None:
+    """diary.alarm.grad_norm.null: a layer left out of the forward pass until step 12 gets
+    no gradient at all, and its no_gradient alarm has grad_norm null (as its metrics row);
+    show and plot read such a record (a reader formatting the norm as a number would fail)."""
+    pytest.importorskip("matplotlib")
+    import torch
+
+    from tests.monitor.conftest import train
+    from tests.monitor.test_events import SkippedUntil
+    from trainrecord.monitor import Monitor
+
+    torch.manual_seed(0)
+    model = SkippedUntil()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    run = tmp_path / "run"
+    with Monitor(model, optimizer, run, check_every=2, warmup=3) as monitor:
+        train(model, optimizer, monitor, 12)
+        model.use = True
+        train(model, optimizer, monitor, 6, seed=1)
+    lines = [json.loads(x) for x in (run / "diary.jsonl").read_text().splitlines()]
+    [alarm] = _of(lines, "alarm")
+    assert alarm["layer"] == "middle" and alarm["grad_norm"] is None
+    shown = cli("show", run)
+    assert shown.returncode == 0, shown.stderr
+    assert _block(shown.stdout, "alarms (1):")[1:] == ["  middle: no_gradient at step 6-12"]
+    plotted = cli("plot", run, "--out", tmp_path / "plot.png")
+    assert plotted.returncode == 0, plotted.stderr
+    assert (tmp_path / "plot.png").stat().st_size > 0

@@ -459,6 +459,40 @@ def test_only_a_no_gradient_alarm_has_a_null_baseline(
     assert [p.rule for p in refused.value.problems] == ["diary.alarm.baseline.null"]
 
 
+@pytest.mark.parametrize("diagnosis", ["vanishing", "exploding"])
+def test_only_a_no_gradient_alarm_has_a_null_grad_norm(
+    signed, tmp_path: Path, diagnosis: str
+) -> None:
+    """diary.alarm.grad_norm.null: a no_gradient alarm on a layer that got no gradient at
+    all has grad_norm null (the verifier, whose fast check is the generated model, and the
+    writer take it); a vanishing or exploding alarm without one is refused by both."""
+    from trainrecord.diary import DiaryWriter
+    from trainrecord.errors import RecordRefused
+
+    run = tmp_path / "run"
+    shutil.copytree(signed[0], run)
+    for name in ("record.json", "record.sig"):
+        (run / name).unlink()
+    n = _line_of(run, "alarm")
+    _edit_line(run, n, diagnosis="no_gradient", grad_norm=None, baseline=0.5, sigma=None)
+    _relink(run)
+    assert verify(run).ok, verify(run).summary()
+    no_gradient = {k: v for k, v in json.loads(_lines(run)[n]).items() if k not in COMMON_FIELDS}
+    _edit_line(run, n, diagnosis=diagnosis)
+    _relink(run)
+    result = verify(run)
+    assert result.failure is not None and result.failure.line == n + 1, result.summary()
+    assert result.failure.rule == "diary.alarm.grad_norm.null"
+    assert result.failure.message.startswith("grad_norm: ")
+    alarm = {k: v for k, v in json.loads(_lines(run)[n]).items() if k not in COMMON_FIELDS}
+    with DiaryWriter(tmp_path / "new") as writer:
+        writer.append("run_start", _body(run, 0))
+        writer.append("alarm", no_gradient)
+        with pytest.raises(RecordRefused) as refused:
+            writer.append("alarm", alarm)
+    assert [p.rule for p in refused.value.problems] == ["diary.alarm.grad_norm.null"]
+
+
 COMMON_FIELDS = ("seq", "time", "event", "prev", "hash")
 
 

@@ -37,6 +37,11 @@ def test_layers_named_by_sequential_indices_read_as_layers() -> None:
         "step 200: layer '0' (Linear): no gradient (none, or all zero; baseline "
         f"{alarm['baseline']:.3g})"
     )
+    # grad_norm null: the layer got no gradient at all (0.0 may be an older record's none)
+    null = describe({"event": "alarm", **alarm, "diagnosis": "no_gradient", "grad_norm": None})
+    assert null == (
+        f"step 200: layer '0' (Linear): no gradient (none at all; baseline {alarm['baseline']:.3g})"
+    )
     low = describe({"event": "alarm", **alarm, "diagnosis": "vanishing", "grad_norm": 1e-5})
     assert low.startswith("step 200: layer '0' (Linear): gradient vanishing (norm 1e-05,")
     channels = describe({"event": "channels", **BODIES["channels"], "layer": "2"})

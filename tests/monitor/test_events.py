@@ -220,7 +220,8 @@ def test_detached_branch_is_no_gradient_then_cleared(run_dir: Path) -> None:
     lines = read_run(run_dir)
     alarms = events(lines, "alarm")
     assert {a["layer"] for a in alarms} == {"block1.0", "block1.1"}
-    assert all(a["diagnosis"] == "no_gradient" and a["grad_norm"] == 0.0 for a in alarms)
+    # No gradient at all (.grad is None): no norm, null as in the metrics row (was 0.0).
+    assert all(a["diagnosis"] == "no_gradient" and a["grad_norm"] is None for a in alarms)
     # The detached layers never had a gradient: there is no running mean, so no baseline.
     assert all(a["baseline"] is None for a in alarms)
     assert alarms[0]["step"] == 6 and alarms[0]["kind"] == "Conv2d"  # after the warm-up
@@ -228,6 +229,68 @@ def test_detached_branch_is_no_gradient_then_cleared(run_dir: Path) -> None:
     assert {c["layer"] for c in cleared} == {"block1.0", "block1.1"}
     assert all(c["step"] == 12 and c["grad_norm"] > 0 for c in cleared)
     assert metrics(run_dir)[0]["grad"]["block1.0"] is None  # no gradient at all: null
+
+
+class SkippedUntil(nn.Module):
+    """Three Linear layers; ``middle`` is left out of the forward pass until ``use`` is set
+    (a layer wired in late: its parameters get no .grad at all before then)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = nn.Linear(192, 16)
+        self.middle = nn.Linear(16, 16)
+        self.head = nn.Linear(16, 10)
+        self.use = False
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(self.first(x.flatten(1)))
+        if self.use:
+            h = torch.relu(self.middle(h))
+        return self.head(h)
+
+
+def test_a_layer_without_any_gradient_has_a_null_grad_norm_as_in_its_metrics_row(
+    run_dir: Path,
+) -> None:
+    """diary.alarm.grad_norm.null: the no_gradient alarm of a layer that got no gradient
+    at all has grad_norm null, as the same check's metrics row has for it (it wrote 0.0);
+    a layer whose gradient is all zero keeps grad_norm 0.0 (its row has 0.0 too)."""
+    torch.manual_seed(0)
+    model = SkippedUntil()
+    optimizer = sgd(model)
+    with Monitor(model, optimizer, run_dir, check_every=2, warmup=3) as monitor:
+        train(model, optimizer, monitor, 12)
+        model.use = True
+        train(model, optimizer, monitor, 6, seed=1)
+    lines = read_run(run_dir)
+    rows = {r["step"]: r for r in metrics(run_dir)}
+    [alarm] = events(lines, "alarm")
+    assert alarm["layer"] == "middle" and alarm["diagnosis"] == "no_gradient"
+    assert alarm["grad_norm"] is None and alarm["baseline"] is None and alarm["sigma"] is None
+    assert alarm["step"] == 6 and rows[6]["grad"]["middle"] is None
+    assert rows[6]["grad"]["first"] > 0
+    [cleared] = events(lines, "alarm_cleared")
+    assert cleared["layer"] == "middle" and cleared["step"] == 12 and cleared["grad_norm"] > 0
+
+
+def test_a_layer_whose_gradient_is_all_zero_has_grad_norm_zero(run_dir: Path) -> None:
+    """A no_gradient alarm of a layer that has a gradient, all zero (its weights after it
+    zeroed), keeps grad_norm 0.0 (a number: the norm is 0), as its metrics row has."""
+    torch.manual_seed(0)
+    model = SkippedUntil()
+    model.use = True
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)  # no momentum: stays zero
+    with Monitor(model, optimizer, run_dir, check_every=2, warmup=3) as monitor:
+        train(model, optimizer, monitor, 10)
+        with torch.no_grad():
+            model.middle.weight.zero_()  # first gets an all-zero gradient
+        train(model, optimizer, monitor, 4, seed=1)
+    lines = read_run(run_dir)
+    rows = {r["step"]: r for r in metrics(run_dir)}
+    [alarm] = [a for a in events(lines, "alarm") if a["layer"] == "first"]
+    assert alarm["diagnosis"] == "no_gradient" and alarm["grad_norm"] == 0.0
+    assert isinstance(alarm["grad_norm"], float) and alarm["baseline"] > 0
+    assert rows[alarm["step"]]["grad"]["first"] == 0.0
 
 
 def test_the_default_warm_up_is_five_checks(run_dir: Path) -> None:

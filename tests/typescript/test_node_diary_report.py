@@ -128,6 +128,10 @@ def _vanishing_without_baseline(b: list[dict[str, Any]]) -> None:
     b[1].update(diagnosis="vanishing", baseline=None)
 
 
+def _exploding_without_grad_norm(b: list[dict[str, Any]]) -> None:
+    b[1].update(diagnosis="exploding", grad_norm=None, baseline=0.5)
+
+
 def _time_int(b: list[dict[str, Any]]) -> None:
     b[1]["time"] = 1764456440
 
@@ -144,10 +148,23 @@ BODY_BREAKS: dict[str, tuple[Callable[[list[dict[str, Any]]], None], str]] = {
         _vanishing_without_baseline,
         "diary.alarm.baseline.null",
     ),
+    "exploding alarm with a null grad_norm": (
+        _exploding_without_grad_norm,
+        "diary.alarm.grad_norm.null",
+    ),
     "alarm before run_start": (_start_first, "diary.order.run_start"),
     "run_end not last": (_end_not_last, "diary.order.run_end"),
     "alarm without grad_norm": (_alarm_missing_field, "diary.alarm.fields.missing"),
 }
+
+
+def test_a_no_gradient_alarm_with_a_null_grad_norm_verifies(
+    harness: Harness, tmp_path: Path
+) -> None:
+    """diary.alarm.grad_norm.null: a layer that got no gradient at all has no norm."""
+    items = bodies()
+    items[1].update(diagnosis="no_gradient", grad_norm=None, sigma=None)
+    assert verify(harness, write_diary(tmp_path, items)) == set()
 
 
 def test_resumed_run_verifies(harness: Harness, tmp_path: Path) -> None:

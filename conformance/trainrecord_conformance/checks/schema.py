@@ -5,9 +5,9 @@ valid instance of the same schema must be valid, and an instance that breaks exa
 rule must be invalid, naming the rule. The Foundry writer and reader rules get a second
 check through ``write_metrics`` and ``read_witness`` (:mod:`.foundry`).
 
-Four schema sites the strategy engine cannot reach yet (an ``anyOf`` inside
-``additionalProperties``, a ``type`` under a nested ``oneOf`` branch, a ``type`` in an
-``if``/``then`` that meets the property's own, an ``enum`` of an event that meets the
+Five schema sites the strategy engine cannot reach yet (an ``anyOf`` inside
+``additionalProperties``, a ``type`` under a nested ``oneOf`` branch, two ``type`` in an
+``if``/``then`` that meet the property's own (alarm baseline and grad_norm), an ``enum`` of an event that meets the
 common one: a channels event's severity) get hand-written
 breaking strategies (:data:`HAND_BROKEN`), held to the same standard: the oracle must
 report exactly that rule for every drawn instance.
@@ -78,16 +78,30 @@ def _intact_null(rule: str) -> st.SearchStrategy[S.Broken]:
 ALARM = "https://trainrecord.dev/schemas/diary/events/alarm.schema.json"
 
 
-def _alarm_baseline_null(rule: str) -> st.SearchStrategy[S.Broken]:
-    """A valid alarm made vanishing or exploding with a null baseline (an ``if``/``then``
-    whose ``type`` meets the property's own ``type``: no site of one rule)."""
-    diagnosis = st.sampled_from(["vanishing", "exploding"])
-    return st.tuples(S.valid_instances(ALARM), diagnosis).map(
-        lambda t: _exact(
-            rule,
-            S.Broken(ALARM, {**t[0], "diagnosis": t[1], "baseline": None}, f"{rule} baseline"),
-        )
-    )
+def _alarm_null(field: str, other: str) -> Any:
+    """A strategy factory: a valid alarm made vanishing or exploding with ``field`` null (an
+    ``if``/``then`` whose ``type`` meets the property's own ``type``: no site of one rule).
+    ``other``, the if/then's other nullable field, is made a number when the valid alarm (a
+    no_gradient one) has it null, so the instance breaks the one rule."""
+
+    def strategy(rule: str) -> st.SearchStrategy[S.Broken]:
+        diagnosis = st.sampled_from(["vanishing", "exploding"])
+        number = st.floats(min_value=0.0, max_value=1e6, allow_nan=False)
+
+        def broken(t: tuple[dict[str, Any], str, float]) -> S.Broken:
+            valid, chosen, value = t
+            kept = valid.get(other)
+            instance = {
+                **valid,
+                "diagnosis": chosen,
+                field: None,
+                other: value if kept is None else kept,
+            }
+            return _exact(rule, S.Broken(ALARM, instance, f"{rule} {field}"))
+
+        return st.tuples(S.valid_instances(ALARM), diagnosis, number).map(broken)
+
+    return strategy
 
 
 CHANNELS = tuple(
@@ -113,7 +127,8 @@ def _channels_severity(rule: str) -> st.SearchStrategy[S.Broken]:
 HAND_BROKEN = {
     "diary_metrics.grad.value": _grad_value,
     "report.lesion.initial_validation.intact.null": _intact_null,
-    "diary.alarm.baseline.null": _alarm_baseline_null,
+    "diary.alarm.baseline.null": _alarm_null("baseline", "grad_norm"),
+    "diary.alarm.grad_norm.null": _alarm_null("grad_norm", "baseline"),
     "diary.channels.severity.value": _channels_severity,
 }
 """Schema rules whose breaking instances are written by hand, by rule id."""

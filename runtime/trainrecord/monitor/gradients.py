@@ -20,8 +20,10 @@ of ``log10`` of its gradient norm; ``s`` is the running standard deviation of th
 The layer's band is ``m ± max(sigma_band * s, min_decades)``. After a warm-up of
 ``warmup`` checks, a layer outside its band on the same side at ``checks_in_a_row`` (2)
 checks raises one ``alarm`` (diagnosis ``vanishing`` or ``exploding``; ``no_gradient``,
-at once, when its norm is exactly zero or it has no gradient at all; its baseline is
-null when the layer never had a finite non-zero norm; a layer without a gradient whose
+at once, when its norm is exactly zero or it has no gradient at all; its grad_norm is
+null when it has no gradient at all, as its metrics.jsonl value is, and 0 when its
+gradient is all zero; its baseline is null when the layer never had a finite non-zero
+norm; a layer without a gradient whose
 parameters were updated since the last check is not judged: see
 :meth:`GradientNorms.trained_between`) and one ``alarm_cleared`` when it
 comes back. A fall below the band that the network explains is no ``vanishing``: the
@@ -405,7 +407,7 @@ class GradientAlarms:
                             "layer": layer,
                             "kind": self.kinds[layer],
                             "diagnosis": diagnosis,
-                            "grad_norm": 0.0 if norm is None else norm,
+                            "grad_norm": norm,  # None: no gradient at all (as in metrics)
                             "baseline": base.value if base.count else None,
                             "sigma": sigma,
                         },

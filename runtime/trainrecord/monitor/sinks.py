@@ -47,7 +47,10 @@ def describe(line: dict[str, Any]) -> str:
         base = line["baseline"]
         shown = "none yet" if base is None else f"{base:.3g}"
         if line["diagnosis"] == "no_gradient":
-            return f"{where}{named}: no gradient (none, or all zero; baseline {shown})"
+            # grad_norm null: no gradient at all; 0 (all zero, or a record written before
+            # the null, which wrote 0 for both)
+            what = "none at all" if line.get("grad_norm") is None else "none, or all zero"
+            return f"{where}{named}: no gradient ({what}; baseline {shown})"
         return (
             f"{where}{named}: gradient {line['diagnosis']} (norm {line['grad_norm']:.3g}, "
             f"baseline {shown})"

@@ -26,13 +26,13 @@ export type DiaryAlarm = DiaryLineCommon & {
    */
   kind: string;
   /**
-   * no_gradient (the norm is 0 or the layer got no gradient), vanishing (far below the baseline) or exploding (far above it).
+   * no_gradient (the norm is 0, or the layer got no gradient and grad_norm is null), vanishing (far below the baseline) or exploding (far above it).
    */
   diagnosis: "no_gradient" | "vanishing" | "exploding";
   /**
-   * The layer's gradient norm at this check (finite: non-finite gradients are nonfinite_gradient events).
+   * The layer's gradient norm at this check: finite (non-finite gradients are nonfinite_gradient events), 0 when the gradient is all zero; null for a no_gradient alarm on a layer that got no gradient at all (no parameter of it has a .grad), which has no norm.
    */
-  grad_norm: number;
+  grad_norm: number | null;
   /**
    * The layer's baseline: 10 to the running mean of log10 gradient norm; null for a no_gradient alarm on a layer that never had a finite non-zero norm, which has no running mean.
    */

@@ -36,11 +36,11 @@ class DiaryAlarm(DiaryLineCommon):
     """
     diagnosis: Literal['no_gradient', 'vanishing', 'exploding']
     """
-    no_gradient (the norm is 0 or the layer got no gradient), vanishing (far below the baseline) or exploding (far above it).
+    no_gradient (the norm is 0, or the layer got no gradient and grad_norm is null), vanishing (far below the baseline) or exploding (far above it).
     """
-    grad_norm: Annotated[float, Field(ge=0.0)]
+    grad_norm: Annotated[float | None, Field(ge=0.0)]
     """
-    The layer's gradient norm at this check (finite: non-finite gradients are nonfinite_gradient events).
+    The layer's gradient norm at this check: finite (non-finite gradients are nonfinite_gradient events), 0 when the gradient is all zero; null for a no_gradient alarm on a layer that got no gradient at all (no parameter of it has a .grad), which has no norm.
     """
     baseline: Annotated[float | None, Field(ge=0.0)]
     """
