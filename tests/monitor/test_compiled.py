@@ -111,7 +111,7 @@ def test_unwrap_peels_compile_and_data_parallel_in_any_nesting(order: str) -> No
         wrapped: nn.Module = torch.compile(nn.DataParallel(inner), backend="eager")  # type: ignore[assignment]
     else:
         wrapped = nn.DataParallel(torch.compile(inner, backend="eager"))  # type: ignore[arg-type]
-    assert unwrap(wrapped) == (inner, "DataParallel")
+    assert unwrap(wrapped) == (inner, "DataParallel", None)
 
 
 SCRIPT = """

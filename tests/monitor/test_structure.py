@@ -104,8 +104,8 @@ def test_ddp_prefix_is_not_in_layer_names_and_fsdp_is_refused(run_dir: Path) -> 
 
     model = MiniResNet()
     wrapped = nn.DataParallel(model)
-    inner, kind = unwrap(wrapped)
-    assert inner is model and kind == "DataParallel"
+    inner, kind, ddp = unwrap(wrapped)
+    assert inner is model and kind == "DataParallel" and ddp is None
     lines = one_step(wrapped, run_dir)
     assert all(not name.startswith("module.") for name in lines[0]["layers"])
 
