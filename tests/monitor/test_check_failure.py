@@ -38,3 +38,43 @@ def test_a_check_that_raises_part_way_leaves_a_verified_record_and_its_error(
     assert lines[-1]["error"]["type"] == "NotImplementedError"
     result = verify(tmp_path / "run")
     assert result.ok and result.sealed, result.failure
+
+
+class _InterruptedScaler(torch.amp.GradScaler):
+    """A real CPU GradScaler whose second ``get_scale()`` of a check raises
+    KeyboardInterrupt: Ctrl+C landing in step() after the check completed (the second read
+    is the step mark's, after the check's metrics row)."""
+
+    def __init__(self) -> None:
+        super().__init__("cpu")
+        self.reads = 0
+
+    def get_scale(self) -> float:
+        self.reads += 1
+        if self.reads == 2:
+            raise KeyboardInterrupt
+        return float(super().get_scale())
+
+
+def test_ctrl_c_after_a_completed_check_leaves_checks_within_steps(tmp_path: Path) -> None:
+    # before, the check was counted but its step was not (step() counted it after the step
+    # mark): run_end said 1 check in 0 steps, the writer refused it (diary.run_end.checks)
+    # and the record ended without run_end (close() then failed on a KeyError)
+    torch.manual_seed(0)
+    model = TinyMLP()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = _InterruptedScaler()
+    x, y = torch.randn(4, 3, 8, 8), torch.zeros(4, dtype=torch.long)
+    with (
+        pytest.raises(KeyboardInterrupt),
+        Monitor(model, optimizer, tmp_path / "run", check_every=1, scaler=scaler) as monitor,
+    ):
+        loss = F.cross_entropy(model(x), y)
+        scaler.scale(loss).backward()
+        monitor.step(loss)
+    lines = read_run(tmp_path / "run")
+    assert lines[-1]["event"] == "run_end"
+    assert (lines[-1]["steps"], lines[-1]["checks"]) == (1, 1)
+    assert lines[-1]["error"]["type"] == "KeyboardInterrupt"
+    result = verify(tmp_path / "run")
+    assert result.ok and result.sealed, result.failure

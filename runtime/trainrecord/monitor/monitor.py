@@ -818,7 +818,10 @@ class Monitor:
                 values = dict(probe.values) if probe else {}
             rows = self._channels(step, names, stats, host[4], quiet, values)
         self._gradients(step, value, read, scale, rows, trained_between)
-        self.checks += 1  # a check that raised part-way is not counted (run_end.checks)
+        # a check that raised part-way is not counted (run_end.checks); a completed one is
+        # counted with its step, at once: an exception (Ctrl+C) later in step() must not
+        # leave run_end with more checks than steps, which the record refuses
+        self.steps, self.checks = step + 1, self.checks + 1
 
     def _gradients(
         self,
@@ -1399,7 +1402,8 @@ class Monitor:
             except RecordRefused as exc:
                 if event == "run_start":
                     raise  # at creation: a clear error before training starts
-                self.counts[event] -= 1  # not in the record: not counted in run_end
+                if event != "run_end":  # (never counted)
+                    self.counts[event] -= 1  # not in the record: not counted in run_end
                 # an event the spec refuses is the Monitor's own mistake: never the end of
                 # training; the record stays valid without it, and the log says which
                 if (event, exc.rules[0]) not in self._refused_events:
