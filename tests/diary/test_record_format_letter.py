@@ -147,14 +147,20 @@ def test_a_repair_whose_relative_change_holds_verifies(
 
 
 # F5: run_end.checks against steps, and metrics.jsonl's rows against the run_ends.
-def _record(run: Path, sessions: list[tuple[list[int], dict[str, Any] | None]]) -> None:
+def _record(
+    run: Path, sessions: list[tuple[list[int], dict[str, Any] | None]], validate: bool = True
+) -> None:
     """Sessions written with the real writers, each a run_start, rows of these steps and
     its run_end (None: the session crashed, no run_end); ``steps`` in the run_end dict
-    defaults to the rows' count and ``checks`` too."""
+    defaults to the rows' count and ``checks`` too. ``validate=False`` writes a run_end the
+    writer refuses (more checks than steps) for the verifier to fail."""
     from trainrecord.diary import MetricsWriter
 
     for steps, end in sessions:
-        with DiaryWriter(run, seal=False) as diary, MetricsWriter(run) as metrics:
+        with (
+            DiaryWriter(run, seal=False, validate=validate) as diary,
+            MetricsWriter(run) as metrics,
+        ):
             diary.append("run_start", BODIES["run_start"])
             for step in steps:
                 metrics.append({"step": step, "loss": 1.0, "grad": {}, "stuck": {}})
@@ -199,7 +205,7 @@ def test_metrics_rows_against_the_run_ends(
 ) -> None:
     """diary.metrics.rows, diary.metrics.order (on the metrics row), diary.run_end.checks."""
     run = tmp_path / "run"
-    _record(run, sessions)
+    _record(run, sessions, validate=rule != "diary.run_end.checks")
     if rule is None:
         assert verify(run).ok, verify(run).summary()
         return

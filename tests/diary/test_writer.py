@@ -72,6 +72,73 @@ def test_an_invalid_event_is_refused_and_nothing_is_written(
     assert verify(tmp_path).ok
 
 
+REPAIR_NORMS = {"delta_norm": 1.5, "weight_norm_before": 3.0, "weight_norm_after": 3.2}
+
+
+@pytest.mark.parametrize(
+    ("event", "fields", "rule", "field"),
+    [
+        ("run_end", {"steps": 3, "checks": 4}, "diary.run_end.checks", "checks"),
+        (
+            "repair",
+            {**REPAIR_NORMS, "relative_change": 0.6},  # not 1.5 / 3.0
+            "diary.repair.relative_change.value",
+            "relative_change",
+        ),
+        (
+            "repair",
+            {**REPAIR_NORMS, "relative_change": None},  # null although the norm was not 0
+            "diary.repair.relative_change.value",
+            "relative_change",
+        ),
+        (
+            "repair",  # a number although the norm before was 0
+            {"delta_norm": 1.5, "weight_norm_before": 0.0, "relative_change": 1.0},
+            "diary.repair.relative_change.value",
+            "relative_change",
+        ),
+    ],
+)
+def test_a_line_the_verifier_would_fail_on_a_cross_field_rule_is_refused(
+    tmp_path: Path, event, fields, rule, field
+):
+    """The writer refuses what its own verifier fails: run_end.checks <= steps, and a
+    repair's relative_change is delta_norm / weight_norm_before (null when that is 0)."""
+    with DiaryWriter(tmp_path, seal=False) as w:
+        w.append("run_start", BODIES["run_start"])
+        before = (tmp_path / "diary.jsonl").read_bytes()
+        with pytest.raises(RecordRefused) as err:
+            w.append(event, {**BODIES[event], **fields})
+        assert err.value.rules == [rule]
+        assert err.value.field == field
+        assert (tmp_path / "diary.jsonl").read_bytes() == before
+        assert w.seq == 1
+
+
+@pytest.mark.parametrize(
+    ("event", "fields"),
+    [
+        ("run_end", {"steps": 3, "checks": 3}),
+        ("repair", {**REPAIR_NORMS, "relative_change": 0.5}),
+        ("repair", {**REPAIR_NORMS, "relative_change": 0.5 * (1 + 1e-7)}),  # within 1e-6
+        ("repair", {"delta_norm": 1.5, "weight_norm_before": 0.0, "relative_change": None}),
+    ],
+)
+def test_a_line_that_keeps_the_cross_field_rules_is_written_and_verifies(
+    tmp_path: Path, event, fields
+):
+    with DiaryWriter(tmp_path) as w, MetricsWriter(tmp_path) as m:
+        w.append("run_start", BODIES["run_start"])
+        for step in range(fields.get("checks", 0)):  # one metrics row per check
+            m.append({"step": step, "loss": 1.0, "grad": {}, "stuck": {}})
+        end = {**BODIES["run_end"], "metrics_sha256": m.sha256()}
+        line = w.append(event, {**(end if event == "run_end" else BODIES[event]), **fields})
+        assert {k: line[k] for k in fields} == fields
+        if event != "run_end":
+            w.append("run_end", end)
+    assert verify(tmp_path).ok
+
+
 def test_a_missing_field_is_refused_with_its_name(tmp_path: Path):
     with DiaryWriter(tmp_path, seal=False) as w:
         w.append("run_start", BODIES["run_start"])

@@ -2,12 +2,13 @@
 
 ``DiaryWriter(run_dir)`` creates ``run_dir/diary.jsonl``, or resumes an existing diary after
 verifying it (continuing its seq and chain). ``append(event, fields)`` adds seq, time,
-event, prev and hash, checks the line against its event's schema (an invalid event raises
-:class:`~trainrecord.errors.RecordRefused` and writes nothing), writes it as one line and
-returns it. Non-finite floats in ``fields`` become the strings "NaN", "Infinity",
-"-Infinity" first. Every line is written whole in one ``os.write`` and fsynced by policy
-(see :mod:`trainrecord.diary.durability`); a write that fails (a full disk) leaves no part
-of its line behind and refuses every later line, with a
+event, prev and hash, checks the line against its event's schema and against the verifier's
+own cross-field rules (:mod:`trainrecord.diary.relations`: a run_end's checks, a repair's
+relative_change; an invalid event raises :class:`~trainrecord.errors.RecordRefused` and
+writes nothing), writes it as one line and returns it. Non-finite floats in ``fields``
+become the strings "NaN", "Infinity", "-Infinity" first. Every line is written whole in one
+``os.write`` and fsynced by policy (see :mod:`trainrecord.diary.durability`); a write that
+fails (a full disk) leaves no part of its line behind and refuses every later line, with a
 :class:`~trainrecord.errors.RecordWriteError`. On close the writer seals the record
 (record.json, and record.sig when given a signing key), unless a write failed.
 
@@ -72,6 +73,7 @@ from trainrecord.diary.events import (
 )
 from trainrecord.diary.keys import fingerprint, load_private_key
 from trainrecord.diary.nonfinite import encode
+from trainrecord.diary.relations import relation_refusal
 from trainrecord.diary.verifier import DIARY, METRICS, SEAL, SIGNATURE, VerifyResult, verify
 from trainrecord.errors import Problem, RecordRefused, WriterClosed, printable, safe_value
 from trainrecord.folders import make_folder
@@ -244,6 +246,9 @@ def _body_of(
         found = check_line({**body, "prev": head, "hash": GENESIS})
         if found:
             raise RecordRefused(found)
+        related = relation_refusal(event, body)  # the verifier's cross-field rules
+        if related is not None:
+            raise RecordRefused([related])
     try:
         text = canonical_line(body)
     except (TypeError, ValueError) as exc:
@@ -277,9 +282,9 @@ class DiaryWriter:
             :class:`~trainrecord.errors.RecordRefused` (``diary.writer.fsync_policy``).
         fsync_interval: with ``"interval"``, the most seconds between a line's write and
             its fsync (default 1.0; a finite number >= 0).
-        validate: check each line against its event's schema before it is written (default
-            True). False is only for lines checked already: an invalid one then fails
-            :func:`~trainrecord.diary.verify`.
+        validate: check each line against its event's schema and the verifier's cross-field
+            rules before it is written (default True). False is only for lines checked
+            already: an invalid one then fails :func:`~trainrecord.diary.verify`.
         drop_torn_tail: cut a torn last line (a crash while writing) before resuming
             (default False: such a diary is refused, ``diary.writer.resume``).
         seal: seal the record at close, record.json (default True); False leaves it

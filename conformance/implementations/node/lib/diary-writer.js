@@ -3,9 +3,10 @@
  * Write a training diary in Node, as the Python DiaryWriter does
  * (runtime/trainrecord/diary/writer.py): each event gets seq, time (Unix seconds rounded to
  * milliseconds, a float), prev and hash; the line is checked against its event's schema
- * before anything is written (a refused event writes nothing); each line is the canonical
- * JSON of the whole line plus a newline, written in one write() and fsynced for run_start,
- * run_end and critical events. An existing diary is verified first and continued; one that
+ * and the verifier's cross-field relations (relationProblem in diary.js: a run_end's checks,
+ * a repair's relative_change) before anything is written (a refused event writes nothing);
+ * each line is the canonical JSON of the whole line plus a newline, written in one write()
+ * and fsynced for run_start, run_end and critical events. An existing diary is verified first and continued; one that
  * fails verification is never appended to. Closing seals the record (record.json).
  *
  * fsync_policy (the writer option, runtime/trainrecord/diary/durability.py): "always"
@@ -19,7 +20,7 @@ const fs = require("node:fs");
 const path = require("node:path");
 const { canonicalLine } = require("./pyjson");
 const { problems } = require("./validate");
-const { verifyDiary, lineHash, GENESIS } = require("./diary");
+const { verifyDiary, lineHash, relationProblem, GENESIS } = require("./diary");
 const { writeSeal } = require("./seal");
 const { Refused } = require("./refused");
 
@@ -148,6 +149,8 @@ function appendDiary({ dir, events, fsyncPolicy }) {
       }
       const found = problems({ ...body, prev: head, hash: GENESIS }, LINE_SCHEMA);
       if (found.length > 0) throw new Refused(found);
+      const related = relationProblem(event, body); // the verifier's cross-field rules
+      if (related !== null) throw Refused.one(related[0], [related[2]], related[1]);
       const notText = surrogateRefusal(body, []);
       if (notText !== null) throw notText;
       let digest;

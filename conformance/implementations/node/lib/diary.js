@@ -255,13 +255,14 @@ const RELATIVE_TOLERANCE = 1e-6;
 const toNumber = (v) => (typeof v === "bigint" ? Number(v) : /** @type {number} */ (v));
 
 /**
- * (rule, message) of a schema-valid line whose fields break a relation, or null: a repair's
+ * (rule, message, field) of a schema-valid line whose fields break a relation, or null: a repair's
  * relative_change is delta_norm / weight_norm_before within a relative 1e-6, null exactly
  * when weight_norm_before is 0; a run_end's checks are at most its steps. As the Python
- * verifier (runtime/trainrecord/diary/relations.py).
+ * verifier (runtime/trainrecord/diary/relations.py). The verifier fails such a line; the
+ * writer (diary-writer.js) refuses it, naming the field.
  * @param {string} event
  * @param {Record<string, PyValue>} value
- * @returns {[string, string] | null}
+ * @returns {[string, string, string] | null}
  */
 function relationProblem(event, value) {
   if (event === "repair") {
@@ -269,18 +270,18 @@ function relationProblem(event, value) {
     const before = toNumber(value.weight_norm_before);
     const given = value.relative_change;
     if (before === 0) {
-      return given === null ? null : [rule, "relative_change: not null where weight_norm_before is 0; it is null when the weight norm before the repair was 0"];
+      return given === null ? null : [rule, "relative_change: not null where weight_norm_before is 0; it is null when the weight norm before the repair was 0", "relative_change"];
     }
     const expected = toNumber(value.delta_norm) / before;
-    if (given === null) return [rule, `relative_change: null, but weight_norm_before is not 0; it is delta_norm / weight_norm_before = ${expected}`];
+    if (given === null) return [rule, `relative_change: null, but weight_norm_before is not 0; it is delta_norm / weight_norm_before = ${expected}`, "relative_change"];
     const g = toNumber(given);
     if (Number.isFinite(g) && Number.isFinite(expected) && Math.abs(g - expected) <= RELATIVE_TOLERANCE * Math.max(Math.abs(g), Math.abs(expected))) return null;
-    return [rule, `relative_change: ${g} is not delta_norm / weight_norm_before = ${expected} (within a relative 1e-06)`];
+    return [rule, `relative_change: ${g} is not delta_norm / weight_norm_before = ${expected} (within a relative 1e-06)`, "relative_change"];
   }
   if (event === RUN_END) {
     const checks = /** @type {bigint} */ (value.checks);
     const steps = /** @type {bigint} */ (value.steps);
-    if (checks > steps) return ["diary.run_end.checks", `checks: ${checks} checks in ${steps} steps; a check runs at a step of its session, at most one per step`];
+    if (checks > steps) return ["diary.run_end.checks", `checks: ${checks} checks in ${steps} steps; a check runs at a step of its session, at most one per step`, "checks"];
   }
   return null;
 }
@@ -514,4 +515,4 @@ function linesCause(file, sealed, headHash, lines) {
   return `its line ${sealed} is not the sealed head, so record.json is another record's seal, or the diary was rewritten after sealing`;
 }
 
-module.exports = { verifyDiary, lineHash, GENESIS };
+module.exports = { verifyDiary, lineHash, relationProblem, GENESIS };
