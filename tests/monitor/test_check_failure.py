@@ -6,7 +6,9 @@ RecordRefused in place of the real error)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -76,5 +78,49 @@ def test_ctrl_c_after_a_completed_check_leaves_checks_within_steps(tmp_path: Pat
     assert lines[-1]["event"] == "run_end"
     assert (lines[-1]["steps"], lines[-1]["checks"]) == (1, 1)
     assert lines[-1]["error"]["type"] == "KeyboardInterrupt"
+    result = verify(tmp_path / "run")
+    assert result.ok and result.sealed, result.failure
+
+
+class _KeepSink:
+    name = "keep"
+
+    def event(self, line: dict[str, object]) -> None:
+        pass
+
+    def metrics(self, row: dict[str, object]) -> None:
+        pass
+
+
+def test_ctrl_c_while_the_row_goes_to_the_sinks_leaves_rows_within_checks(
+    tmp_path: Path,
+) -> None:
+    # a KeyboardInterrupt raised where the interpreter delivers a real Ctrl+C: at the call
+    # that hands the check's metrics row to the sinks, after the row is in metrics.jsonl.
+    # Before, the check was not counted yet: run_end said 0 checks with 1 row, which the
+    # record refuses (diary.metrics.rows), and the record was left unsealed
+    def interrupt(frame: Any, event: str, arg: object) -> None:
+        put = event == "call" and frame.f_code.co_name == "put"
+        if put and frame.f_locals.get("kind") == "metrics":
+            raise KeyboardInterrupt
+
+    torch.manual_seed(0)
+    model = TinyMLP()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(4, 3, 8, 8), torch.zeros(4, dtype=torch.long)
+    with (
+        pytest.raises(KeyboardInterrupt),
+        Monitor(model, optimizer, tmp_path / "run", check_every=1, sinks=[_KeepSink()]) as monitor,
+    ):
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        sys.setprofile(interrupt)
+        try:
+            monitor.step(loss)
+        finally:
+            sys.setprofile(None)
+    lines = read_run(tmp_path / "run")
+    assert (lines[-1]["event"], lines[-1]["steps"], lines[-1]["checks"]) == ("run_end", 1, 1)
+    assert len((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()) == 1
     result = verify(tmp_path / "run")
     assert result.ok and result.sealed, result.failure

@@ -817,11 +817,7 @@ class Monitor:
             if not self.dist.active:
                 values = dict(probe.values) if probe else {}
             rows = self._channels(step, names, stats, host[4], quiet, values)
-        self._gradients(step, value, read, scale, rows, trained_between)
-        # a check that raised part-way is not counted (run_end.checks); a completed one is
-        # counted with its step, at once: an exception (Ctrl+C) later in step() must not
-        # leave run_end with more checks than steps, which the record refuses
-        self.steps, self.checks = step + 1, self.checks + 1
+        self._gradients(step, value, read, scale, rows, trained_between)  # (counts it)
 
     def _gradients(
         self,
@@ -870,13 +866,20 @@ class Monitor:
             for event, fields in self.alarms.observe(step, norms, value, trained_between):
                 self._emit(event, fields)
         row = {"step": step, "loss": value, "grad": norms, "stuck": rows}
+        written = False
         if self.dist.writer and self._record_error is None:
             try:
                 self._metrics.append(row)
             except OSError as exc:
                 self._recording_failed(exc, diary=False)
             else:
-                self._sinks.put("metrics", row)
+                written = True
+        # The check is complete: counted with its step, right after its row (a check that
+        # raised part-way is not counted). An exception later (Ctrl+C in the sinks' hand-off
+        # or in step()) must leave rows <= checks <= steps, or run_end is refused.
+        self.steps, self.checks = step + 1, self.checks + 1
+        if written:
+            self._sinks.put("metrics", row)
 
     def _repair_limits(self, structure: Structure) -> dict[str, str]:
         """Producers a repair must not touch, with why; and, in ``structure.consumer``, only
