@@ -23,6 +23,7 @@ from torch.nn import functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 GLOO_TIMEOUT = datetime.timedelta(seconds=25)
+_ON_EVERY_RANK = ("RanksDisagree", "JoinRefused")  # raised on every rank alike
 
 
 def _run(rank: int, world: int, init_file: str, out_dir: str, body: Callable[[], Any]) -> None:
@@ -44,8 +45,12 @@ def _run(rank: int, world: int, init_file: str, out_dir: str, body: Callable[[],
     finally:
         (Path(out_dir) / f"rank{rank}.json").write_text(json.dumps(seen))
         try:
-            if "error" not in seen:
-                dist.barrier()  # no rank tears gloo down while another is in a collective
+            # no rank tears gloo down while another is in a collective (nor while another
+            # still connects: a rank that destroyed its group first made the other abort in
+            # gloo's teardown, "terminate called without an active exception"); errors that
+            # every rank raises alike meet at the barrier too
+            if "error" not in seen or seen["error"]["type"] in _ON_EVERY_RANK:
+                dist.barrier()
         finally:
             dist.destroy_process_group()
 
