@@ -101,3 +101,28 @@ class Harness:
 def copy_tree(src: Path, dst: Path) -> Path:
     shutil.copytree(src, dst)
     return dst
+
+
+def python_refuses(folder: Path, events: list[dict[str, Any]]) -> list[str] | None:
+    """The rules the Python implementation's write_diary refuses ``events`` with (None:
+    written), for a side-by-side comparison with :func:`node_refuses`."""
+    from trainrecord.errors import RecordRefused
+    from trainrecord_conformance.operations import write_diary
+
+    try:
+        write_diary({"dir": str(folder), "events": events})
+    except RecordRefused as exc:
+        return exc.rules
+    return None
+
+
+def node_refuses(harness: Harness, folder: Path, events: list[dict[str, Any]]) -> list[str] | None:
+    """The rules the Node implementation's write_diary refuses ``events`` with (None: written)."""
+    got = harness.run("write_diary", dir=str(folder), events=events)
+    return got["rules"] if got.get("refused") else None
+
+
+def diary_lines(folder: Path) -> int:
+    """How many lines ``folder``'s diary.jsonl holds (0 when there is none)."""
+    diary = folder / "diary.jsonl"
+    return len(diary.read_text("utf-8").splitlines()) if diary.exists() else 0

@@ -11,10 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.typescript.node_harness import Harness
+from tests.typescript.node_harness import Harness, diary_lines, node_refuses, python_refuses
 from trainrecord.diary import verify
-from trainrecord.errors import RecordRefused
-from trainrecord_conformance.operations import write_diary
 
 pytestmark = pytest.mark.xdist_group("node")
 
@@ -36,24 +34,6 @@ START = {
 ERROR = {"event": "sink_error", "sink": "log", "error": "boom"}
 
 
-def _python(folder: Path, events: list[dict[str, Any]]) -> list[str] | None:
-    try:
-        write_diary({"dir": str(folder), "events": events})
-    except RecordRefused as exc:
-        return exc.rules
-    return None
-
-
-def _node(harness: Harness, folder: Path, events: list[dict[str, Any]]) -> list[str] | None:
-    got = harness.run("write_diary", dir=str(folder), events=events)
-    return got["rules"] if got.get("refused") else None
-
-
-def _lines(folder: Path) -> int:
-    diary = folder / "diary.jsonl"
-    return len(diary.read_text("utf-8").splitlines()) if diary.exists() else 0
-
-
 @pytest.mark.parametrize(
     "extra",
     [
@@ -72,11 +52,11 @@ def test_node_refuses_a_surrogate_as_python_does(
     events = [START, ERROR]
     events[at] = {**events[at], **extra}
     rules = {
-        "python": _python(tmp_path / "python", events),
-        "node": _node(harness, tmp_path / "node", events),
+        "python": python_refuses(tmp_path / "python", events),
+        "node": node_refuses(harness, tmp_path / "node", events),
     }
     assert rules == {"python": ["diary.text.surrogate"], "node": ["diary.text.surrogate"]}
-    assert _lines(tmp_path / "python") == _lines(tmp_path / "node") == at
+    assert diary_lines(tmp_path / "python") == diary_lines(tmp_path / "node") == at
 
 
 def test_node_writes_text_beyond_the_bmp_and_python_verifies_it(
@@ -84,6 +64,6 @@ def test_node_writes_text_beyond_the_bmp_and_python_verifies_it(
 ) -> None:
     text = "\U0001f480 \ud7ff\ue000"
     events = [{**START, "model": text, "config": {text: [text]}}, ERROR]
-    assert _node(harness, tmp_path, events) is None
+    assert node_refuses(harness, tmp_path, events) is None
     result = verify(tmp_path, workers=1)
     assert result.ok and result.lines == 2, result.summary()

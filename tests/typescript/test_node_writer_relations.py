@@ -12,32 +12,13 @@ from typing import Any
 import pytest
 
 from tests.diary.helpers import BODIES
-from tests.typescript.node_harness import Harness
+from tests.typescript.node_harness import Harness, diary_lines, node_refuses, python_refuses
 from trainrecord.diary import verify
-from trainrecord.errors import RecordRefused
-from trainrecord_conformance.operations import write_diary
 
 pytestmark = pytest.mark.xdist_group("node")
 
 START = {"event": "run_start", **BODIES["run_start"]}
 NORMS = {"delta_norm": 1.5, "weight_norm_before": 3.0, "weight_norm_after": 3.2}
-
-
-def _python(folder: Path, events: list[dict[str, Any]]) -> list[str] | None:
-    try:
-        write_diary({"dir": str(folder), "events": events})
-    except RecordRefused as exc:
-        return exc.rules
-    return None
-
-
-def _node(harness: Harness, folder: Path, events: list[dict[str, Any]]) -> list[str] | None:
-    got = harness.run("write_diary", dir=str(folder), events=events)
-    return got["rules"] if got.get("refused") else None
-
-
-def _lines(folder: Path) -> int:
-    return len((folder / "diary.jsonl").read_text("utf-8").splitlines())
 
 
 @pytest.mark.parametrize(
@@ -61,12 +42,12 @@ def test_node_refuses_a_broken_relation_as_python_does(
 ) -> None:
     events = [START, {"event": event, **BODIES[event], **fields}]
     rules = {
-        "python": _python(tmp_path / "python", events),
-        "node": _node(harness, tmp_path / "node", events),
+        "python": python_refuses(tmp_path / "python", events),
+        "node": node_refuses(harness, tmp_path / "node", events),
     }
     expected = None if rule is None else [rule]
     assert rules == {"python": expected, "node": expected}
     lines = 2 if rule is None else 1
-    assert _lines(tmp_path / "python") == _lines(tmp_path / "node") == lines
+    assert diary_lines(tmp_path / "python") == diary_lines(tmp_path / "node") == lines
     if rule is None:  # a repair and no run_end: a crashed session, which verifies
         assert verify(tmp_path / "python").ok and verify(tmp_path / "node").ok
