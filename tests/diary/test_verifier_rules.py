@@ -428,12 +428,24 @@ def _line_of(run: Path, event: str) -> int:
 
 
 @pytest.mark.parametrize("diagnosis", ["vanishing", "exploding"])
-def test_only_a_no_gradient_alarm_has_a_null_baseline(
-    signed, tmp_path: Path, diagnosis: str
+@pytest.mark.parametrize(
+    ("field", "no_gradient", "rule"),
+    [
+        ("baseline", {"baseline": None}, "diary.alarm.baseline.null"),
+        (
+            "grad_norm",
+            {"grad_norm": None, "baseline": 0.5, "sigma": None},
+            "diary.alarm.grad_norm.null",
+        ),
+    ],
+)
+def test_only_a_no_gradient_alarm_has_a_null_baseline_or_grad_norm(
+    signed, tmp_path: Path, diagnosis: str, field: str, no_gradient: dict, rule: str
 ) -> None:
-    """diary.alarm.baseline.null: the verifier (whose fast check is the generated model,
-    which drops the schema's if/then) and the writer refuse a vanishing or exploding alarm
-    without a baseline; a no_gradient alarm may have none."""
+    """diary.alarm.baseline.null and diary.alarm.grad_norm.null: a no_gradient alarm may have
+    a null baseline (a layer without history) or grad_norm (a layer that got no gradient at
+    all); the verifier (whose fast check is the generated model, which drops the schema's
+    if/then) and the writer take it, and refuse a vanishing or exploding alarm without one."""
     from trainrecord.diary import DiaryWriter
     from trainrecord.errors import RecordRefused
 
@@ -442,55 +454,23 @@ def test_only_a_no_gradient_alarm_has_a_null_baseline(
     for name in ("record.json", "record.sig"):
         (run / name).unlink()
     n = _line_of(run, "alarm")
-    _edit_line(run, n, diagnosis="no_gradient", baseline=None)
-    _relink(run)
-    assert verify(run).ok
-    _edit_line(run, n, diagnosis=diagnosis)
-    _relink(run)
-    result = verify(run)
-    assert result.failure is not None and result.failure.line == n + 1, result.summary()
-    assert result.failure.rule == "diary.alarm.baseline.null"
-    assert result.failure.message.startswith("baseline: ")
-    alarm = {k: v for k, v in json.loads(_lines(run)[n]).items() if k not in COMMON_FIELDS}
-    with DiaryWriter(tmp_path / "new") as writer:
-        writer.append("run_start", _body(run, 0))
-        with pytest.raises(RecordRefused) as refused:
-            writer.append("alarm", alarm)
-    assert [p.rule for p in refused.value.problems] == ["diary.alarm.baseline.null"]
-
-
-@pytest.mark.parametrize("diagnosis", ["vanishing", "exploding"])
-def test_only_a_no_gradient_alarm_has_a_null_grad_norm(
-    signed, tmp_path: Path, diagnosis: str
-) -> None:
-    """diary.alarm.grad_norm.null: a no_gradient alarm on a layer that got no gradient at
-    all has grad_norm null (the verifier, whose fast check is the generated model, and the
-    writer take it); a vanishing or exploding alarm without one is refused by both."""
-    from trainrecord.diary import DiaryWriter
-    from trainrecord.errors import RecordRefused
-
-    run = tmp_path / "run"
-    shutil.copytree(signed[0], run)
-    for name in ("record.json", "record.sig"):
-        (run / name).unlink()
-    n = _line_of(run, "alarm")
-    _edit_line(run, n, diagnosis="no_gradient", grad_norm=None, baseline=0.5, sigma=None)
+    _edit_line(run, n, diagnosis="no_gradient", **no_gradient)
     _relink(run)
     assert verify(run).ok, verify(run).summary()
-    no_gradient = {k: v for k, v in json.loads(_lines(run)[n]).items() if k not in COMMON_FIELDS}
+    taken = {k: v for k, v in json.loads(_lines(run)[n]).items() if k not in COMMON_FIELDS}
     _edit_line(run, n, diagnosis=diagnosis)
     _relink(run)
     result = verify(run)
     assert result.failure is not None and result.failure.line == n + 1, result.summary()
-    assert result.failure.rule == "diary.alarm.grad_norm.null"
-    assert result.failure.message.startswith("grad_norm: ")
+    assert result.failure.rule == rule
+    assert result.failure.message.startswith(f"{field}: ")
     alarm = {k: v for k, v in json.loads(_lines(run)[n]).items() if k not in COMMON_FIELDS}
     with DiaryWriter(tmp_path / "new") as writer:
         writer.append("run_start", _body(run, 0))
-        writer.append("alarm", no_gradient)
+        writer.append("alarm", taken)
         with pytest.raises(RecordRefused) as refused:
             writer.append("alarm", alarm)
-    assert [p.rule for p in refused.value.problems] == ["diary.alarm.grad_norm.null"]
+    assert [p.rule for p in refused.value.problems] == [rule]
 
 
 COMMON_FIELDS = ("seq", "time", "event", "prev", "hash")
