@@ -252,3 +252,19 @@ def test_the_sdist_builds_the_same_wheel(built: Built, tmp_path: Path) -> None:
     again, _ = build("wheel", top, tmp_path / "out")
     with zipfile.ZipFile(built.wheel) as a, zipfile.ZipFile(again) as b:
         assert sorted(a.namelist()) == sorted(b.namelist())
+
+
+def test_the_sdist_holds_the_packages_and_no_stray_tests(built: Built) -> None:
+    # setuptools' default sdist picks up tests/test*.py: three top-level files of a suite
+    # that needs spec/, docs/, the seeds and Node, so they could not run from it anyway.
+    with tarfile.open(built.sdist) as tar:
+        files = [m.name.split("/", 1)[1] for m in tar.getmembers() if m.isfile()]
+    assert not [f for f in files if f.startswith("tests/")]
+    allowed = (
+        "runtime/trainrecord/",
+        "generated/python/trainrecord_spec/",
+        "conformance/trainrecord_conformance/",
+        "trainrecord.egg-info/",
+    )
+    extra = {"PKG-INFO", "README.md", "pyproject.toml", "setup.cfg", "MANIFEST.in"}
+    assert [f for f in files if not f.startswith(allowed) and f not in extra] == []
