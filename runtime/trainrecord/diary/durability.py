@@ -43,6 +43,7 @@ An exclusive ``flock`` keeps a second writer off the same file (where the platfo
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import threading
@@ -112,6 +113,10 @@ class AppendFile:
         self.broken = False
         self.torn_tail = b""
         """Bytes of a failed line left at the end of the file (its cut failed too); b"" else."""
+        self.lines = 0
+        """Lines :meth:`write_line` put whole in the file. It goes up the moment a line's last
+        byte is written, before its fsync: a writer compares it before and after the call to
+        know whether the line is in the file when the call raised (Ctrl+C during the fsync)."""
         self._cause = ""  # why the file broke, for the refusals of later lines
         self._errno: int | None = None  # and its errno
         # guards fsync and close; made anew in a forked child (the parent's background
@@ -130,16 +135,22 @@ class AppendFile:
             self._refuse_after_failure()
         view = memoryview(data)
         written = 0
+        start = os.fstat(self.fd).st_size  # the file is ours: the line goes from here
         try:
             while written < len(view):
                 written += os.write(self.fd, view[written:])
         except OSError as exc:
             self._write_failed(exc, view, written)
         except BaseException:  # (KeyboardInterrupt) part of the line may be in the file
+            # a signal is handled once os.write has returned, before ``written`` counts what
+            # it wrote: the file's size says how much of the line is in it
+            with contextlib.suppress(OSError):
+                written = os.fstat(self.fd).st_size - start
             if written and self._cut(view, written) is not None:
                 self.broken = True
                 self._cause = "interrupted while writing a line, which could not be cut off"
             raise
+        self.lines += 1  # (no call before it: a signal cannot land between the loop and here)
         if sync or self.fsync_policy == "always":
             self.sync()
         elif self.fsync_policy == "interval" and self._scheduled_pid != os.getpid():

@@ -549,10 +549,17 @@ class DiaryWriter:
         data = (canonical_line(line) + "\n").encode("utf-8")
         sync = event in SYNC_EVENTS or fields.get("severity") == "critical"
         file = self._file if self._file is not None else self._open()
-        file.write_line(data, sync=sync)
-        self.seq += 1
-        self.head = digest
-        self.last_event = event
+        lines = file.lines
+        try:
+            file.write_line(data, sync=sync)
+        finally:
+            # the line is in the file once its last byte is: the chain moves on with it even
+            # when its fsync then raised (Ctrl+C, a failed disk), or the next line would
+            # repeat its seq and prev (diary.chain.seq)
+            if file.lines != lines:
+                self.seq += 1
+                self.head = digest
+                self.last_event = event
         return line
 
     def _body(self, event: str, fields: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -754,6 +761,7 @@ class MetricsWriter:
                 ["row"],
                 "the row nests too deeply to be written (hundreds of levels); flatten it",
             ) from None
+        lines = self._file.lines
         try:
             self._file.write_line(data)
         except BaseException:
@@ -763,8 +771,12 @@ class MetricsWriter:
                 self._torn_counted = True
                 self._digest.update(self._file.torn_tail)
             raise
-        self._digest.update(data)
-        self.rows += 1
+        finally:
+            # a whole row is in the file, and so in its digest and count, even when its
+            # fsync then raised (Ctrl+C): run_end names the file as it is
+            if self._file.lines != lines:
+                self.rows += 1
+                self._digest.update(data)  # (a signal is handled after a C call, not in it)
         return row
 
     def sha256(self) -> str:
