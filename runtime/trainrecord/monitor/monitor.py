@@ -94,6 +94,7 @@ from trainrecord.monitor.structure import (
 COMPILED_GLOBAL_HOOKS = r"Using `torch\.compile\(module\)` when there are global hooks"
 """torch's warning that global hooks also see the compiled wrapper; the monitor's hooks ignore that wrapper."""
 
+ALWAYS_COUNTED = ("checks_without_gradients", "sink_errors")  # in run_end.counts at 0 too
 SIGTERM_SINK_WAIT = 2.0
 """Seconds a SIGTERM gives slow sinks, before and after run_end (a scheduler's grace period
 before SIGKILL can be 10 s: docker stop)."""
@@ -304,7 +305,7 @@ class Monitor:
         self.structure: Structure | None = None
         self._learnt_with: set[str] = set()  # the layers trainable when it was learnt
         self.producer_info: dict[str, Producer] = {}
-        self.counts: dict[str, int] = {"checks_without_gradients": 0}
+        self.counts: dict[str, int] = dict.fromkeys(ALWAYS_COUNTED, 0)
         self.start_step = start_step
         self.steps = start_step
         self.checks = 0
@@ -618,7 +619,10 @@ class Monitor:
             fields: dict[str, Any] = {
                 "steps": self.steps - self.start_step,  # this session's
                 "checks": self.checks,
-                "counts": dict(sorted(self.counts.items())),
+                # (an event that was never written has no entry: _emit makes entries of 0)
+                "counts": {
+                    k: v for k, v in sorted(self.counts.items()) if v or k in ALWAYS_COUNTED
+                },
                 "metrics_sha256": digest,
             }
             if ended is not None:
@@ -760,9 +764,9 @@ class Monitor:
             and self._described != (self._precision(), self.compiled)
         ):  # autocast switched on or off, a scaler enabled: a new manifest says so
             self._manifest_due = True
-        if self._manifest_due:
-            self._manifest_due = False
+        if self._manifest_due:  # (due until written: Ctrl+C before its line leaves it due)
             self._emit("manifest", self._manifest(step))
+            self._manifest_due = False
         tensor = loss if isinstance(loss, torch.Tensor) else None
         if self._structure_probe is not None:
             structure_probe, self._structure_probe = self._structure_probe, None
@@ -868,10 +872,15 @@ class Monitor:
         row = {"step": step, "loss": value, "grad": norms, "stuck": rows}
         written = False
         if self.dist.writer and self._record_error is None:
+            rows_before = self._metrics.rows
             try:
                 self._metrics.append(row)
             except OSError as exc:
                 self._recording_failed(exc, diary=False)
+            except BaseException:
+                if self._metrics.rows != rows_before:  # (Ctrl+C after the row was written)
+                    self.steps, self.checks = step + 1, self.checks + 1  # counted with it
+                raise
             else:
                 written = True
         # The check is complete: counted with its step, right after its row (a check that
@@ -916,13 +925,25 @@ class Monitor:
     def _learn(self, step: int, structure: Structure, seen: set[str]) -> None:
         """Take the structure of the first check's forward pass; ``seen``: the modules whose
         outputs the channel hooks saw in it."""
-        self.structure = structure
-        self._learnt_with = set(self.layers)
-        self._seen_first = seen
-        self._take_producers()
-        self._emit("structure", structure.event(step))
-        self._emit("manifest", self._manifest(step))
-        self._manifest_due = False
+        written = self.counts.get("structure", 0)
+        try:
+            self.structure = structure
+            self._learnt_with = set(self.layers)
+            self._seen_first = seen
+            self._take_producers()
+            self._manifest_due = True  # until its line is written
+            self._emit("structure", structure.event(step))
+            self._emit("manifest", self._manifest(step))
+            self._manifest_due = False
+        except BaseException:
+            # Ctrl+C before the structure's line was in the record, and the loop goes on (a
+            # notebook): nothing of it is kept; the next check armed for it learns it again.
+            # After its line, a manifest still due is written by the next check.
+            if self.counts.get("structure", 0) == written:
+                self.structure = None
+                self.producer_info = {}
+                self._manifest_due = False  # (written after the structure learnt again)
+            raise
 
     # -- the layers: what is trainable now --------------------------------------------------
 
@@ -1393,39 +1414,58 @@ class Monitor:
         with self._lock:  # from the training thread and the sink thread
             if self._record_error is not None and event != "run_end":
                 return  # not recorded, not counted (under DDP the writer checks on a while)
-            if event not in ("run_start", "run_end"):
-                self.counts[event] = self.counts.get(event, 0) + 1
+            counted = event not in ("run_start", "run_end")
+            if counted:
+                self.counts.setdefault(event, 0)
             if not self.dist.writer:
+                if counted:
+                    self.counts[event] += 1
                 return
+            seq = self._diary.seq
             try:
                 line = self._diary.append(event, fields)
             except OSError as exc:
                 self._recording_failed(exc, diary=True)
                 return
             except RecordRefused as exc:
-                if event == "run_start":
-                    raise  # at creation: a clear error before training starts
-                if event != "run_end":  # (never counted)
-                    self.counts[event] -= 1  # not in the record: not counted in run_end
-                # an event the spec refuses is the Monitor's own mistake: never the end of
-                # training; the record stays valid without it, and the log says which
-                if (event, exc.rules[0]) not in self._refused_events:
-                    self._refused_events.add((event, exc.rules[0]))
-                    LOGGER.error(
-                        "trainrecord.Monitor: step %d: a %s event was not recorded (%s); "
-                        "training goes on; this is a trainrecord bug, please report it",
-                        self.steps,
-                        event,
-                        exc,
-                    )
+                self._refused(event, exc)
                 return
+            finally:
+                # counted in run_end when its line is in the record, also when the append
+                # then raised (Ctrl+C during its fsync); no call in between: a signal is
+                # handled at calls, and the count must not miss the line or count a missing one
+                if counted and self._diary.seq != seq:
+                    self.counts[event] += 1
         if event != "sink_error":
             self._sinks.put("event", line)
+
+    def _refused(self, event: str, exc: RecordRefused) -> None:
+        """An event the diary writer refused: not in the record (so not counted), said once in
+        the log (run_start's refusal is raised: at creation, a clear error before training)."""
+        if event == "run_start":
+            raise exc  # at creation: a clear error before training starts
+        # an event the spec refuses is the Monitor's own mistake: never the end of
+        # training; the record stays valid without it, and the log says which
+        if (event, exc.rules[0]) not in self._refused_events:
+            self._refused_events.add((event, exc.rules[0]))
+            LOGGER.error(
+                "trainrecord.Monitor: step %d: a %s event was not recorded (%s); "
+                "training goes on; this is a trainrecord bug, please report it",
+                self.steps,
+                event,
+                exc,
+            )
 
     def _once(self, event: str, fields: dict[str, Any]) -> None:
         if event not in self._said:
             self._said.add(event)
-            self._emit(event, fields)
+            written = self.counts.get(event, 0)
+            try:
+                self._emit(event, fields)
+            except BaseException:  # (Ctrl+C) not in the record: said at its next occasion
+                if self.counts.get(event, 0) == written:
+                    self._said.discard(event)
+                raise
 
     def _recording_failed(self, exc: OSError, *, diary: bool) -> None:
         """A record file could not be written (a full disk): say so once, stop recording,
