@@ -33,6 +33,7 @@ PACKAGED = [
     "pyproject.toml",
     "README.md",
     "MANIFEST.in",
+    "LICENSE",
     "setup.py",
     "setup.cfg",
     "runtime",
@@ -155,6 +156,13 @@ def test_the_wheel_declares_its_license_as_an_spdx_expression(built: Built) -> N
     meta = _metadata(built)
     assert meta["License-Expression"] == "Apache-2.0", meta.items()
     assert "`project.license` as a TOML table is deprecated" not in built.log
+    # Apache-2.0 asks for its text to go with every copy: LICENSE is in the wheel
+    assert meta.get_all("License-File") == ["LICENSE"], meta.items()
+    with zipfile.ZipFile(built.wheel) as wheel:
+        text = next(
+            wheel.read(n).decode() for n in wheel.namelist() if n.endswith("licenses/LICENSE")
+        )
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
 
 
 def test_the_metadata_names_the_version_the_code_reports(built: Built) -> None:
@@ -266,5 +274,5 @@ def test_the_sdist_holds_the_packages_and_no_stray_tests(built: Built) -> None:
         "conformance/trainrecord_conformance/",
         "trainrecord.egg-info/",
     )
-    extra = {"PKG-INFO", "README.md", "pyproject.toml", "setup.cfg", "MANIFEST.in"}
+    extra = {"PKG-INFO", "README.md", "LICENSE", "pyproject.toml", "setup.cfg", "MANIFEST.in"}
     assert [f for f in files if not f.startswith(allowed) and f not in extra] == []

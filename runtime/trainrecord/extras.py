@@ -38,7 +38,7 @@ def missing_module(exc: BaseException) -> str | None:
 
 TORCH_PIN = "torch==2.13.0"
 """The torch the project installs (the Makefile's ``TORCH_PIN``; a test keeps them equal):
-the monitor extra asks for ``torch>=2.1``, which pip alone resolves to the newest release,
+the monitor extra asks for ``torch>=2.6``, which pip alone resolves to the newest release,
 on Linux a CUDA build of several GB."""
 
 

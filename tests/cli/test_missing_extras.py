@@ -121,7 +121,7 @@ def test_importing_the_monitor_without_numpy_says_which_extra(blocker: Path) -> 
 
 def test_the_hint_pins_the_torch_the_makefile_installs() -> None:
     # A README walkthrough: the hint said pip install "trainrecord[monitor]", which resolves
-    # torch>=2.1 to the newest release: on Linux a CUDA build of several GB.
+    # torch>=2.6 to the newest release: on Linux a CUDA build of several GB.
     from trainrecord.extras import TORCH_PIN
 
     makefile = (Path(__file__).resolve().parents[2] / "Makefile").read_text()
