@@ -18,6 +18,7 @@ import argparse
 import contextlib
 import difflib
 import logging
+import os
 import sys
 from collections.abc import Iterator, Sequence
 
@@ -229,9 +230,22 @@ def cmd_rules(args: argparse.Namespace) -> int:
     return 0
 
 
+def _hypothesis_home() -> None:
+    """Keep Hypothesis's cache (its ``constants`` folder) in the user's cache folder
+    (``$XDG_CACHE_HOME`` or ``~/.cache``, then ``trainrecord-conformance/hypothesis``), not in
+    ``./.hypothesis`` of whatever folder the suite is run from; ``HYPOTHESIS_STORAGE_DIRECTORY``
+    still decides when it is set."""
+    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        return
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    where = os.path.join(base, "trainrecord-conformance", "hypothesis")
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = where  # read at Hypothesis's first use
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point."""
     prog = "trainrecord-conformance"
+    _hypothesis_home()
     try:
         parser = build_parser()
     except ModuleNotFoundError as exc:

@@ -152,3 +152,25 @@ def test_cli_json_and_exit_status() -> None:
         timeout=60,
     )
     assert bad.returncode == 2 and "unknown target" in bad.stderr
+
+
+def test_a_run_leaves_no_hypothesis_folder_in_the_working_directory(tmp_path: Path) -> None:
+    # Hypothesis keeps a cache of constants in ./.hypothesis unless told otherwise: a
+    # conformance run from someone's project folder left one there (release probe). The
+    # CLI puts it in the user's cache folder; HYPOTHESIS_STORAGE_DIRECTORY still decides.
+    work, home = tmp_path / "project", tmp_path / "home"
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "HYPOTHESIS_"))}
+    env["HOME"] = str(home)
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    command = [sys.executable, "-m", "trainrecord_conformance.cli", "run", "--target", "python"]
+    command += ["--rules", "canonical.line", "--examples", "5"]
+    done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert list(work.iterdir()) == []
+    assert (home / ".cache" / "trainrecord-conformance" / "hypothesis").is_dir()
+    chosen = tmp_path / "chosen"
+    env["HYPOTHESIS_STORAGE_DIRECTORY"] = str(chosen)
+    done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert list(work.iterdir()) == [] and chosen.is_dir()
