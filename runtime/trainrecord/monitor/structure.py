@@ -14,6 +14,15 @@ function-preserving repair zeroes; after a flatten of maps of ``S`` positions, c
 ``c`` is the consumer's input columns ``c*S`` to ``c*S + S - 1``). With gradient accumulation the first check step runs
 several forward passes; the structure is that of the one the graph belongs to.
 
+A forward pass of the model that raises (a bad batch the loop skips, an out-of-memory
+error it catches before retrying the batch) is forgotten as it raises: its calls are
+dropped (its nodes are in no loss graph; kept, each of its ReLUs looked like a second
+consumer of its layer, and the producers lost their certificate and repair for the whole
+run). A forward-hook with ``always_call`` notices the exception: torch runs it for an
+``Exception``, not for a ``KeyboardInterrupt`` (caught in a notebook, training then
+resumed: that pass's calls stay). Passes are those of the model's ``__call__``: a model run
+piecewise, or through ``model.forward(x)``, has none, and every call is taken.
+
 Activation checkpointing runs modules again inside backward. Those recomputations are not
 forward passes and are left out. Reentrant checkpointing (``use_reentrant=True``) runs its
 modules' forward pass under ``no_grad``, so a module seen only in a recomputation ran inside
@@ -239,6 +248,15 @@ class _Call:
     spatial: int
 
 
+@dataclass
+class _Running:
+    """A forward pass of the model that has begun: how much was recorded before it."""
+
+    calls: int
+    ends: int
+    returned: bool = False
+
+
 class StructureProbe:
     """Hooks for one forward pass that record which module fed which."""
 
@@ -248,6 +266,7 @@ class StructureProbe:
         self._pending: dict[int, list[tuple[Any, int]]] = {}
         self._outputs: list[torch.Tensor] = []
         self._ends: list[int] = []  # len(calls) at the end of each forward pass of the model
+        self._running: list[_Running] = []  # the model's forward passes begun, not ended
         self._names: dict[int, str] = {}
         self.transformed = False  # a forward pass ran under a torch.func transform: unseen
         self._in_backward: set[str] = set()  # modules run again inside backward
@@ -266,9 +285,13 @@ class StructureProbe:
         self._handles: list[Any] = [
             register_module_forward_pre_hook(self._pre),
             register_module_forward_hook(self._post),
+            # after _post: run when the model's forward pass raised too (torch >= 2.1)
+            register_module_forward_hook(self._exit, always_call=True),
         ]
 
     def _pre(self, module: nn.Module, args: Any) -> None:
+        if module is self._root_module:
+            self._running.append(_Running(len(self.calls), len(self._ends)))
         if id(module) not in self._names or not torch.is_grad_enabled():
             return
         if in_transform():
@@ -287,6 +310,8 @@ class StructureProbe:
 
     def _post(self, module: nn.Module, args: Any, output: Any) -> None:
         if module is self._root_module:
+            if self._running:
+                self._running[-1].returned = True
             self._root(output)
         name = self._names.get(id(module))
         if name is None or not torch.is_grad_enabled() or in_transform():
@@ -298,6 +323,23 @@ class StructureProbe:
         tensor = first_tensor(output)
         out_node = tensor.grad_fn if tensor is not None else None
         self.calls.append(_Call(name, module, node, out_node, spatial))
+
+    def _exit(self, module: nn.Module, args: Any, output: Any) -> None:
+        """The end of a module's forward pass, returned or raised: a forward pass of the
+        model that raised (a bad batch, an out-of-memory error the loop catches, then skips
+        or retries the batch) is forgotten. Its nodes are in no loss graph: kept, they made
+        each of its ReLUs look like a second consumer of its layer and every module look
+        called twice, for the whole run."""
+        if module is not self._root_module or not self._running:
+            return
+        running = self._running.pop()
+        if running.returned:
+            return
+        del self.calls[running.calls :]
+        del self._ends[running.ends :]
+        del self._outputs[running.ends :]
+        if not self._running:  # (what the modules that raised left begun)
+            self._pending.clear()
 
     def _root(self, output: Any) -> None:
         if in_transform():
@@ -316,8 +358,9 @@ class StructureProbe:
         consumed by nothing. The pass is the one with the most outputs in that graph (the
         last such pass on a tie). Calls after the last complete pass are left out: activation
         checkpointing runs its modules again inside backward, on nodes of no graph (those
-        calls are not recorded at all now). Without any complete pass (a model called
-        piecewise) every call is taken."""
+        calls are not recorded at all now). A pass that raised is not here (see
+        :meth:`_exit`). Without any complete pass (a model called piecewise) every call is
+        taken."""
         bounds = [0, *self._ends]
         passes = [self.calls[a:b] for a, b in itertools.pairwise(bounds) if b > a]
         if not passes:
