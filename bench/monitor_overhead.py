@@ -127,10 +127,12 @@ def clock() -> float:
 
 class FloorCheck:
     """What no check that reads inline can leave out, with the Monitor's own parts: the
-    channel statistics' forward hooks on every BatchNorm and Linear (installed before the
-    step's forward, removed after it) and one gradient read (the Monitor's norm pass)."""
+    channel statistics' forward hooks on every BatchNorm and Linear, and the model's own
+    (installed before the step's forward, removed after it), and one gradient read (the
+    Monitor's norm pass)."""
 
     def __init__(self, model: nn.Module) -> None:
+        self.model = model
         self.watched = {
             name: module
             for name, module in model.named_modules()
@@ -141,7 +143,7 @@ class FloorCheck:
 
     def arm(self) -> None:
         """Install the hooks for this step's forward."""
-        self.probe = ActivationProbe(self.watched)
+        self.probe = ActivationProbe(self.watched, self.model)
 
     def step(self, loss: torch.Tensor) -> None:
         """Remove the hooks, read the gradients."""

@@ -4,12 +4,15 @@ A bad batch, or an out-of-memory error that the loop catches and then retries or
 the modules that ran before the exception were seen by the check's hooks. That aborted
 pass must not shape the learnt structure (its nodes are in no loss graph, so each of its
 ReLUs looked like the second consumer of its layer, and the producers lost their
-certificate and repair for the whole run). The test trains a real model, once with the
-failing attempts and once without, and the two records must say the same.
+certificate and repair for the whole run). Its channel statistics must not enter the check
+either (a retried batch counted its values twice, a corrupt one hid silent units). Each
+test trains a real model, once with the failing attempts and once without, and the two
+records must say the same.
 """
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +21,7 @@ import torch
 from torch.nn import functional as F
 from torch.utils.checkpoint import checkpoint
 
-from tests.monitor.conftest import TinyCNN, batches, events, metrics, read_run
+from tests.monitor.conftest import TinyCNN, TinyMLP, batches, events, metrics, read_run
 from tests.monitor.test_events import sgd, zero_block2
 from trainrecord.monitor import Monitor
 
@@ -137,3 +140,46 @@ def test_an_aborted_forward_pass_leaves_the_record_as_without_it(tmp_path: Path,
     assert said(lines) == said(control)
     rows = metrics(tmp_path / "flaky")
     assert rows == metrics(tmp_path / "control")
+
+
+class FlakyMLP(TinyMLP):
+    """TinyMLP whose forward pass raises after fc1 while ``fails`` > 0."""
+
+    fails = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        hidden = self.fc1(self.flatten(x))
+        if self.fails > 0:
+            self.fails -= 1
+            raise OutOfMemory("CUDA out of memory (simulated)")
+        return self.fc2(self.relu(hidden))
+
+
+@pytest.mark.parametrize("attempt", ["none", "the same batch", "a corrupt batch"])
+def test_an_aborted_forward_pass_adds_nothing_to_the_channel_statistics(
+    tmp_path: Path, attempt: str
+) -> None:
+    """fc1's unit 0 is silent (bias -50): proven after 8 checks of 32 values, as without
+    the aborted attempts (the same batch counted twice proved it at step 3; a batch of NaN
+    made every unit of fc1 look alive at each check: never)."""
+    torch.manual_seed(0)
+    model = FlakyMLP()
+    with torch.no_grad():
+        model.fc1.bias[0] = -50.0
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+    run = tmp_path / "run"
+    with Monitor(model, optimizer, run, check_every=1, silent_min_values=256) as monitor:
+        for x, y in batches(12, batch=32):
+            if attempt != "none":  # every step is a check step: each has a failing attempt
+                model.fails = 1
+                with contextlib.suppress(OutOfMemory):
+                    model(x if attempt == "the same batch" else torch.full_like(x, torch.nan))
+                assert model.fails == 0
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            monitor.step(loss)
+            optimizer.step()
+            optimizer.zero_grad()
+    found = [e for e in events(read_run(run), "channels") if e["layer"] == "fc1"]
+    assert [(e["step"], e["n_observed"], e["observed"]) for e in found[:1]] == [(7, 1, [0])]
+    assert [row["stuck"]["fc1"] for row in metrics(run)][6:8] == [[0, 0, 0, 0], [0, 0, 1, 0]]

@@ -3,7 +3,8 @@
 For each producer (Conv, ConvTranspose, Linear) the monitor measures the tensor its ReLU receives: the
 paired BatchNorm's output, or the producer's own output. Forward hooks, installed only for
 the forward pass of a check step, reduce it to a per-channel maximum and minimum over the
-batch and every position. A channel is, in this order of precedence:
+batch and every position (a forward pass of the model that raised, caught by the loop,
+adds nothing: see :class:`ActivationProbe`). A channel is, in this order of precedence:
 
 * **certified**: proven dead from the weights and the structure (``certificate.py``);
 * **silent** (observed): its ReLU input was <= 0 everywhere, so the ReLU output was all
@@ -28,7 +29,10 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.nn.modules.module import register_module_forward_hook
+from torch.nn.modules.module import (
+    register_module_forward_hook,
+    register_module_forward_pre_hook,
+)
 
 from trainrecord.monitor.compiled import COMPILED_WRAPPER
 from trainrecord.monitor.structure import affine_of, first_tensor, in_transform, out_axis
@@ -87,6 +91,19 @@ def channel_extremes(x: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Ten
     return high, low
 
 
+@dataclass
+class _Running:
+    """A forward pass of the model that has begun: the statistics from before it."""
+
+    maxima: dict[str, torch.Tensor]
+    minima: dict[str, torch.Tensor]
+    values: dict[str, int]
+    trained: set[str]
+    forward: set[str]
+    dtypes: set[torch.dtype]
+    returned: bool = False
+
+
 class ActivationProbe:
     """Forward hooks that keep a per-channel max and min of chosen modules' outputs.
 
@@ -104,11 +121,30 @@ class ActivationProbe:
     them with gradients in the forward pass too: their recomputation is the same values
     again and is not counted (each value would count twice towards ``silent_min_values``).
     Reentrant checkpointing ran them under ``no_grad`` in the forward pass: a module seen
-    only in backward is measured there, once per recomputation."""
+    only in backward is measured there, once per recomputation.
 
-    def __init__(self, modules: dict[str, nn.Module], root: nn.Module | None = None) -> None:
-        self._root = root  # the model: a torch.compile wrapper of it called is noted
-        self.compiled_call = False  # ... here
+    A forward pass of ``root`` (the model) that raises (a bad batch, an out-of-memory error
+    the loop catches, then skips or retries the batch) adds nothing: the statistics are
+    put back as they were when it began. Its modules saw a batch no step trained on (a
+    retried batch counted its values twice towards ``silent_min_values``, a corrupt one
+    made every unit look alive). torch calls the hook that notices for an ``Exception``;
+    a ``KeyboardInterrupt`` caught in a notebook, training then resumed, leaves that
+    pass's statistics in. Modules called outside a forward pass of ``root`` (a model run
+    piecewise, ``model.forward(x)``) are measured as they come.
+
+    ``note_compiled``: a ``torch.compile`` wrapper of ``root`` being called is noted in
+    ``compiled_call``."""
+
+    def __init__(
+        self,
+        modules: dict[str, nn.Module],
+        root: nn.Module | None = None,
+        note_compiled: bool = True,
+    ) -> None:
+        self._root = root  # the model
+        self._note_compiled = note_compiled
+        self.compiled_call = False  # a torch.compile wrapper of root was called
+        self._running: list[_Running] = []  # the model's forward passes begun, not ended
         self.maxima: dict[str, torch.Tensor] = {}
         self.minima: dict[str, torch.Tensor] = {}
         self.values: dict[str, int] = {}  # values per channel seen (samples x positions)
@@ -121,11 +157,44 @@ class ActivationProbe:
         # one global hook, matched by identity: nothing is stored on the model's modules,
         # so a torch.save(model) or copy.deepcopy(model) meanwhile sees no trace of it
         self._handles = [register_module_forward_hook(self._hook)]
+        if root is not None:  # (the exit hook after _hook: run when the forward pass raised)
+            self._handles += [
+                register_module_forward_pre_hook(self._enter),
+                register_module_forward_hook(self._exit, always_call=True),
+            ]
+
+    def _enter(self, module: nn.Module, args: Any) -> None:
+        if module is self._root:
+            self._running.append(
+                _Running(
+                    dict(self.maxima),  # (their tensors are replaced, never changed in place)
+                    dict(self.minima),
+                    dict(self.values),
+                    set(self._trained),
+                    set(self._forward),
+                    set(self.dtypes),
+                )
+            )
+
+    def _exit(self, module: nn.Module, args: Any, output: Any) -> None:
+        if module is not self._root or not self._running:
+            return
+        running = self._running.pop()
+        if not running.returned:  # it raised: back to the statistics from before it
+            self.maxima, self.minima, self.values = running.maxima, running.minima, running.values
+            self._trained, self._forward = running.trained, running.forward
+            self.dtypes = running.dtypes
 
     def _hook(self, module: nn.Module, args: Any, output: Any) -> None:
+        if module is self._root and self._running:
+            self._running[-1].returned = True
         name = self._names.get(id(module))
         if name is None:
-            if self._root is not None and type(module).__name__ == COMPILED_WRAPPER:
+            if (
+                self._note_compiled
+                and self._root is not None
+                and type(module).__name__ == COMPILED_WRAPPER
+            ):
                 self.compiled_call |= getattr(module, "_orig_mod", None) is self._root
             return
         if not torch.is_grad_enabled():

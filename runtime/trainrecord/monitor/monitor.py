@@ -695,7 +695,9 @@ class Monitor:
             for name in self.producers:
                 measured = self.structure.pairs.get(name, name)
                 watched[measured] = self.modules[measured]
-        self._activation_probe = ActivationProbe(watched, None if self.compiled else self.model)
+        self._activation_probe = ActivationProbe(
+            watched, self.model, note_compiled=not self.compiled
+        )
         self._stance.enter()  # compiled code runs eagerly until the check (see compiled.py)
         self._dynamo_at_arming = "torch._dynamo" in sys.modules
 
