@@ -101,9 +101,10 @@ def train(
     after_backward: Callable[[int], None] | None = None,
     seed: int = 0,
     batch: int = 32,
+    set_to_none: bool = True,
 ) -> list[float]:
     """The issue's loop: forward, backward, monitor.step(loss), optimizer step, zero_grad
-    (``monitor`` None: the same loop unmonitored)."""
+    (``monitor`` None: the same loop unmonitored; ``set_to_none``: zero_grad's)."""
     losses = []
     for step, (x, y) in enumerate(batches(steps, batch=batch, seed=seed)):
         loss = F.cross_entropy(model(x), y)
@@ -115,7 +116,7 @@ def train(
         if monitor is not None:
             monitor.step(loss)
         optimizer.step()
-        optimizer.zero_grad()
+        optimizer.zero_grad(set_to_none=set_to_none)
         losses.append(float(loss.detach().mean()))
     return losses
 

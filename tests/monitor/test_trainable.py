@@ -10,6 +10,7 @@ no_gradient alarm); when modules are added or replaced, the structure is learnt 
 
 from __future__ import annotations
 
+import copy
 import gc
 import weakref
 from pathlib import Path
@@ -168,20 +169,26 @@ def test_a_replaced_head_and_an_added_adapter_are_checked_and_raise_no_alarm(
     assert all(v is not None and v > 0 for r in rows.values() for v in r["grad"].values())
 
 
-def test_a_deleted_module_raises_no_alarm_and_leaves_the_checks(run_dir: Path) -> None:
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_a_deleted_module_raises_no_alarm_and_leaves_the_checks(
+    run_dir: Path, set_to_none: bool
+) -> None:
     # `del model.adapter` (an auxiliary head dropped after pre-training): torch reports a
     # deletion to no hook, so before, its parameters stayed in the checks with no gradient
     # (a no_gradient alarm at every later check) and the Monitor kept the module alive.
+    # With zero_grad(set_to_none=False) the optimizer's copies of the deleted parameters
+    # keep a zero gradient: before, the deletion was only inferred from a missing gradient,
+    # so the adapter stayed a layer for good (grad 0.0 in every row, a no_gradient alarm).
     torch.manual_seed(0)
     model = Adaptable()
     model.adapter = nn.Linear(8, 8)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     with Monitor(model, optimizer, run_dir, check_every=2, warmup=2) as monitor:
-        train(model, optimizer, monitor, 10)
+        train(model, optimizer, monitor, 10, set_to_none=set_to_none)
         adapter = weakref.ref(model.adapter)
         del model.adapter
         model.adapter = None  # (a plain attribute: no module registered)
-        train(model, optimizer, monitor, 10, seed=1)
+        train(model, optimizer, monitor, 10, seed=1, set_to_none=set_to_none)
         gc.collect()
         assert adapter() is None  # the Monitor no longer holds it
     lines = read_run(run_dir)
@@ -194,6 +201,57 @@ def test_a_deleted_module_raises_no_alarm_and_leaves_the_checks(run_dir: Path) -
     assert "adapter" in rows[8]["grad"]
     assert all("adapter" not in r["grad"] for s, r in rows.items() if s >= 10)
     assert all(v is not None and v > 0 for r in rows.values() for v in r["grad"].values())
+
+
+def test_a_parameter_replaced_on_its_module_is_measured_from_the_next_check(
+    run_dir: Path,
+) -> None:
+    # `model.fc.weight = nn.Parameter(...)` (a head re-initialised, the module kept): the
+    # Monitor read the model again but compared only requires_grad and dtype, so it went on
+    # measuring the old Parameter objects: fc's norm null in every later row, a no_gradient
+    # alarm for a head that trains.
+    torch.manual_seed(0)
+    model = Adaptable()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    with Monitor(model, optimizer, run_dir, check_every=2, warmup=2) as monitor:
+        train(model, optimizer, monitor, 10)
+        model.fc.weight = nn.Parameter(torch.randn(4, 8) * 0.1)
+        model.fc.bias = nn.Parameter(torch.zeros(4))
+        optimizer.add_param_group({"params": [model.fc.weight, model.fc.bias]})
+        train(model, optimizer, monitor, 10, seed=1)
+    lines = read_run(run_dir)
+    assert events(lines, "alarm") == [] and events(lines, "no_gradients") == []
+    assert [m["step"] for m in events(lines, "manifest")] == [0, 10]  # fc's layer taken again
+    rows = metrics(run_dir)
+    assert [r["step"] for r in rows] == list(range(0, 20, 2))
+    assert all(v is not None and v > 0 for r in rows for v in r["grad"].values())
+
+
+def test_a_state_dict_loaded_with_assign_is_measured_and_the_stale_optimizer_named(
+    run_dir: Path,
+) -> None:
+    # model.load_state_dict(state, assign=True) puts new Parameter objects in the model:
+    # the Monitor kept measuring the old ones, which no longer get gradients, and wrote
+    # no_gradients "call it after loss.backward()", which the loop did; nothing said that
+    # the optimizer now updates none of the model's parameters.
+    torch.manual_seed(0)
+    model = Adaptable()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    with Monitor(model, optimizer, run_dir, check_every=2, warmup=2) as monitor:
+        train(model, optimizer, monitor, 4)
+        state = copy.deepcopy(model.state_dict())
+        train(model, optimizer, monitor, 6, seed=1)
+        model.load_state_dict(state, assign=True)
+        train(model, optimizer, monitor, 6, seed=2)
+    lines = read_run(run_dir)
+    assert events(lines, "no_gradients") == []
+    rows = metrics(run_dir)
+    assert all(v is not None and v > 0 for r in rows for v in r["grad"].values())
+    manifests = events(lines, "manifest")
+    assert [m["step"] for m in manifests] == [0, 10]
+    assert not [n for n in manifests[0]["notes"] if "none of the model's" in n]
+    [note] = [n for n in manifests[1]["notes"] if "none of the model's" in n]
+    assert "SGD" in note and "assign=True" in note
 
 
 def test_a_change_of_dtype_writes_a_manifest_with_the_new_precision(run_dir: Path) -> None:

@@ -37,17 +37,13 @@ import threading
 import warnings
 import weakref
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, SupportsIndex
 
 import numpy as np
 import torch
 from torch import nn
-from torch.nn.modules.module import (
-    register_module_module_registration_hook,
-    register_module_parameter_registration_hook,
-)
 
 from trainrecord import __version__, arguments, sigterm
 from trainrecord.diary.architecture import architecture_sha256
@@ -288,6 +284,7 @@ class Monitor:
         self.name = name or self.run_dir.name or self.run_dir.resolve().name  # (".")
         self.modules = named_modules(self.model)
         self._parameters = list(self.model.parameters())  # (requires_grad is read at checks)
+        self._tree = self._tree_now()  # modules and parameters added or replaced later
         self._trainable = self._trainable_now()
         self._producer_modules: dict[str, int] = {}  # id of each producer's module
         self.layers: dict[str, list[tuple[str, nn.Parameter]]] = {}
@@ -328,7 +325,6 @@ class Monitor:
         self._said: set[str] = set()
         # what a Monitor dropped unclosed must give back (see _Held): no reference to self
         self._held = _Held(EagerStance())
-        self._held.watch_registrations()  # modules and parameters added or replaced later
         self._unmeasured: list[str] = []
         self._seen_first: set[str] = set()  # the modules the first check's hooks measured
         self._manifest_due = False
@@ -592,7 +588,6 @@ class Monitor:
         self._held.unclosed = None
         sigterm.deactivate(self)
         self._disarm()
-        self._held.unwatch_registrations()
         self._sinks.flush(sink_wait)  # every failure so far counted; the sinks still get run_end
         self.counts["sink_errors"] = self._sinks.failures
         try:
@@ -751,10 +746,6 @@ class Monitor:
             (probe is not None and probe.compiled_call) or is_compiled(self.model)
         ):  # the loop calls torch.compile(model), or model.compile() ran: a new manifest
             self._now_compiled()
-        if any(p.grad is None and p.requires_grad for p in self._parameters):
-            # A parameter without a gradient: maybe its module was removed (`del
-            # model.head`), which torch reports to no hook. Read the model again.
-            self._held.registered.set()
         if self._follow_model() and self._structure_probe is not None:
             self._structure_probe.remove()  # it watched the modules of before: learnt later
             self._structure_probe = None
@@ -949,6 +940,20 @@ class Monitor:
 
     # -- the layers: what is trainable now --------------------------------------------------
 
+    def _tree_now(self) -> list[int]:
+        """The identity of each module's children and own parameters, module by module (the
+        modules as last read): a module or parameter added, removed or replaced anywhere in
+        the model changes it, whether or not torch tells a hook (``del model.blocks[0]``
+        and ``ModuleList.insert`` tell none). A few dictionary reads per module, at the
+        check and the step that installs its hooks; ``self.modules`` and
+        ``self._parameters`` hold the objects till the next read, so no id is reused."""
+        return [
+            id(value)
+            for module in self.modules.values()
+            for held in (module._modules, module._parameters)
+            for value in held.values()
+        ]
+
     def _trainable_now(self) -> tuple[tuple[bool, torch.dtype], ...]:
         """Whether each of the model's parameters requires gradients now, and its dtype (a
         few attribute reads)."""
@@ -991,18 +996,21 @@ class Monitor:
     def _follow_model(self) -> bool:
         """Follow changes to the model since the last look; True when its modules changed.
 
-        When modules were added, removed or replaced (``model.fc = nn.Linear(...)``: seen
-        through torch's global registration hooks, which only raise a flag), the layers are
+        The model is read again when its modules' children or parameters are not the
+        objects they were (see :meth:`_tree_now`). When modules were added, removed or
+        replaced (``model.fc = nn.Linear(...)``, ``del model.adapter``), the layers are
         taken again and the structure is forgotten: the next check whose hooks are installed
-        after the change learns it again and writes ``structure`` and ``manifest`` (a
-        deletion raises no flag: a check raises it when a parameter has no gradient). When
+        after the change learns it again and writes ``structure`` and ``manifest``. When
         only the parameters changed (frozen or unfrozen, as gradual unfreezing does; added;
-        another dtype), the layers are taken again and the next check writes a manifest;
-        when layers frozen at the structure's learning are trainable now, the structure is
-        learnt again too (a frozen path leaves no autograd graph to learn it from)."""
+        replaced by new objects, as ``m.weight = nn.Parameter(...)``, weights tied later and
+        ``load_state_dict(assign=True)`` do; another dtype), the layers are taken again and
+        the next check writes a manifest; when layers frozen at the structure's learning
+        are trainable now, the structure is learnt again too (a frozen path leaves no
+        autograd graph to learn it from)."""
         changed = False
-        if self._held.registered.is_set():  # something was registered in the process
-            self._held.registered.clear()
+        tree = self._tree_now()
+        read = tree != self._tree  # a module or parameter is not the object it was
+        if read:
             modules = named_modules(self.model)
             if [(n, id(m)) for n, m in modules.items()] != [
                 (n, id(m)) for n, m in self.modules.items()
@@ -1014,8 +1022,9 @@ class Monitor:
                 self.modules = modules
                 changed = True
             self._parameters = list(self.model.parameters())
+            self._tree = self._tree_now() if changed else tree
         trainable = self._trainable_now()
-        if not changed and trainable == self._trainable:
+        if not read and trainable == self._trainable:
             return False
         self._trainable = trainable
         self._take_layers()
@@ -1603,6 +1612,17 @@ class Monitor:
                 "updates them (SparseAdam for a sparse embedding, a GAN's other optimizer), "
                 "nothing does: add them to an optimizer, or set requires_grad=False"
             )
+        trainable = {id(p) for params in self.layers.values() for _, p in params}
+        if self.optimizer is not None and _trains_none_of(self.optimizer, trainable):
+            notes.append(
+                f"the optimizer given to the Monitor ({type(self.optimizer).__name__}) "
+                "updates none of the model's trainable parameters: they were replaced after "
+                "it was built (load_state_dict(assign=True), m.weight = nn.Parameter(...)), so "
+                "nothing trains them and the Monitor's certificates and repairs read the "
+                "state of parameters the model no longer holds: load without assign=True "
+                "(it copies into the parameters the optimizer holds), or build the optimizer "
+                "and the Monitor again"
+            )
         tied = self._tied_layers()
         if tied:
             notes.append(
@@ -1737,26 +1757,6 @@ class _Held:
     structure_probe: StructureProbe | None = None
     activation_probe: ActivationProbe | None = None
     sinks: SinkDispatcher | None = None
-    registered: threading.Event = field(default_factory=threading.Event)
-    registrations: list[Any] = field(default_factory=list)
-
-    def watch_registrations(self) -> None:
-        """Raise ``registered`` whenever any module registers a module or a parameter."""
-        flag = self.registered
-
-        def raise_flag(*_: Any) -> None:
-            flag.set()
-
-        self.registrations = [
-            register_module_module_registration_hook(raise_flag),
-            register_module_parameter_registration_hook(raise_flag),
-        ]
-
-    def unwatch_registrations(self) -> None:
-        """Remove the registration hooks."""
-        for handle in self.registrations:
-            handle.remove()
-        self.registrations.clear()
 
     def release(self) -> None:
         """Remove the hooks, give the stance back, let the sinks' thread end; say so when the
@@ -1770,7 +1770,6 @@ class _Held:
                 self.unclosed,
             )
             self.unclosed = None
-        self.unwatch_registrations()
         for probe in (self.structure_probe, self.activation_probe):
             if probe is not None:
                 probe.remove()
@@ -1868,11 +1867,8 @@ def _check_optimizer_trains(model: nn.Module, optimizer: torch.optim.Optimizer |
     if optimizer is None:
         return
     trainable = {id(p) for p in model.parameters() if p.requires_grad}
-    if not trainable:
-        return  # every parameter frozen: the Monitor says so itself
-    tensors = [p for group in optimizer.param_groups for p in group["params"]]
-    held = {id(p) for p in tensors}
-    if trainable.isdisjoint(held) and any(isinstance(p, nn.Parameter) for p in tensors):
+    if _trains_none_of(optimizer, trainable):
+        held = {id(p) for group in optimizer.param_groups for p in group["params"]}
         raise arguments.ArgumentRefused(
             "Monitor",
             "optimizer",
@@ -1883,6 +1879,19 @@ def _check_optimizer_trains(model: nn.Module, optimizer: torch.optim.Optimizer |
             "parameters (optimizer = SGD(model.parameters(), ...)), or give the Monitor "
             "the model this optimizer trains",
         )
+
+
+def _trains_none_of(optimizer: torch.optim.Optimizer, trainable: set[int]) -> bool:
+    """Whether ``optimizer`` updates parameters of modules (``nn.Parameter``) but none of
+    ``trainable`` (the ids of the model's trainable parameters; none: every parameter
+    frozen, which the Monitor says itself). An optimizer of plain tensors only (a vmap
+    ensemble's stacked parameters, master weights) trains what the model computes with."""
+    if not trainable:
+        return False
+    tensors = [p for group in optimizer.param_groups for p in group["params"]]
+    return any(isinstance(p, nn.Parameter) for p in tensors) and trainable.isdisjoint(
+        id(p) for p in tensors
+    )
 
 
 def _sigterm_stop(monitor: weakref.ref[Monitor]) -> sigterm.Stop:
