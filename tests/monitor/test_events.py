@@ -209,6 +209,65 @@ def test_relu_with_a_second_consumer_refuses_the_certificate(run_dir: Path) -> N
     assert not events(lines, "certificate")
 
 
+class SharedWeight(nn.Module):
+    """Two Linear-ReLU producers side by side on the same input, then a head; ``tied``:
+    the two share one weight (each keeps its own bias)."""
+
+    def __init__(self, tied: bool) -> None:
+        super().__init__()
+        self.flatten = nn.Flatten()
+        self.a = nn.Linear(3 * 8 * 8, 8)
+        self.b = nn.Linear(3 * 8 * 8, 8)
+        if tied:
+            self.b.weight = self.a.weight
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Class scores."""
+        x = self.flatten(x)
+        return self.head(torch.cat([F.relu(self.a(x)), F.relu(self.b(x))], 1))
+
+
+@pytest.mark.parametrize("tied", ["from the start", "after the Monitor was made"])
+def test_a_producer_whose_weight_another_module_shares_is_never_certified(
+    run_dir: Path, tied: str
+) -> None:
+    # Rows 0-3 of a's weight zero and its bias 0: a's channels output 0 whatever the input,
+    # and a's ReLU passes them no gradient. But b uses the same weight (its bias 1: alive)
+    # and sends gradient into those rows, which revive at the next step. Before, a
+    # certificate said they never would, and the manifest called a and b certifiable
+    # though its own note said they share a weight; tied after the Monitor was made, the
+    # manifest was never written again at all.
+    torch.manual_seed(0)
+    model = SharedWeight(tied=tied == "from the start")
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with Monitor(model, optimizer, run_dir, check_every=2, silent_min_values=32) as monitor:
+        train(model, optimizer, monitor, 4)
+        if tied != "from the start":
+            model.b.weight = model.a.weight
+        with torch.no_grad():
+            model.a.weight[:4] = 0.0
+            model.a.bias[:4] = 0.0
+            model.b.bias[:4] = 1.0
+        train(model, optimizer, monitor, 3, seed=1)
+        revived = float(model.a.weight.detach()[:4].abs().max())
+    assert revived > 0  # a certificate of these channels would be false
+    lines = read_run(run_dir)
+    assert not events(lines, "certificate")
+    [refused] = [r for r in events(lines, "certificate_refused") if r["layer"] == "a"]
+    assert refused["step"] == 4 and "shared with another module" in refused["reason"]
+    manifest = events(lines, "manifest")[-1]
+    assert manifest["step"] == (0 if tied == "from the start" else 4)
+    producers = {p["layer"]: p for p in manifest["producers"]}
+    for layer, other in (("a", "b"), ("b", "a")):
+        assert producers[layer]["certifiable"] is False
+        assert (
+            f"a parameter of {layer} (weight) is shared with another module ({other})"
+            in (producers[layer]["reason"])
+        )
+    assert [n for n in manifest["notes"] if n.startswith("layers sharing a parameter")]
+
+
 def test_detached_branch_is_no_gradient_then_cleared(run_dir: Path) -> None:
     torch.manual_seed(0)
     model = TinyCNN(detach_second=True)

@@ -54,6 +54,8 @@ class Producer:
     other_norm_module: nn.Module | None = None
     other_activation: tuple[str, str] | None = None  # (name, class) of a non-ReLU activation
     recomputed: bool = False  # run inside a reentrant activation checkpoint: dataflow unseen
+    shared: tuple[str, list[str]] | None = None  # a parameter it owns or its BatchNorm's, and
+    # the other modules holding it (tied weights)
 
     def static_reason(self) -> str | None:
         """Why this producer can never be certified, or None when it can be."""
@@ -90,6 +92,13 @@ class Producer:
             )
         if self.calls > 1:
             return f"{self.name} is called {self.calls} times per forward pass (shared weights)"
+        if self.shared is not None:
+            role, others = self.shared
+            return (
+                f"a parameter of {self.name} ({role}) is shared with another module "
+                f"({', '.join(others)}): gradient reaches it through that module, whatever "
+                f"the ReLU {self.relu} passes back"
+            )
         if not isinstance(getattr(self.module, "weight", None), nn.Parameter):
             return (
                 f"the weight of {self.name} is computed from other parameters (a "
@@ -99,9 +108,14 @@ class Producer:
 
 
 def producers_from(
-    structure: Structure, modules: dict[str, nn.Module], names: list[str]
+    structure: Structure,
+    modules: dict[str, nn.Module],
+    names: list[str],
+    owners: dict[int, list[str]],
 ) -> list[Producer]:
-    """Producer descriptions for the named producers (Conv, ConvTranspose, Linear)."""
+    """Producer descriptions for the named producers (Conv, ConvTranspose, Linear);
+    ``owners``: the modules holding each parameter (see
+    :func:`~trainrecord.monitor.gradients.parameter_owners`)."""
     out = []
     for name in names:
         bn = structure.pairs.get(name)
@@ -120,9 +134,25 @@ def producers_from(
                 other_activation=_activation(structure, modules, measured),
                 other_norm_module=modules.get(structure.other_norm.get(name, "")),
                 recomputed=name in structure.recomputed,
+                shared=_shared(name, modules, bn, owners),
             )
         )
     return out
+
+
+def _shared(
+    name: str, modules: dict[str, nn.Module], bn: str | None, owners: dict[int, list[str]]
+) -> tuple[str, list[str]] | None:
+    """The first parameter a proof or a repair of ``name``'s channels rests on (its weight
+    and bias, its BatchNorm's) that another module holds too, and those modules."""
+    held = [(name, role, getattr(modules[name], role, None)) for role in ("weight", "bias")]
+    if bn is not None:
+        held += [(bn, role, getattr(modules[bn], role, None)) for role in ("weight", "bias")]
+    for owner, role, param in held:
+        others = [m for m in owners.get(id(param), []) if m != owner]
+        if isinstance(param, nn.Parameter) and others:
+            return (role if owner == name else f"{owner}'s {role}"), others
+    return None
 
 
 def _activation(

@@ -87,6 +87,17 @@ def parameter_layers(model: nn.Module) -> dict[str, list[tuple[str, nn.Parameter
     return out
 
 
+def parameter_owners(modules: dict[str, nn.Module]) -> dict[int, list[str]]:
+    """The modules (names in ``modules``) that hold each parameter directly, by the
+    parameter's id; a parameter held by more than one is shared (tied weights: a gradient
+    reaches it through each of them)."""
+    owners: dict[int, list[str]] = {}
+    for name, module in modules.items():
+        for param in module.parameters(recurse=False):
+            owners.setdefault(id(param), []).append(name)
+    return owners
+
+
 def layer_kind(modules: dict[str, nn.Module], layer: str) -> str:
     """A layer's kind: its module's class name, or ``Parameter`` for one the model owns."""
     module = modules.get(layer)

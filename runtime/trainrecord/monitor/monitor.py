@@ -69,6 +69,7 @@ from trainrecord.monitor.gradients import (
     layer_kind,
     named_modules,
     parameter_layers,
+    parameter_owners,
 )
 from trainrecord.monitor.loss import LossTracker
 from trainrecord.monitor.repair import Repairer
@@ -883,18 +884,15 @@ class Monitor:
         if written:
             self._sinks.put("metrics", row)
 
-    def _repair_limits(self, structure: Structure) -> dict[str, str]:
+    def _repair_limits(self, structure: Structure, owners: dict[int, list[str]]) -> dict[str, str]:
         """Producers a repair must not touch, with why; and, in ``structure.consumer``, only
-        consumers whose outgoing weights can be zeroed without touching another module.
+        consumers whose outgoing weights can be zeroed without touching another module
+        (``owners``: the modules holding each parameter).
 
         A weight that is computed (a parametrization or weight norm) would be recomputed
         from its own parameters on the next forward pass, undoing the repair; a parameter
         shared with another module (tied weights) would change that module too."""
-        owners: dict[int, int] = {}
-        for module in self.model.modules():
-            for p in module.parameters(recurse=False):
-                owners[id(p)] = owners.get(id(p), 0) + 1
-        shared = {key for key, count in owners.items() if count > 1}
+        shared = {key for key, names in owners.items() if len(names) > 1}
         limits: dict[str, str] = {}
         for name in self.producers:
             info = self.producer_info[name]
@@ -904,10 +902,7 @@ class Monitor:
                     "would be undone at the next forward pass"
                 )
                 continue
-            touched = [info.module.weight, getattr(info.module, "bias", None)]
-            if info.bn_module is not None:
-                touched += [getattr(info.bn_module, "weight", None), info.bn_module.bias]
-            if any(t is not None and id(t) in shared for t in touched):
+            if info.shared is not None:
                 limits[name] = "a parameter it would change is shared with another module"
         for name, consumer in list(structure.consumer.items()):
             weight = getattr(self.modules[consumer], "weight", None)
@@ -978,13 +973,14 @@ class Monitor:
         """What the structure says of each producer now checked; the channel state of a
         producer no longer checked is dropped (a producer checked again starts afresh)."""
         assert self.structure is not None
+        owners = parameter_owners(self.modules)
         self.producer_info = {
-            p.name: p for p in producers_from(self.structure, self.modules, self.producers)
+            p.name: p for p in producers_from(self.structure, self.modules, self.producers, owners)
         }
         self._unmeasured = [
             n for n in self.producers if self.structure.pairs.get(n, n) not in self._seen_first
         ]
-        self._not_repairable = self._repair_limits(self.structure)
+        self._not_repairable = self._repair_limits(self.structure, owners)
         now = {n: id(info.module) for n, info in self.producer_info.items()}
         for state in (self.channels.state, self.certifier.certified, self._silent_streak):
             for name in [n for n in state if now.get(n) != self._producer_modules.get(n)]:
