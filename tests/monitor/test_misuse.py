@@ -8,6 +8,7 @@ said in a warning. Real training of tiny models where the training matters."""
 from __future__ import annotations
 
 import copy
+import gc
 import pickle
 from pathlib import Path
 from typing import Any
@@ -196,6 +197,48 @@ def test_an_optimizer_of_another_model_is_refused(
     with Monitor(frozen, sgd(TinyMLP()), "frozen"):
         pass
     assert said(caplog, "no parameter that requires gradients")
+
+
+def test_a_second_monitor_on_a_model_is_refused_while_either_repairs(tmp_path: Path) -> None:
+    # Two Monitors with repair=True on one model (two run folders) were both accepted and
+    # repaired the same channels at one step, the second overwriting the first's new
+    # weights: the first record's repair (its rng, its method) no longer described the
+    # model, and the second called silent channels the first had repaired.
+    torch.manual_seed(0)
+    model = TinyMLP()
+    optimizer = sgd(model)
+    first = tmp_path / "first"
+    with Monitor(model, optimizer, first, check_every=2, repair=True) as monitor:
+        train(model, optimizer, monitor, 3)
+        for repair in (True, False):
+            with pytest.raises(ArgumentRefused, match="one open Monitor per model") as refused:
+                Monitor(model, optimizer, tmp_path / "second", repair=repair)
+            message = str(refused.value)
+            assert f"(run_dir {first}, repair=True)" in message
+            assert "close() the other Monitor first" in message
+            assert refused.value.argument == ("repair" if repair else "model")
+        assert not (tmp_path / "second").exists()  # refused before any file
+        train(model, optimizer, monitor, 3, seed=1)
+    # closed, it leaves the model free; watch-only Monitors may share one (each record is
+    # true), and then a repairing one is refused until both are closed
+    watchers = [tmp_path / "watch1", tmp_path / "watch2"]
+    with (
+        Monitor(model, optimizer, watchers[0], check_every=2) as one,
+        Monitor(model, optimizer, watchers[1], check_every=2) as two,
+    ):
+        train(model, optimizer, one, 4, after_backward=lambda _: two.step())
+        with pytest.raises(ArgumentRefused, match=r"repair=False\) and this one"):
+            Monitor(model, optimizer, tmp_path / "third", repair=True)
+    # one dropped without close() leaves the model when it is collected
+    dropped = Monitor(model, optimizer, tmp_path / "dropped", repair=True)
+    del dropped
+    gc.collect()
+    last = tmp_path / "last"
+    with Monitor(model, optimizer, last, check_every=2, repair=True) as monitor:
+        train(model, optimizer, monitor, 2)
+    for run, rows in ((first, 3), (watchers[0], 2), (watchers[1], 2), (last, 1)):
+        read_run(run)  # every record verifies
+        assert len(metrics(run)) == rows
 
 
 @pytest.mark.parametrize("check_every", [1, 3, 4])

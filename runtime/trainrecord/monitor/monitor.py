@@ -262,6 +262,7 @@ class Monitor:
             )
         self.optimizer = inner_optimizer(optimizer)
         _check_optimizer_trains(self.model, self.optimizer)
+        _check_alone_on(self.model, run_dir, repair)
         self.dist = Distributed.detect(wrapper, ddp)
         # every rank creates its Monitor before training: one collective checks the schedule
         self.dist.agree_schedule(start_step, check_every, next(self.model.parameters()).device)
@@ -373,6 +374,8 @@ class Monitor:
                 raise
         self._sinks = SinkDispatcher(sink_list, weakref.WeakMethod(self._sink_failed))
         self._held.sinks = self._sinks
+        self._held.on_model = _OnModel(weakref.ref(self.model), str(self.run_dir), repair)
+        _OPEN_ON_MODELS.append(self._held.on_model)
         if self.dist.writer:
             self._held.unclosed = str(self.run_dir)
         weakref.finalize(self, self._held.release)  # (also when the process ends)
@@ -587,6 +590,7 @@ class Monitor:
             return
         self.closed = True
         self._held.unclosed = None
+        self._held.leave_model()
         sigterm.deactivate(self)
         self._disarm()
         self._sinks.flush(sink_wait)  # every failure so far counted; the sinks still get run_end
@@ -1740,6 +1744,42 @@ _FINGERPRINT = 16
 """Values of a parameter a step mark keeps (a copy of a few elements, once per check)."""
 
 
+@dataclass(eq=False)
+class _OnModel:
+    """An open Monitor on a model: its run folder, and whether it repairs."""
+
+    model: weakref.ref[nn.Module]
+    run_dir: str
+    repair: bool
+
+
+_OPEN_ON_MODELS: list[_OnModel] = []
+"""The open Monitors of this process (a few at most: a GAN's two)."""
+
+
+def _check_alone_on(model: nn.Module, run_dir: Path, repair: bool) -> None:
+    """Refuse a Monitor on a model another open Monitor watches when either repairs: a
+    repair changes weights the other's record describes without a word in it (its
+    certificates and channel counts no longer hold), and two repairing Monitors repair the
+    same channels at one step, the second overwriting the first's new weights (the first
+    record's ``rng`` and method no longer describe them). Watch-only Monitors on one model
+    are let be: each record is true (each pays for its own checks)."""
+    for other in _OPEN_ON_MODELS:
+        if other.model() is not model or not (repair or other.repair):
+            continue
+        raise arguments.ArgumentRefused(
+            "Monitor",
+            "repair" if repair else "model",
+            f"another Monitor is open on this model (run_dir {other.run_dir}, repair="
+            f"{other.repair}) and this one (run_dir {run_dir}) has repair={repair}: one "
+            "open Monitor per model when either repairs (a repair changes weights the "
+            "other record describes without a word in it, so its certificates and channel "
+            "counts would no longer hold). close() the other Monitor first (or use each in "
+            "a with block; a notebook cell run again leaves the one it made before open), "
+            "or watch only, with repair=False on both",
+        )
+
+
 @dataclass
 class _Held:
     """What a Monitor holds in the process beyond its own objects: the check's global
@@ -1753,6 +1793,14 @@ class _Held:
     structure_probe: StructureProbe | None = None
     activation_probe: ActivationProbe | None = None
     sinks: SinkDispatcher | None = None
+    on_model: _OnModel | None = None  # in _OPEN_ON_MODELS while the Monitor is open
+
+    def leave_model(self) -> None:
+        """Take the Monitor off its model (see :func:`_check_alone_on`)."""
+        if self.on_model is not None:
+            with contextlib.suppress(ValueError):
+                _OPEN_ON_MODELS.remove(self.on_model)
+            self.on_model = None
 
     def release(self) -> None:
         """Remove the hooks, give the stance back, let the sinks' thread end; say so when the
@@ -1766,6 +1814,7 @@ class _Held:
                 self.unclosed,
             )
             self.unclosed = None
+        self.leave_model()
         for probe in (self.structure_probe, self.activation_probe):
             if probe is not None:
                 probe.remove()
