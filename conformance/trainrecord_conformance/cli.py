@@ -20,6 +20,7 @@ import difflib
 import logging
 import os
 import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 
 from trainrecord.cli import missing_dependency, run_parser
@@ -231,13 +232,16 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
 
 def _hypothesis_home() -> None:
-    """Keep Hypothesis's cache (its ``constants`` folder) in the user's cache folder
-    (``$XDG_CACHE_HOME`` or ``~/.cache``, then ``trainrecord-conformance/hypothesis``), not in
-    ``./.hypothesis`` of whatever folder the suite is run from; ``HYPOTHESIS_STORAGE_DIRECTORY``
-    still decides when it is set."""
+    """Keep Hypothesis's cache (its ``constants`` folder) out of the folder the suite is run
+    from (``./.hypothesis`` by default): in ``$XDG_CACHE_HOME`` or ``~/.cache`` (or, with no
+    absolute one of those, the temporary folder), under ``trainrecord-conformance/hypothesis``.
+    ``HYPOTHESIS_STORAGE_DIRECTORY`` still decides when it is set."""
     if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
         return
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    # a relative XDG_CACHE_HOME is to be ignored (XDG); "~" stays "~" (and an empty HOME
+    # gives "") with no home: either would put the cache in the working folder
+    bases = (os.environ.get("XDG_CACHE_HOME", ""), os.path.join(os.path.expanduser("~"), ".cache"))
+    base = next((b for b in bases if os.path.isabs(b)), tempfile.gettempdir())
     where = os.path.join(base, "trainrecord-conformance", "hypothesis")
     os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = where  # read at Hypothesis's first use
 

@@ -174,3 +174,21 @@ def test_a_run_leaves_no_hypothesis_folder_in_the_working_directory(tmp_path: Pa
     done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert list(work.iterdir()) == [] and chosen.is_dir()
+
+
+def test_with_no_usable_home_the_cache_goes_to_the_temporary_folder(tmp_path: Path) -> None:
+    # with no HOME and no passwd entry "~" stays "~" (a relative HOME likewise), and a
+    # relative XDG_CACHE_HOME is to be ignored: each made a cache folder inside the
+    # working folder (review)
+    work, temp = tmp_path / "project", tmp_path / "temp"
+    work.mkdir()
+    temp.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "HYPOTHESIS_"))}
+    env.update(HOME="home", XDG_CACHE_HOME="cache", TMPDIR=str(temp))
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    command = [sys.executable, "-m", "trainrecord_conformance.cli", "run", "--target", "python"]
+    command += ["--rules", "canonical.line", "--examples", "5"]
+    done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert list(work.iterdir()) == []
+    assert (temp / "trainrecord-conformance" / "hypothesis").is_dir()

@@ -18,6 +18,7 @@ window and are not driven here.
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 from pathlib import Path
 from types import FrameType
@@ -26,7 +27,7 @@ import pytest
 
 from tests.diary.helpers import event_bodies
 from trainrecord.diary import DiaryWriter, MetricsWriter, verify
-from trainrecord.errors import RecordRefused
+from trainrecord.errors import RecordRefused, RecordWriteError
 
 BODIES = event_bodies()
 
@@ -90,3 +91,22 @@ def test_ctrl_c_anywhere_in_an_append_leaves_a_record_that_verifies(
         result = verify(run_dir)
         assert result.ok and result.sealed, (landed, result.failure)
     assert point > 40  # the appends were driven through (each has dozens of points)
+
+
+def test_a_descriptor_that_fails_before_the_write_gives_the_clear_write_error(
+    tmp_path: Path,
+) -> None:
+    # the size read that places an interrupted line (os.fstat) runs inside the write's
+    # error handling: a descriptor gone bad (EBADF here; a stale NFS handle, EIO) gives
+    # RecordWriteError naming the file and what to do, and later rows are refused clearly;
+    # before, the fstat sat before it and raised a bare OSError with no path (review)
+    metrics = MetricsWriter(tmp_path)
+    metrics.append(_row(1))
+    os.close(metrics._file.fd)  # the descriptor fails at the next system call
+    with pytest.raises(RecordWriteError) as first:
+        metrics.append(_row(2))
+    assert "metrics.jsonl" in str(first.value) and "EBADF" in str(first.value)
+    with pytest.raises(RecordWriteError) as again:
+        metrics.append(_row(3))
+    assert "metrics.jsonl" in str(again.value)
+    metrics._file._finalizer.detach()  # (its descriptor is closed already)

@@ -135,8 +135,9 @@ class AppendFile:
             self._refuse_after_failure()
         view = memoryview(data)
         written = 0
-        start = os.fstat(self.fd).st_size  # the file is ours: the line goes from here
+        start = -1  # where the line goes: the file is ours, so its size before the write
         try:
+            start = os.fstat(self.fd).st_size  # (a failing disk fails here as in the write)
             while written < len(view):
                 written += os.write(self.fd, view[written:])
         except OSError as exc:
@@ -144,8 +145,9 @@ class AppendFile:
         except BaseException:  # (KeyboardInterrupt) part of the line may be in the file
             # a signal is handled once os.write has returned, before ``written`` counts what
             # it wrote: the file's size says how much of the line is in it
-            with contextlib.suppress(OSError):
-                written = os.fstat(self.fd).st_size - start
+            if start >= 0:
+                with contextlib.suppress(OSError):
+                    written = os.fstat(self.fd).st_size - start
             if written and self._cut(view, written) is not None:
                 self.broken = True
                 self._cause = "interrupted while writing a line, which could not be cut off"
