@@ -72,6 +72,7 @@ from trainrecord.monitor.gradients import (
     parameter_owners,
 )
 from trainrecord.monitor.loss import LossTracker
+from trainrecord.monitor.optimizers import inner_optimizer, optimizer_chain
 from trainrecord.monitor.repair import Repairer
 from trainrecord.monitor.sinks import (
     LOGGER,
@@ -269,7 +270,10 @@ class Monitor:
         # only the writing rank signs: a key file on its node alone is enough
         key = signing_key_from(signing_key, "Monitor") if self.dist.writer else None
         arguments.flag("Monitor", "require_seal", require_seal)
-        self._optimizers = {id(optimizer), id(self.optimizer)}  # (a GradScaler may key either)
+        # the optimizer given and those it wraps (a GradScaler may key any; repairs reset
+        # the state of each)
+        self._chain = optimizer_chain(optimizer)
+        self._optimizers = {id(o) for o in self._chain}
         self.scaler = scaler
         self.check_every = check_every
         self.repair_enabled = repair
@@ -299,7 +303,7 @@ class Monitor:
         self.channels = ChannelTracker(list_limit=channel_list_limit)
         self.certifier = Certifier(self.optimizer, list_limit=channel_list_limit)
         self.repairer = Repairer(
-            self.optimizer, repair_seed, channel_list_limit, self.dist if self.dist.active else None
+            self._chain, repair_seed, channel_list_limit, self.dist if self.dist.active else None
         )
         self.structure: Structure | None = None
         self._learnt_with: set[str] = set()  # the layers trainable when it was learnt
@@ -1952,19 +1956,6 @@ def _sigterm_stop(monitor: weakref.ref[Monitor]) -> sigterm.Stop:
         return held is not None and held._busy > 0
 
     return sigterm.Stop(begin, busy=busy)
-
-
-def inner_optimizer(optimizer: torch.optim.Optimizer | None) -> torch.optim.Optimizer | None:
-    """The optimizer a framework's wrapper holds (Lightning's ``LightningOptimizer``, whose
-    class is made on the fly as ``LightningSGD``; accelerate's ``AcceleratedOptimizer`` from
-    the Hugging Face Trainer): its state and update are the inner one's, and its class is
-    what a certificate's proof rests on."""
-    for _ in range(8):  # (a wrapper of a wrapper)
-        inner = getattr(optimizer, "_optimizer", None) or getattr(optimizer, "optimizer", None)
-        if not isinstance(inner, torch.optim.Optimizer) or inner is optimizer:
-            break
-        optimizer = inner
-    return optimizer
 
 
 def ended_by(error: BaseException) -> dict[str, str]:

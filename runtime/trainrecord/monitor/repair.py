@@ -9,7 +9,12 @@ dataflow, its outgoing weights (input column ``c`` of the consumer; columns ``c*
 does: the network computes the same function at the moment of the repair, and the
 outgoing weights learn from the next step on. Every optimizer-state tensor of those
 parameters (momentum, Adam's moments) has the channels' slices zeroed, and so do the
-pending gradients. The size of the jump is measured over every tensor touched.
+pending gradients: the state of the optimizer the Monitor follows and of every optimizer
+it wraps (SAM's ``base_optimizer`` holds the momentum). A state tensor that is the
+parameter itself (SAM's ``old_p`` after its restore, ``p.data = old_p``) is left alone:
+zeroing it would zero the new weights; one that is a copy of the parameter (SAM's
+``old_p`` before the restore, slow weights) gets the new values, so that restoring it
+keeps the repair. The size of the jump is measured over every tensor touched.
 """
 
 from __future__ import annotations
@@ -32,12 +37,35 @@ from trainrecord.monitor.structure import (
     weight_of,
 )
 
+MOMENT_KEYS = frozenset(
+    {
+        "momentum_buffer",
+        "exp_avg",
+        "exp_avg_sq",
+        "max_exp_avg_sq",
+        "square_avg",
+        "grad_avg",
+        "acc_delta",
+        "sum",
+        "exp_inf",
+        "prev",
+    }
+)
+"""State entries of torch's optimizers that hold moments of the gradient (never a copy of
+the parameter): always zeroed on the repaired slices."""
+
+COPY_DISTANCE = 0.5
+"""A parameter-shaped state tensor of another name within this fraction of the parameter's
+norm of the parameter (before the repair) is a copy of it (SAM's ``old_p``, slow weights),
+not a moment: a moment of the gradient is nowhere near the weights."""
+
 
 @dataclass
 class Repairer:
-    """Performs repairs and builds repair events."""
+    """Performs repairs and builds repair events. ``optimizers``: the optimizer the Monitor
+    follows and those it wraps, whose state the repair resets."""
 
-    optimizer: torch.optim.Optimizer | None
+    optimizers: list[torch.optim.Optimizer]
     seed: int | None = None
     list_limit: int = 16
     dist: Distributed | None = None
@@ -86,6 +114,7 @@ class Repairer:
                 columns = (index.unsqueeze(1) * block + offsets).flatten()
             touched.append((weight_of(consumer[1]), in_axis(consumer[1]), columns))
         before = [t.detach().clone() for t, _, _ in touched]
+        copies = self._copies(touched)
         with torch.no_grad():
             fan_in, _ = nn.init._calculate_fan_in_and_fan_out(weight)  # as torch's
             bound = 1.0 / math.sqrt(fan_in) if fan_in else 0.0
@@ -111,7 +140,7 @@ class Repairer:
                 )
         if self.dist is not None:
             self.dist.broadcast([t for t, _, _ in touched])
-        slices = self._reset_state(touched)
+        slices, copied = self._reset_state(touched, copies)
         delta = math.sqrt(
             sum(
                 float((t.detach() - b).double().square().sum())
@@ -137,6 +166,11 @@ class Repairer:
             )
         else:
             kind += "; the consumer of the channels is unknown, so the function changes"
+        if copied:
+            kind += (
+                f"; {copied} copies of the weights in the optimizer state (as SAM's old_p) "
+                "given the new values"
+            )
         return {
             "step": step,
             "severity": "action",
@@ -155,19 +189,75 @@ class Repairer:
             "rng": self.rng,
         }
 
-    def _reset_state(self, touched: list[tuple[torch.Tensor, int, torch.Tensor]]) -> int:
+    def _state(self, param: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
+        """The parameter-shaped state tensors of ``param`` in every optimizer followed
+        (each once: a wrapper may show its inner optimizer's state as its own)."""
+        out: list[tuple[str, torch.Tensor]] = []
+        seen: set[int] = set()
+        for optimizer in self.optimizers:
+            state = optimizer.state.get(param, {})
+            if not isinstance(state, dict):
+                continue
+            for key, value in state.items():
+                if (
+                    isinstance(value, torch.Tensor)
+                    and value.shape == param.shape
+                    and id(value) not in seen
+                ):
+                    seen.add(id(value))
+                    out.append((str(key), value))
+        return out
+
+    def _copies(self, touched: list[tuple[torch.Tensor, int, torch.Tensor]]) -> set[int]:
+        """The ids of the state tensors that are copies of their parameter (see
+        ``COPY_DISTANCE``), looked at before the repair changes the parameter."""
+        copies: set[int] = set()
+        with torch.no_grad():
+            for param, _, _ in touched:
+                norm = float(param.detach().double().norm())
+                if norm == 0.0:
+                    continue
+                for key, value in self._state(param):
+                    if key in MOMENT_KEYS or _same_memory(value, param):
+                        continue
+                    gap = float((value.detach().double() - param.detach().double()).norm())
+                    if gap <= COPY_DISTANCE * norm:
+                        copies.add(id(value))
+        return copies
+
+    def _reset_state(
+        self, touched: list[tuple[torch.Tensor, int, torch.Tensor]], copies: set[int]
+    ) -> tuple[int, int]:
         """Zero the channels' slices (``index`` along ``dim`` of each touched tensor) of
-        every optimizer-state tensor and pending gradient."""
-        count = 0
+        every optimizer-state tensor and pending gradient; a state tensor that is the
+        parameter's memory is left alone, and a copy of the parameter (``copies``) gets the
+        new values. Returns how many state tensors were zeroed, and how many copied to."""
+        zeroed = copied = 0
         with torch.no_grad():
             for param, dim, index in touched:
                 idx = index.to(param.device)
                 if param.grad is not None:
                     param.grad.index_fill_(dim, idx, 0.0)
-                if self.optimizer is None:
-                    continue
-                for value in self.optimizer.state.get(param, {}).values():
-                    if isinstance(value, torch.Tensor) and value.shape == param.shape:
-                        value.index_fill_(dim, idx.to(value.device), 0.0)
-                        count += 1
-        return count
+                for _, value in self._state(param):
+                    if _same_memory(value, param):
+                        continue  # it is the parameter: zeroing it would undo the repair
+                    at = idx.to(value.device)
+                    if id(value) in copies:
+                        new = param.detach().index_select(dim, idx).to(value.device, value.dtype)
+                        value.index_copy_(dim, at, new)
+                        copied += 1
+                    else:
+                        value.index_fill_(dim, at, 0.0)
+                        zeroed += 1
+        return zeroed, copied
+
+
+def _same_memory(value: torch.Tensor, param: torch.Tensor) -> bool:
+    """Whether ``value`` lies in ``param``'s memory (``p.data = old_p`` makes them one)."""
+    try:
+        return (
+            value.device == param.device
+            and value.untyped_storage().data_ptr() == param.untyped_storage().data_ptr()
+        )
+    except (RuntimeError, NotImplementedError):  # a tensor without storage (a fake one)
+        return value is param
