@@ -1,5 +1,10 @@
-"""SAM and repair (loops probe, session 11: B3).
+"""The optimizer replaced mid-run, and SAM (loops probe, session 11: B1, B3).
 
+Before: the Monitor kept the optimizer it was given. A loop that replaced it by a new
+object over the same parameters got a false certificate (the old optimizer's empty state
+read: channels "cannot recover" that the new one's momentum moved one step later), repairs
+that zeroed the discarded optimizer's state and left the real momentum, and, with a
+GradScaler and ``unscale_``, every later gradient norm divided by the scale a second time.
 Under SAM (a wrapper holding ``base_optimizer``, restoring ``p.data = old_p``) every
 repair was undone: it zeroed SAM's ``old_p``, the parameter's own memory after the
 restore, and never the base optimizer's momentum. Real training of the tiny CNN; each test
@@ -14,6 +19,7 @@ import torch
 from torch.nn import functional as F
 
 from tests.monitor.conftest import TinyCNN, batches, events, metrics, read_run
+from trainrecord.arguments import ArgumentRefused
 from trainrecord.monitor import Monitor
 
 DEAD = [0, 1, 2]
@@ -28,6 +34,193 @@ def _kill(model: TinyCNN) -> None:
 
 def _sgd(model: TinyCNN, momentum: float = 0.0) -> torch.optim.SGD:
     return torch.optim.SGD(model.parameters(), lr=0.05, momentum=momentum)
+
+
+def test_a_new_optimizers_momentum_refuses_the_certificate_the_old_one_allowed(
+    run_dir: Path,
+) -> None:
+    """Plain SGD replaced at step 3 by SGD with momentum; bn2 channels zeroed at step 6.
+    Before: certificate at step 6 ("the optimizer (SGD) state of these channels is zero",
+    read from the plain SGD), and gamma moved at the next step."""
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = _sgd(model)
+    gamma_after: list[float] = []
+    with Monitor(model, optimizer, run_dir, check_every=2) as monitor:
+        for step, (x, y) in enumerate(batches(8)):
+            if step == 3:
+                optimizer = _sgd(model, momentum=0.9)
+            if step == 6:
+                _kill(model)
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            monitor.step(loss)
+            optimizer.step()
+            optimizer.zero_grad()
+            if step == 6:
+                gamma_after = model.bn2.weight[DEAD].tolist()
+    assert any(g != 0.0 for g in gamma_after)  # what a certificate would have denied
+    lines = read_run(run_dir)
+    assert events(lines, "certificate") == []
+    [refused] = events(lines, "certificate_refused")
+    assert refused["step"] == 6 and "momentum_buffer" in refused["reason"]
+    manifests = events(lines, "manifest")
+    assert [m["step"] for m in manifests] == [0, 4]
+    [note] = [n for n in manifests[1]["notes"] if n.startswith("optimizer: ")]
+    assert note.startswith("optimizer: SGD since the check of step 4: in the step before it")
+    assert not any(n.startswith("optimizer") for n in manifests[0]["notes"])
+    assert lines[0]["optimizer"] == "SGD"  # run_start is history: the session began so
+
+
+def test_a_repair_after_the_optimizer_was_replaced_resets_the_new_ones_state(
+    run_dir: Path,
+) -> None:
+    """Adam replaced at step 3 by SGD with momentum; bn2 channels certified dead (their
+    momentum zeroed) at step 6 and repaired. Before: optimizer_slices_reset 8 (Adam's
+    exp_avg and exp_avg_sq, never used again) and the head's columns kept SGD's momentum."""
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer: torch.optim.Optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    momentum: dict[str, torch.Tensor] = {}
+    with Monitor(model, optimizer, run_dir, check_every=2, repair=True) as monitor:
+        for step, (x, y) in enumerate(batches(8)):
+            if step == 3:
+                optimizer = _sgd(model, momentum=0.9)
+            if step == 6:
+                _kill(model)
+                for p in (model.bn2.weight, model.bn2.bias):
+                    optimizer.state[p]["momentum_buffer"][DEAD] = 0.0
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            monitor.step(loss)
+            if step == 6:
+                state = optimizer.state
+                momentum = {
+                    "head": state[model.head.weight]["momentum_buffer"][:, DEAD].clone(),
+                    "conv2": state[model.conv2.weight]["momentum_buffer"][DEAD].clone(),
+                }
+            optimizer.step()
+            optimizer.zero_grad()
+    lines = read_run(run_dir)
+    [certificate] = events(lines, "certificate")
+    assert certificate["step"] == 6 and certificate["channels"] == DEAD
+    assert any("optimizer (SGD) state" in a for a in certificate["assumes"])
+    [repair] = events(lines, "repair")
+    assert repair["step"] == 6 and repair["channels"] == DEAD
+    # SGD's momentum of conv2.weight, bn2.weight, bn2.bias and head.weight
+    assert repair["optimizer_slices_reset"] == 4
+    assert "head zeroed" in repair["method"]
+    assert float(momentum["head"].abs().max()) == 0.0
+    assert float(momentum["conv2"].abs().max()) == 0.0
+
+
+@pytest.mark.parametrize("swap", [3, 4])
+def test_gradient_norms_under_a_grad_scaler_stay_true_after_the_optimizer_is_replaced(
+    run_dir: Path, swap: int
+) -> None:
+    """``scaler.unscale_(optimizer)`` before ``monitor.step``, the optimizer replaced at a
+    step before a check (3) or at a check (4, the new one not seen stepping yet). Before:
+    every row from the swap on divided by the scale (1024) a second time."""
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = _sgd(model, momentum=0.9)
+    scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
+    true: list[float] = []
+    with Monitor(model, optimizer, run_dir, check_every=2, scaler=scaler) as monitor:
+        for step, (x, y) in enumerate(batches(10)):
+            if step == swap:
+                optimizer = _sgd(model, momentum=0.9)
+            loss = F.cross_entropy(model(x), y)
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)
+            if step % 2 == 0:
+                true.append(
+                    float(torch.cat([p.grad.flatten() for p in model.head.parameters()]).norm())
+                )
+            monitor.step(loss)
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+    read_run(run_dir)
+    recorded = [row["grad"]["head"] for row in metrics(run_dir)]
+    assert recorded == pytest.approx(true, rel=1e-5)
+
+
+def test_several_optimizers_replacing_one_stop_certificates_and_repairs_until_named(
+    run_dir: Path,
+) -> None:
+    """Adam replaced at step 3 by two plain SGDs (the convolutions; the head): which state
+    moves the channels is not known, so nothing is certified or repaired; after
+    ``set_optimizer`` names the convolutions' SGD, the same channels are certified and
+    repaired. Before: certified and repaired at once from Adam's state."""
+    torch.manual_seed(0)
+    model = TinyCNN()
+    adam = torch.optim.Adam(model.parameters(), lr=1e-3)
+    body = [p for n, p in model.named_parameters() if not n.startswith("head")]
+    optimizers: list[torch.optim.Optimizer] = [adam]
+    with Monitor(model, adam, run_dir, check_every=2, repair=True) as monitor:
+        for step, (x, y) in enumerate(batches(12)):
+            if step == 3:
+                optimizers = [
+                    torch.optim.SGD(body, lr=0.05),
+                    torch.optim.SGD(model.head.parameters(), lr=0.05),
+                ]
+            if step == 6:
+                _kill(model)
+            if step == 9:
+                with pytest.raises(ArgumentRefused, match="optimizer"):
+                    monitor.set_optimizer("SGD")  # type: ignore[arg-type]
+                monitor.set_optimizer(optimizers[0])
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            monitor.step(loss)
+            for optimizer in optimizers:
+                optimizer.step()
+                optimizer.zero_grad()
+    lines = read_run(run_dir)
+    [refused] = events(lines, "certificate_refused")
+    assert refused["step"] == 6 and "is not known" in refused["reason"]
+    assert "monitor.set_optimizer(optimizer)" in refused["reason"]
+    [certificate] = events(lines, "certificate")
+    assert certificate["step"] == 10 and certificate["channels"] == DEAD
+    assert [r["step"] for r in events(lines, "repair")] == [10]
+    manifests = events(lines, "manifest")
+    assert [m["step"] for m in manifests] == [0, 4, 10]
+    assert any(
+        n.startswith("optimizer unknown since the check of step 4") for n in manifests[1]["notes"]
+    )
+    assert any(
+        n.startswith(
+            "optimizer: SGD since step 9, given with monitor.set_optimizer() (before: Adam)"
+        )
+        for n in manifests[2]["notes"]
+    )
+
+
+def test_another_optimizer_over_other_parameters_is_no_replacement(run_dir: Path) -> None:
+    """Round-robin: the Monitor's SGD steps the convolutions at even steps, another SGD the
+    head at odd ones (the steps right before each check): no manifest says the optimizer
+    changed, and the step hook is installed only from the step before a check to it."""
+    from torch.optim.optimizer import _global_optimizer_post_hooks
+
+    torch.manual_seed(0)
+    model = TinyCNN()
+    body = [p for n, p in model.named_parameters() if not n.startswith("head")]
+    main, head = torch.optim.SGD(body, lr=0.05), torch.optim.SGD(model.head.parameters(), lr=0.05)
+    hooked: list[int] = []
+    with Monitor(model, main, run_dir, check_every=4) as monitor:
+        for step, (x, y) in enumerate(batches(12)):
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            monitor.step(loss)
+            hooked.append(len(_global_optimizer_post_hooks))
+            (main if step % 2 == 0 else head).step()
+            main.zero_grad()
+            head.zero_grad()
+    assert hooked == [0, 0, 0, 1] * 3  # armed at the step before each check
+    assert len(_global_optimizer_post_hooks) == 0
+    manifests = events(read_run(run_dir), "manifest")
+    assert len(manifests) == 1
 
 
 class SAM(torch.optim.Optimizer):
@@ -117,3 +310,31 @@ def test_a_repair_under_sam_stays_repaired(run_dir: Path, after: str, repaired: 
     assert metrics(run_dir)[-1]["stuck"]["conv2"] == [0, 0, 0, 0]
     if after == "second backward":  # SAM's old_p, restored by second_step, took the new values
         assert "copies of the weights in the optimizer state" in repairs[0]["method"]
+
+
+def test_an_optimizer_built_again_after_load_state_dict_with_assign_is_followed(
+    run_dir: Path,
+) -> None:
+    """``load_state_dict(state, assign=True)`` puts new Parameters in the model, and the
+    loop builds its optimizer again over them: the old one holds none of them, the new one
+    none of the old one's. Before: the manifest note said nothing trains the model for the
+    rest of the run, and certificates read the old optimizer's state."""
+    import copy
+
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = _sgd(model, momentum=0.9)
+    with Monitor(model, optimizer, run_dir, check_every=2) as monitor:
+        for step, (x, y) in enumerate(batches(10)):
+            if step == 4:
+                model.load_state_dict(copy.deepcopy(model.state_dict()), assign=True)
+                optimizer = _sgd(model, momentum=0.9)
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            monitor.step(loss)
+            optimizer.step()
+            optimizer.zero_grad()
+    manifests = events(read_run(run_dir), "manifest")
+    notes = manifests[-1]["notes"]
+    assert [n for n in notes if n.startswith("optimizer: SGD since the check of step")]
+    assert not [n for n in notes if "none of the model's" in n]

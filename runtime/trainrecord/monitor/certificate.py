@@ -245,6 +245,9 @@ class Certifier:
 
     optimizer: torch.optim.Optimizer | None
     list_limit: int = 16
+    unknown: str | None = None
+    """Why the optimizer stepping the model is not known now (several replaced the one
+    followed): every certificate is refused with this reason while it is set."""
     refused: set[tuple[str, str]] = field(default_factory=set)
     certified: dict[str, tuple[int, ...]] = field(default_factory=dict)
     silent_by_weights: dict[str, set[int]] = field(default_factory=dict)
@@ -379,6 +382,8 @@ class Certifier:
             if bias is not None:
                 slices.append((bias, all_index, 0))
                 params.append(bias)
+        if self.unknown is not None:
+            return self.unknown, []
         moving = _state_slices_zero(self.optimizer, slices)
         if moving:
             return (

@@ -37,7 +37,7 @@ import threading
 import warnings
 import weakref
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn, SupportsIndex
 
@@ -72,7 +72,12 @@ from trainrecord.monitor.gradients import (
     parameter_owners,
 )
 from trainrecord.monitor.loss import LossTracker
-from trainrecord.monitor.optimizers import inner_optimizer, optimizer_chain
+from trainrecord.monitor.optimizers import (
+    StepWatch,
+    decide,
+    inner_optimizer,
+    optimizer_chain,
+)
 from trainrecord.monitor.repair import Repairer
 from trainrecord.monitor.sinks import (
     LOGGER,
@@ -135,7 +140,8 @@ class Monitor:
 
     Args:
         model: the model being trained (a DistributedDataParallel wrapper is unwrapped).
-        optimizer: its optimizer (for certificates and repair); may be None.
+        optimizer: its optimizer (for certificates and repair); may be None. One that
+            replaces it mid-run is followed (see :meth:`set_optimizer`).
         run_dir: directory for diary.jsonl and metrics.jsonl (created; an existing diary
             is continued).
         name: the run's name (default: the directory name).
@@ -271,9 +277,11 @@ class Monitor:
         key = signing_key_from(signing_key, "Monitor") if self.dist.writer else None
         arguments.flag("Monitor", "require_seal", require_seal)
         # the optimizer given and those it wraps (a GradScaler may key any; repairs reset
-        # the state of each)
+        # the state of each); followed to the one that replaces it (see optimizers.py)
         self._chain = optimizer_chain(optimizer)
         self._optimizers = {id(o) for o in self._chain}
+        self._optimizer_note: str | None = None  # the manifests' note on a new optimizer
+        self._scaler_alone = False  # the last check's GradScaler held only our optimizer
         self.scaler = scaler
         self.check_every = check_every
         self.repair_enabled = repair
@@ -554,6 +562,35 @@ class Monitor:
             if self.steps % self.check_every == 0 and not self._checks_stopped:
                 self._arm()
 
+    def set_optimizer(self, optimizer: torch.optim.Optimizer) -> None:
+        """Follow ``optimizer`` from now on: the optimizer that replaced the one the Monitor
+        was given (a new object over the model's parameters, as when Adam is swapped for SGD
+        mid-run). Certificates and repairs read and reset its state, a GradScaler's stage
+        is looked up under it, and the next check writes a manifest whose notes name it
+        (``run_start.optimizer`` keeps the optimizer the session began with).
+
+        A replacement is also found without this call, when the new optimizer steps the
+        model's parameters in the step before a check and the one followed does not; call
+        it when several optimizers replaced one (the Monitor then certifies and repairs
+        nothing until told), or to have the new one followed from this very step. Under
+        DDP call it on every rank alike."""
+        if self.closed:
+            raise MonitorClosed(
+                "Monitor.set_optimizer() after close(): create a new Monitor for a new run"
+            )
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise arguments.refuse(
+                "Monitor.set_optimizer",
+                "optimizer",
+                "a torch.optim.Optimizer",
+                optimizer,
+                "pass the optimizer that steps the model now",
+            )
+        _check_optimizer_trains(self.model, inner_optimizer(optimizer), "Monitor.set_optimizer")
+        if any(o is optimizer for o in self._chain) and self.certifier.unknown is None:
+            return  # followed already
+        self._adopt(optimizer, self.steps, seen=False)
+
     def close(self, error: BaseException | None = None) -> None:
         """Write run_end and close the files; safe to call twice, and after an exception.
 
@@ -702,6 +739,7 @@ class Monitor:
         self._activation_probe = ActivationProbe(
             watched, self.model, note_compiled=not self.compiled
         )
+        self._held.step_watch.install()  # which optimizer steps the model, up to the check
         self._stance.enter()  # compiled code runs eagerly until the check (see compiled.py)
         self._dynamo_at_arming = "torch._dynamo" in sys.modules
 
@@ -710,6 +748,7 @@ class Monitor:
             self._structure_probe.remove()
         if self._activation_probe is not None:
             self._activation_probe.remove()
+        self._held.step_watch.remove()
         self._stance.exit()
 
     def _now_compiled(self) -> None:
@@ -750,6 +789,7 @@ class Monitor:
             probe.remove()
             self._transformed = probe.transformed
         self._stance.exit()
+        self._follow_optimizer(step)
         self._compiled_in_window()
         if not self.compiled and (
             (probe is not None and probe.compiled_call) or is_compiled(self.model)
@@ -784,7 +824,7 @@ class Monitor:
                 self._learn(step, *learnt)
         # everything the check reads, gathered on the device and read back in one transfer
         loss_part, value = self._loss_part(step, loss)
-        scale = self._scale()
+        scale = self._scale(at_check=True)
         grads = self.norms.grads()
         gathered = self.norms.gather(grads)
         trained_between = self.norms.trained_between(grads)
@@ -1044,6 +1084,94 @@ class Monitor:
             self._manifest_due = True
         return changed
 
+    # -- the optimizer: which one steps the model -------------------------------------------
+
+    def _follow_optimizer(self, step: int) -> None:
+        """At a check: follow the optimizer that replaced the one followed, as the
+        optimizer steps seen since the check was armed tell (see ``optimizers.decide``)."""
+        self._held.step_watch.remove()  # installed again when the next check is armed
+        stepped = self._held.step_watch.take()
+        if not stepped:
+            return
+        model = self.model
+        decision = decide(
+            self._chain, stepped, lambda: {id(p) for p in model.parameters() if p.requires_grad}
+        )
+        if decision.kind == "adopt":
+            self._adopt(decision.candidates[0], step, seen=True)
+        elif decision.kind == "unknown":
+            self._optimizer_unknown(step, decision.candidates)
+        elif decision.kind == "stepped" and self.certifier.unknown is not None:
+            name = self._optimizer_name()
+            self.certifier.unknown = None  # the one followed steps the model again
+            self._optimizer_said(
+                f"optimizer: {name} again since the check of step {step}: it stepped the "
+                "model's parameters in the step before it; certificates and repairs read "
+                "its state again"
+            )
+
+    def _optimizer_name(self) -> str:
+        return type(self.optimizer).__name__ if self.optimizer is not None else "none"
+
+    def _adopt(self, optimizer: torch.optim.Optimizer, step: int, *, seen: bool) -> None:
+        """Follow ``optimizer`` from ``step`` on (``seen`` stepping in the step before the
+        check of ``step``, or given with set_optimizer)."""
+        old = self._optimizer_name()
+        self.optimizer = inner_optimizer(optimizer)
+        self._chain = optimizer_chain(optimizer)
+        self._optimizers = {id(o) for o in self._chain}
+        self.certifier.optimizer = self.optimizer
+        self.certifier.unknown = None
+        self.certifier.certified.clear()  # said again, with the new optimizer's conditions
+        self.certifier.refused.clear()
+        self.repairer.optimizers = self._chain
+        new = self._optimizer_name()
+        reads = (
+            "certificates and repairs read its state, and a GradScaler's stage is looked up "
+            "under it (run_start.optimizer names the optimizer the session began with)"
+        )
+        if not seen:
+            self._optimizer_said(
+                f"optimizer: {new} since step {step}, given with monitor.set_optimizer() "
+                f"(before: {old}); {reads}"
+            )
+        else:
+            self._optimizer_said(
+                f"optimizer: {new} since the check of step {step}: in the step before it, "
+                f"the {old} followed until then did not step the model's parameters and a "
+                f"new {new} holding them did (the optimizer was replaced); {reads}"
+            )
+
+    def _optimizer_unknown(self, step: int, candidates: tuple[torch.optim.Optimizer, ...]) -> None:
+        """Several optimizers holding the followed one's parameters stepped, and it did
+        not: certify and repair nothing until one is known."""
+        if self.certifier.unknown is not None:
+            return  # said already
+        for candidate in candidates:  # (a GradScaler's stage may be under any of them)
+            self._optimizers |= {id(o) for o in optimizer_chain(candidate)}
+        old = self._optimizer_name()
+        names = ", ".join(type(inner_optimizer(c)).__name__ for c in candidates)
+        self.certifier.unknown = (
+            f"the optimizer stepping these parameters is not known: {old}, followed until "
+            f"the check of step {step}, no longer steps them, and several optimizers "
+            f"holding them do ({names}); name the one with monitor.set_optimizer(optimizer)"
+        )
+        self.certifier.certified.clear()
+        self._optimizer_said(
+            f"optimizer unknown since the check of step {step}: in the step before it "
+            f"{old} did not step the model's parameters and several optimizers holding "
+            f"them did ({names}); certificates are refused and repairs skipped until one "
+            "of them steps them alone in the step before a check, or "
+            "monitor.set_optimizer() names it"
+        )
+
+    def _optimizer_said(self, note: str) -> None:
+        """The manifests' note on the optimizer now; the next check writes a manifest (a
+        structure still to learn writes its own, with the note)."""
+        self._optimizer_note = note
+        if self.structure is not None:
+            self._manifest_due = True
+
     @staticmethod
     def _loss_value(loss: Any) -> torch.Tensor | float | None:
         """The loss a check reads: the tensor, or the number as a float. One no check can
@@ -1106,14 +1234,25 @@ class Monitor:
             return torch.tensor([loss], dtype=torch.float32, device=self._device), None
         return None, loss
 
-    def _scale(self) -> tuple[float, float] | None:
+    def _scale(self, at_check: bool = False) -> tuple[float, float] | None:
         """The enabled GradScaler's scale now, and what the gradients are to be divided by
-        (1 when ``scaler.unscale_`` already did it); None without an enabled scaler."""
+        (1 when ``scaler.unscale_`` already did it for the optimizer followed); None without
+        an enabled scaler. ``at_check``: note whether the scaler held only that optimizer."""
         scaler = self.scaler
         if scaler is None or not getattr(scaler, "is_enabled", lambda: True)():
             return None
         states = getattr(scaler, "_per_optimizer_states", {})
-        state = next((states[key] for key in self._optimizers if key in states), None)
+        keys = list(states)  # (a defaultdict: reading it adds no key)
+        mine = [key for key in keys if key in self._optimizers]
+        if not mine and len(keys) == 1 and self._scaler_alone:
+            # One optimizer in the scaler now, another than ours, which was alone in it at
+            # the last check: the optimizer was replaced (a check adopts the new one when it
+            # has seen it step; this check comes first). Its stage is the gradients'.
+            mine = keys
+            self._optimizers.add(keys[0])
+        if at_check:
+            self._scaler_alone = bool(mine) and len(mine) == len(keys)
+        state = states[mine[0]] if mine else None
         stage = getattr(state.get("stage"), "name", None) if isinstance(state, dict) else None
         scale = float(scaler.get_scale())
         return scale, 1.0 if stage == "UNSCALED" else scale
@@ -1405,6 +1544,8 @@ class Monitor:
         )
         if not chosen or info.name in self._not_repairable:
             return
+        if self.certifier.unknown is not None:  # whose state to reset is not known
+            return
         consumer_name = self.structure.consumer.get(info.name) if self.structure else None
         consumer = (consumer_name, self.modules[consumer_name]) if consumer_name else None
         block = self.structure.consumer_block.get(info.name, 1) if self.structure else 1
@@ -1625,8 +1766,11 @@ class Monitor:
                 "nothing trains them and the Monitor's certificates and repairs read the "
                 "state of parameters the model no longer holds: load without assign=True "
                 "(it copies into the parameters the optimizer holds), or build the optimizer "
-                "and the Monitor again"
+                "again (the Monitor follows it from the first check it steps before, or at "
+                "once with monitor.set_optimizer(optimizer))"
             )
+        if self._optimizer_note is not None:
+            notes.append(self._optimizer_note)
         tied = self._tied_layers()
         if tied:
             notes.append(
@@ -1796,6 +1940,7 @@ class _Held:
     unclosed: str | None = None  # the run folder, while the Monitor writes and is not closed
     structure_probe: StructureProbe | None = None
     activation_probe: ActivationProbe | None = None
+    step_watch: StepWatch = field(default_factory=StepWatch)
     sinks: SinkDispatcher | None = None
     on_model: _OnModel | None = None  # in _OPEN_ON_MODELS while the Monitor is open
 
@@ -1823,6 +1968,7 @@ class _Held:
             if probe is not None:
                 probe.remove()
         self.structure_probe = self.activation_probe = None
+        self.step_watch.remove()
         self.stance.exit()
         if self.sinks is not None:
             self.sinks.stop()
@@ -1907,7 +2053,9 @@ def _check_options(
         arguments.path(call, "tensorboard", tensorboard, "give TensorBoard's log folder")
 
 
-def _check_optimizer_trains(model: nn.Module, optimizer: torch.optim.Optimizer | None) -> None:
+def _check_optimizer_trains(
+    model: nn.Module, optimizer: torch.optim.Optimizer | None, call: str = "Monitor"
+) -> None:
     """Refuse an optimizer that updates parameters of modules (``nn.Parameter``) but none of
     the model's trainable ones: one built for another model, or for a copy of this one. A
     partial overlap is ordinary (frozen parts, several optimizers for parts of one model),
@@ -1918,10 +2066,11 @@ def _check_optimizer_trains(model: nn.Module, optimizer: torch.optim.Optimizer |
     trainable = {id(p) for p in model.parameters() if p.requires_grad}
     if _trains_none_of(optimizer, trainable):
         held = {id(p) for group in optimizer.param_groups for p in group["params"]}
+        who = "Monitor's optimizer" if call == "Monitor" else "the optimizer"
         raise arguments.ArgumentRefused(
-            "Monitor",
+            call,
             "optimizer",
-            f"Monitor's optimizer ({type(optimizer).__name__}, {len(held)} tensors) updates "
+            f"{who} ({type(optimizer).__name__}, {len(held)} tensors) updates "
             f"none of the model's {len(trainable)} trainable parameters: it was built for "
             "another model, or for a copy of this one (copy.deepcopy, a model loaded or "
             "made again after the optimizer). Build the optimizer from this model's "

@@ -1,9 +1,26 @@
-"""Which optimizers the Monitor's optimizer is: the one given to it and the ones it wraps
-(a framework's pass-through wrapper; SAM's ``base_optimizer``)."""
+"""Which optimizer steps the model: the one given to the Monitor, the ones it wraps, or one
+that replaced it mid-run.
+
+A training loop may replace its optimizer by a new object over the same parameters (Adam
+for a warm-up, then SGD). Certificates read the optimizer's state (momentum left on a
+dead channel would move it) and repairs zero it: read from the discarded optimizer, a
+certificate is false and a repair leaves the real momentum in place. So from the step
+before each check up to the check (never between checks), a global optimizer step hook
+(:func:`torch.optim.optimizer.register_optimizer_step_post_hook`) notes which optimizers
+stepped (:class:`StepWatch`); at the check, :func:`decide` says whether the Monitor's
+optimizer still steps the model, was replaced by one other, or whether several others
+share its parameters now (then nothing is certified or repaired until one is known).
+"""
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
 import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook
 
 WRAPPER_ATTRIBUTES = ("_optimizer", "optimizer")
 """Where a framework's pass-through wrapper keeps the optimizer it steps (Lightning's
@@ -50,3 +67,94 @@ def optimizer_chain(optimizer: torch.optim.Optimizer | None) -> list[torch.optim
         out.append(current)
         todo += [getattr(current, name, None) for name in WRAPPER_ATTRIBUTES + BASE_ATTRIBUTES]
     return out
+
+
+def held_parameters(optimizer: torch.optim.Optimizer) -> set[int]:
+    """The ids of the tensors ``optimizer``'s parameter groups hold."""
+    try:
+        return {id(p) for group in optimizer.param_groups for p in group["params"]}
+    except (AttributeError, KeyError, TypeError):  # a wrapper without groups of its own
+        return set()
+
+
+@dataclass
+class StepWatch:
+    """The optimizers that stepped while the watch was installed: a global step post hook
+    (one dictionary write per optimizer step), installed when a check is armed and removed
+    at the check, so steps between checks pay nothing. The hook holds the optimizers
+    weakly and nothing of the Monitor."""
+
+    seen: dict[int, weakref.ref[torch.optim.Optimizer]] = field(default_factory=dict)
+    handle: Any = None
+
+    def install(self) -> None:
+        """Start noting optimizer steps (again; what was noted is kept until taken)."""
+        if self.handle is not None:
+            return
+        seen = self.seen
+
+        def stepped(optimizer: torch.optim.Optimizer, *_: Any) -> None:
+            seen[id(optimizer)] = weakref.ref(optimizer)
+
+        self.handle = register_optimizer_step_post_hook(stepped)
+
+    def remove(self) -> None:
+        """Stop noting optimizer steps."""
+        if self.handle is not None:
+            self.handle.remove()
+            self.handle = None
+
+    def take(self) -> list[torch.optim.Optimizer]:
+        """The optimizers (still alive) that stepped since the last take, and forget them."""
+        found = [o for o in (ref() for ref in self.seen.values()) if o is not None]
+        self.seen.clear()
+        return found
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the optimizer steps of a check's window say: ``stepped`` (the one followed, or
+    one it wraps, stepped), ``keep`` (nothing told otherwise), ``adopt`` the one that
+    replaced it (``candidates[0]``), or ``unknown``: several others that hold its parameters
+    stepped, none inside another (``candidates``)."""
+
+    kind: str
+    candidates: tuple[torch.optim.Optimizer, ...] = ()
+
+
+def decide(
+    followed: list[torch.optim.Optimizer],
+    stepped: list[torch.optim.Optimizer],
+    trainable: Callable[[], set[int]],
+) -> Decision:
+    """Decide from the optimizers that ``stepped`` in a check's window.
+
+    ``followed``: the Monitor's optimizer and those it wraps (:func:`optimizer_chain`).
+    It ``stepped`` when one of them did. It is kept when nothing stepped (the first check,
+    a step the GradScaler skipped, an update that is no torch optimizer's), and when what
+    stepped holds none of its parameters (another model's optimizer, the other half of a
+    GAN, a head trained at other steps): only an optimizer over the same parameters
+    replaces it; when it holds none of the model's trainable parameters (``trainable()``,
+    their ids, asked only then: the parameters were replaced, ``load_state_dict(assign=True)``, and the
+    optimizer built again), any optimizer over those does. One such optimizer (a wrapper
+    and what it wraps count as one: the outermost is taken) is adopted; several are
+    ``unknown``."""
+    ids = {id(o) for o in followed}
+    if any(id(o) in ids for o in stepped):
+        return Decision("stepped")
+    if not stepped or not followed:
+        return Decision("keep")
+    params: set[int] = set()
+    for optimizer in followed:
+        params |= held_parameters(optimizer)
+    model = trainable()
+    if params.isdisjoint(model):
+        params = model
+    candidates = [o for o in stepped if held_parameters(o) & params]
+    if not candidates:
+        return Decision("keep")
+    inside = {id(o) for c in candidates for o in optimizer_chain(c)[1:]}
+    outer = tuple(c for c in candidates if id(c) not in inside)
+    if len(outer) == 1:
+        return Decision("adopt", outer)
+    return Decision("unknown", outer or tuple(candidates))
