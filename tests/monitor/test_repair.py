@@ -592,3 +592,36 @@ def test_lightnings_optimizer_is_known_by_the_one_inside(run_dir: Path) -> None:
         run_dir,
     )
     assert [c["channels"] for c in events(lines, "certificate")] == [[0, 1, 2, 3]]
+
+
+@pytest.mark.parametrize(
+    ("make", "entry", "fresh"),
+    [
+        (lambda ps: torch.optim.Rprop(ps, lr=0.01), "step_size", 0.01),
+        (lambda ps: torch.optim.Adagrad(ps, lr=0.01, initial_accumulator_value=0.5), "sum", 0.5),
+    ],
+    ids=["rprop", "adagrad"],
+)
+def test_a_repair_resets_state_to_what_a_new_parameter_gets_not_to_zero(
+    run_dir: Path, make: Callable[..., torch.optim.Optimizer], entry: str, fresh: float
+) -> None:
+    # Rprop's step sizes start at lr: zeroed by a repair, the repaired units and the
+    # outgoing weights ReDo zeroed never moved again (a repair that froze what it mended)
+    torch.manual_seed(0)
+    model = TinyMLP()
+    optimizer = make(model.parameters())
+    with torch.no_grad():
+        model.fc1.bias[:4] = -100.0  # four hidden units never fire: silent
+    options = {"repair_patience": 2, "repair_min_values": 64, "silent_min_values": 64}
+    with Monitor(model, optimizer, run_dir, check_every=2, repair=True, **options) as monitor:
+        for step, (x, y) in enumerate(batches(8)):
+            F.cross_entropy(model(x), y).backward()
+            monitor.step(F.cross_entropy(model(x), y).detach())
+            if step == 2:  # the repair's check
+                state = optimizer.state[model.fc2.weight][entry]
+                assert torch.equal(state[:, :4], torch.full_like(state[:, :4], fresh))
+                assert torch.equal(model.fc2.weight[:, :4], torch.zeros_like(state[:, :4]))
+            optimizer.step()
+            optimizer.zero_grad()
+    assert [r["step"] for r in events(read_run(run_dir), "repair")] == [2]
+    assert (model.fc2.weight[:, :4] != 0).all()  # the mended units' weights train again

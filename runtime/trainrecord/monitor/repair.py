@@ -20,6 +20,7 @@ keeps the repair. The size of the jump is measured over every tensor touched.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +54,14 @@ MOMENT_KEYS = frozenset(
 )
 """State entries of torch's optimizers that hold moments of the gradient (never a copy of
 the parameter): always zeroed on the repaired slices."""
+
+FRESH: dict[str, Callable[[dict[str, Any]], float]] = {
+    "step_size": lambda group: float(group.get("lr", 0.0)),  # Rprop: a zero step never moves
+    "sum": lambda group: float(group.get("initial_accumulator_value", 0.0)),  # Adagrad
+}
+"""State entries whose fresh value is not zero: a repaired slice gets the value torch's
+optimizer gives a new parameter (from its param group), not zero (Rprop's step sizes at
+zero froze the repaired channels and the zeroed outgoing weights for good)."""
 
 COPY_DISTANCE = 0.5
 """A parameter-shaped state tensor of another name within this fraction of the parameter's
@@ -189,15 +198,18 @@ class Repairer:
             "rng": self.rng,
         }
 
-    def _state(self, param: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
-        """The parameter-shaped state tensors of ``param`` in every optimizer followed
-        (each once: a wrapper may show its inner optimizer's state as its own)."""
-        out: list[tuple[str, torch.Tensor]] = []
+    def _state(self, param: torch.Tensor) -> list[tuple[str, torch.Tensor, dict[str, Any]]]:
+        """The parameter-shaped state tensors of ``param`` in every optimizer followed, with
+        the param group holding it there (each once: a wrapper may show its inner
+        optimizer's state as its own)."""
+        out: list[tuple[str, torch.Tensor, dict[str, Any]]] = []
         seen: set[int] = set()
         for optimizer in self.optimizers:
             state = optimizer.state.get(param, {})
             if not isinstance(state, dict):
                 continue
+            groups: list[dict[str, Any]] = getattr(optimizer, "param_groups", [])
+            group = next((g for g in groups if _holds(g, param)), {})
             for key, value in state.items():
                 if (
                     isinstance(value, torch.Tensor)
@@ -205,7 +217,7 @@ class Repairer:
                     and id(value) not in seen
                 ):
                     seen.add(id(value))
-                    out.append((str(key), value))
+                    out.append((str(key), value, group))
         return out
 
     def _copies(self, touched: list[tuple[torch.Tensor, int, torch.Tensor]]) -> set[int]:
@@ -217,8 +229,8 @@ class Repairer:
                 norm = float(param.detach().double().norm())
                 if norm == 0.0:
                     continue
-                for key, value in self._state(param):
-                    if key in MOMENT_KEYS or _same_memory(value, param):
+                for key, value, _ in self._state(param):
+                    if key in MOMENT_KEYS or key in FRESH or _same_memory(value, param):
                         continue
                     gap = float((value.detach().double() - param.detach().double()).norm())
                     if gap <= COPY_DISTANCE * norm:
@@ -238,7 +250,7 @@ class Repairer:
                 idx = index.to(param.device)
                 if param.grad is not None:
                     param.grad.index_fill_(dim, idx, 0.0)
-                for _, value in self._state(param):
+                for key, value, group in self._state(param):
                     if _same_memory(value, param):
                         continue  # it is the parameter: zeroing it would undo the repair
                     at = idx.to(value.device)
@@ -246,10 +258,16 @@ class Repairer:
                         new = param.detach().index_select(dim, idx).to(value.device, value.dtype)
                         value.index_copy_(dim, at, new)
                         copied += 1
-                    else:
-                        value.index_fill_(dim, at, 0.0)
+                    else:  # zero, or the fresh value of an entry whose fresh value is not
+                        fresh = FRESH.get(key)
+                        value.index_fill_(dim, at, fresh(group) if fresh else 0.0)
                         zeroed += 1
         return zeroed, copied
+
+
+def _holds(group: dict[str, Any], param: torch.Tensor) -> bool:
+    """Whether a param group holds ``param`` (by identity: ``in`` compares tensors)."""
+    return any(p is param for p in group.get("params", ()))
 
 
 def _same_memory(value: torch.Tensor, param: torch.Tensor) -> bool:
