@@ -10,6 +10,10 @@ from __future__ import annotations
 import copy
 import gc
 import pickle
+import sys
+import threading
+import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +21,15 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from tests.monitor.conftest import TinyMLP, batches, events, metrics, read_run, signed_run, train
+from tests.monitor.conftest import (
+    TinyMLP,
+    batches,
+    events,
+    metrics,
+    read_run,
+    signed_run,
+    train,
+)
 from tests.monitor.test_events import sgd
 from trainrecord.arguments import ArgumentRefused
 from trainrecord.diary import verify, write_seal
@@ -239,6 +251,80 @@ def test_a_second_monitor_on_a_model_is_refused_while_either_repairs(tmp_path: P
     for run, rows in ((first, 3), (watchers[0], 2), (watchers[1], 2), (last, 1)):
         read_run(run)  # every record verifies
         assert len(metrics(run)) == rows
+
+
+def test_a_monitor_whose_callback_refers_to_it_leaves_its_model_once_dropped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A callback that refers to its Monitor (a closure: seen.append(monitor.steps)) made
+    # Monitor -> sinks -> callback -> Monitor a cycle that the sinks' thread kept alive: the
+    # Monitor was never collected, never said it was not closed, and never left its model,
+    # so every later repairing Monitor on that model was refused, telling the user to
+    # close() a Monitor they no longer held.
+    torch.manual_seed(0)
+    model = TinyMLP()
+    optimizer = sgd(model)
+
+    def session(run: Path) -> tuple[weakref.ref[Monitor], list[int]]:
+        seen: list[int] = []
+        monitor = Monitor(
+            model,
+            optimizer,
+            run,
+            check_every=2,
+            repair=True,
+            callback=lambda line: seen.append(monitor.steps),
+        )
+        train(model, optimizer, monitor, 3)
+        return weakref.ref(monitor), seen  # dropped unclosed (a cell that raised, say)
+
+    alive, seen = session(tmp_path / "lost")
+    deadline = time.monotonic() + 3  # the sinks' thread may still be delivering
+    while alive() is not None and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.01)
+    assert alive() is None  # collected: the thread held nothing of it between items
+    assert seen and said(caplog, f"{tmp_path / 'lost'} was not closed")
+    with Monitor(model, optimizer, tmp_path / "next", check_every=2, repair=True) as monitor:
+        train(model, optimizer, monitor, 2)
+    # the Monitor itself collects once before refusing: no gc.collect() of the user's here
+    alive, _ = session(tmp_path / "lost2")
+    with Monitor(model, optimizer, tmp_path / "next2", repair=True) as monitor:
+        train(model, optimizer, monitor, 1)
+    assert alive() is None
+    for run in ("next", "next2"):
+        read_run(tmp_path / run)
+    sinks = [t for t in threading.enumerate() if t.name == "trainrecord-sinks"]
+    for thread in sinks:
+        thread.join(5)
+    assert not any(t.is_alive() for t in sinks)  # each lost Monitor's thread ended
+
+
+def test_a_monitor_a_traceback_holds_is_named_in_the_refusal(tmp_path: Path) -> None:
+    # A training function that raised leaves its Monitor alive through the traceback (a
+    # notebook keeps the last one, sys.last_traceback): the refusal said only "close() the
+    # other Monitor first", which the user, holding no reference to it, could not do.
+    torch.manual_seed(0)
+    model = TinyMLP()
+    optimizer = sgd(model)
+
+    def train_and_fail() -> None:
+        monitor = Monitor(model, optimizer, tmp_path / "failed", check_every=2, repair=True)
+        train(model, optimizer, monitor, 3)
+        raise FloatingPointError("loss is nan")
+
+    try:
+        train_and_fail()
+    except FloatingPointError:
+        kept = sys.exc_info()[2]  # as a notebook keeps it
+    with pytest.raises(ArgumentRefused, match="one open Monitor per model") as refused:
+        Monitor(model, optimizer, tmp_path / "again")
+    assert "while a traceback holds it" in str(refused.value)
+    assert "sys.last_traceback" in str(refused.value)
+    del kept  # (the refusal's own traceback replaces a notebook's)
+    with Monitor(model, optimizer, tmp_path / "again", check_every=2, repair=True) as monitor:
+        train(model, optimizer, monitor, 2)
+    assert len(metrics(tmp_path / "again")) == 1
 
 
 @pytest.mark.parametrize("check_every", [1, 3, 4])

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import gc
 import math
 import numbers
 import platform
@@ -84,6 +85,7 @@ from trainrecord.monitor.sinks import (
     CallbackSink,
     LoggingSink,
     SinkDispatcher,
+    SinkThread,
     TensorBoardSink,
 )
 from trainrecord.monitor.structure import (
@@ -385,8 +387,9 @@ class Monitor:
                 self._diary.close()
                 raise
         self._sinks = SinkDispatcher(sink_list, weakref.WeakMethod(self._sink_failed))
-        self._held.sinks = self._sinks
-        self._held.on_model = _OnModel(weakref.ref(self.model), str(self.run_dir), repair)
+        self._held.on_model = _OnModel(
+            weakref.ref(self.model), str(self.run_dir), repair, self._sinks.worker
+        )
         _OPEN_ON_MODELS.append(self._held.on_model)
         if self.dist.writer:
             self._held.unclosed = str(self.run_dir)
@@ -1894,15 +1897,25 @@ _FINGERPRINT = 16
 
 @dataclass(eq=False)
 class _OnModel:
-    """An open Monitor on a model: its run folder, and whether it repairs."""
+    """An open Monitor on a model: its run folder, whether it repairs, and its sinks'
+    thread (which holds nothing of the Monitor: see ``sinks._deliver``)."""
 
     model: weakref.ref[nn.Module]
     run_dir: str
     repair: bool
+    sinks: SinkThread
 
 
 _OPEN_ON_MODELS: list[_OnModel] = []
 """The open Monitors of this process (a few at most: a GAN's two)."""
+
+
+def _in_the_way(model: nn.Module, repair: bool) -> tuple[_OnModel, str] | None:
+    """The first open Monitor on ``model`` when either repairs, and where it is."""
+    for other in _OPEN_ON_MODELS:
+        if other.model() is model and (repair or other.repair):
+            return other, "this model"
+    return None
 
 
 def _check_alone_on(model: nn.Module, run_dir: Path, repair: bool) -> None:
@@ -1911,37 +1924,50 @@ def _check_alone_on(model: nn.Module, run_dir: Path, repair: bool) -> None:
     certificates and channel counts no longer hold), and two repairing Monitors repair the
     same channels at one step, the second overwriting the first's new weights (the first
     record's ``rng`` and method no longer describe them). Watch-only Monitors on one model
-    are let be: each record is true (each pays for its own checks)."""
-    for other in _OPEN_ON_MODELS:
-        if other.model() is not model or not (repair or other.repair):
-            continue
-        raise arguments.ArgumentRefused(
-            "Monitor",
-            "repair" if repair else "model",
-            f"another Monitor is open on this model (run_dir {other.run_dir}, repair="
-            f"{other.repair}) and this one (run_dir {run_dir}) has repair={repair}: one "
-            "open Monitor per model when either repairs (a repair changes weights the "
-            "other record describes without a word in it, so its certificates and channel "
-            "counts would no longer hold). close() the other Monitor first (or use each in "
-            "a with block; a notebook cell run again leaves the one it made before open), "
-            "or watch only, with repair=False on both",
-        )
+    are let be: each record is true (each pays for its own checks).
+
+    A Monitor in the way that no one holds any more is let go first: its sinks deliver
+    what they had queued (at most a second), and one ``gc.collect()`` frees it when only a
+    reference cycle kept it (a callback that refers to it)."""
+    found = _in_the_way(model, repair)
+    if found is not None:
+        found[0].sinks.flush(1.0)
+        gc.collect()
+        found = _in_the_way(model, repair)
+    if found is None:
+        return
+    other, where = found
+    raise arguments.ArgumentRefused(
+        "Monitor",
+        "repair" if repair else "model",
+        f"another Monitor is open on {where} (run_dir {other.run_dir}, repair="
+        f"{other.repair}) and this one (run_dir {run_dir}) has repair={repair}: one "
+        "open Monitor per model when either repairs (a repair changes weights the "
+        "other record describes without a word in it, so its certificates and channel "
+        "counts would no longer hold). close() the other Monitor first (or use each in "
+        "a with block; a notebook cell run again leaves the one it made before open: run "
+        "monitor.close() on it), or watch only, with repair=False on both. A Monitor no "
+        "variable holds any more stays open while a traceback holds it: in a notebook, "
+        "the last error's (sys.last_traceback) when a cell raised while it trained; this "
+        "error replaces that one, so running this cell again finds the model free",
+    )
 
 
 @dataclass
 class _Held:
     """What a Monitor holds in the process beyond its own objects: the check's global
-    hooks, the compiler stance and the sinks' thread. A Monitor dropped without close() (a
-    notebook cell that raised) gives them back when it is collected; before, its hooks
-    measured every later forward pass and kept the model's modules alive, and compiled code
-    anywhere in the process ran eagerly for good. (The diary writers close themselves.)"""
+    hooks, the compiler stance and its place on its model (the sinks' thread ends by
+    itself when the Monitor's dispatcher is collected: see ``sinks._deliver``). A Monitor
+    dropped without close() (a notebook cell that raised) gives them back when it is
+    collected; before, its hooks measured every later forward pass and kept the model's
+    modules alive, and compiled code anywhere in the process ran eagerly for good. (The
+    diary writers close themselves.)"""
 
     stance: EagerStance
     unclosed: str | None = None  # the run folder, while the Monitor writes and is not closed
     structure_probe: StructureProbe | None = None
     activation_probe: ActivationProbe | None = None
     step_watch: StepWatch = field(default_factory=StepWatch)
-    sinks: SinkDispatcher | None = None
     on_model: _OnModel | None = None  # in _OPEN_ON_MODELS while the Monitor is open
 
     def leave_model(self) -> None:
@@ -1970,8 +1996,6 @@ class _Held:
         self.structure_probe = self.activation_probe = None
         self.step_watch.remove()
         self.stance.exit()
-        if self.sinks is not None:
-            self.sinks.stop()
 
 
 def _check_options(

@@ -146,10 +146,6 @@ _NO_METRICS = (LoggingSink.metrics, CallbackSink.metrics)
 """``metrics`` methods that do nothing."""
 
 
-FLUSH = "(flush)"
-"""The queue item kind that marks a :meth:`SinkDispatcher.flush` point."""
-
-
 def _takes_metrics(sink: Any) -> bool:
     """Whether ``sink`` does something with metrics rows (not one of :data:`_NO_METRICS`)."""
     return getattr(getattr(sink, "metrics", None), "__func__", None) not in _NO_METRICS
@@ -159,9 +155,57 @@ MAX_QUEUED = 10_000
 """Items waiting for the sinks past which metrics rows are dropped for them."""
 
 
+_Item = tuple["SinkDispatcher", str, dict[str, Any]] | threading.Event | None
+"""A queued item: (dispatcher, kind, payload) for the sinks; an Event that
+:meth:`SinkThread.flush` waits for; ``None``: the thread ends."""
+
+
+def _deliver(items: queue.Queue[_Item]) -> None:
+    """The sinks' thread: delivers what :meth:`SinkDispatcher.put` queued, in order.
+
+    It holds nothing of a dispatcher while it waits: each queued item carries its
+    dispatcher, and the thread lets go of it before it waits again. A thread that held the
+    dispatcher (its sinks, a callback that refers to the Monitor) kept the Monitor alive for
+    good: it was never collected, never said it was not closed, and never left its model
+    (a later repairing Monitor on it was refused). It ends at ``None``: put by ``close()``,
+    or when the dispatcher is collected."""
+    while True:
+        item = items.get()
+        if item is None:
+            return
+        if isinstance(item, threading.Event):  # flush(): all before it is delivered
+            item.set()
+            continue
+        dispatcher, kind, payload = item
+        del item
+        dispatcher.deliver(kind, payload)
+        del dispatcher, payload  # (before waiting again: see above)
+
+
+class SinkThread:
+    """The sinks' thread and its queue: all that may outlive a :class:`SinkDispatcher`
+    (nothing of its sinks), so a registry can wait for what a lost Monitor's sinks still
+    have to deliver without keeping the Monitor alive."""
+
+    def __init__(self) -> None:
+        self.queue: queue.Queue[_Item] = queue.Queue()
+        self.thread = threading.Thread(
+            target=_deliver, args=(self.queue,), name="trainrecord-sinks", daemon=True
+        )
+
+    def flush(self, timeout: float) -> None:
+        """Wait (at most ``timeout`` seconds) until everything queued so far is delivered."""
+        if self.thread.is_alive():
+            done = threading.Event()
+            self.queue.put(done)
+            done.wait(timeout)
+
+
 class SinkDispatcher:
     """Runs sinks on a background thread; reports failures through ``on_error``, held
-    weakly (a ``weakref.WeakMethod``): the thread must not keep its Monitor alive."""
+    weakly (a ``weakref.WeakMethod``). Neither the thread nor anything global holds the
+    dispatcher while no item waits (see :func:`_deliver`): a callback that refers to its
+    Monitor does not keep the Monitor alive."""
 
     def __init__(
         self, sinks: list[Any], on_error: weakref.WeakMethod[Callable[[str, str], None]]
@@ -171,16 +215,16 @@ class SinkDispatcher:
         self.failures = 0
         self.dropped = 0  # metrics rows not queued: the sinks were behind (see put)
         self._seen: set[tuple[str, str]] = set()
-        # (kind, payload) for the sinks; (FLUSH, an Event to set) from flush(); None: stop
-        self._queue: queue.Queue[tuple[str, dict[str, Any] | threading.Event] | None] = (
-            queue.Queue()
-        )
-        self._thread = threading.Thread(target=self._run, name="trainrecord-sinks", daemon=True)
+        self.worker = SinkThread()
+        self._queue = self.worker.queue
+        self._thread = self.worker.thread
         # metrics rows are queued only when a sink does something with them (the logging
         # and callback sinks do not): no thread wake-up on every check for nothing
         self._wants_metrics = any(_takes_metrics(s) for s in sinks)
         if sinks:
             self._thread.start()
+            # dropped unclosed (its Monitor collected): the thread ends after what is queued
+            weakref.finalize(self, self._queue.put, None)
 
     def put(self, kind: str, payload: dict[str, Any]) -> None:
         """Queue an event ('event') or a metrics row ('metrics') for every sink. A metrics
@@ -207,22 +251,15 @@ class SinkDispatcher:
                         "record keeps every row; make the sink faster or check less often)",
                     )
             return
-        self._queue.put((kind, payload))
+        self._queue.put((self, kind, payload))
 
-    def _run(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            kind, payload = item
-            if isinstance(payload, threading.Event):  # flush(): all before it is delivered
-                payload.set()
-                continue
-            for sink in self.sinks:
-                try:
-                    getattr(sink, kind)(payload)
-                except Exception as exc:  # a sink must never stop training
-                    self._failed(sink, exc)
+    def deliver(self, kind: str, payload: dict[str, Any]) -> None:
+        """Give one item to every sink (on the sinks' thread); a failure is counted."""
+        for sink in self.sinks:
+            try:
+                getattr(sink, kind)(payload)
+            except Exception as exc:  # a sink must never stop training
+                self._failed(sink, exc)
 
     def _failed(self, sink: Any, exc: Exception) -> None:
         """Count a sink's failure; report the first of each (sink, exception type)."""
@@ -237,15 +274,7 @@ class SinkDispatcher:
 
     def flush(self, timeout: float = 10.0) -> None:
         """Wait (at most ``timeout`` seconds) until everything queued so far is delivered."""
-        if self.sinks and self._thread.is_alive():
-            done = threading.Event()
-            self._queue.put((FLUSH, done))
-            done.wait(timeout)
-
-    def stop(self) -> None:
-        """Let the thread end after what is queued, without waiting (its owner is gone)."""
-        if self.sinks and self._thread.is_alive():
-            self._queue.put(None)
+        self.worker.flush(timeout)
 
     def close(self, timeout: float = 10.0) -> None:
         """Deliver what is queued (waiting at most ``timeout`` seconds), then stop."""
