@@ -22,6 +22,7 @@ import torch
 from torch.nn import functional as F
 
 from tests.monitor.conftest import (
+    TinyCNN,
     TinyMLP,
     batches,
     events,
@@ -325,6 +326,48 @@ def test_a_monitor_a_traceback_holds_is_named_in_the_refusal(tmp_path: Path) -> 
     with Monitor(model, optimizer, tmp_path / "again", check_every=2, repair=True) as monitor:
         train(model, optimizer, monitor, 2)
     assert len(metrics(tmp_path / "again")) == 1
+
+
+@pytest.mark.parametrize("order", ["whole first", "part first"])
+def test_a_monitor_on_a_part_of_a_repairing_monitors_model_is_refused(
+    tmp_path: Path, order: str
+) -> None:
+    # Monitor(net, repair=True) and Monitor(net.block1) were both accepted: a repair of
+    # net changed block1's weights without a word in the second record (the hazard the
+    # one-Monitor-per-model rule is for), in either order.
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = sgd(model)
+    whole_first = order == "whole first"
+    first = tmp_path / "first"
+    with (
+        Monitor(model, optimizer, first, check_every=2, repair=True)
+        if whole_first
+        else Monitor(model.block1, optimizer, first, check_every=2)
+    ) as monitor:
+        train(model, optimizer, monitor, 3)
+        with pytest.raises(ArgumentRefused, match="one open Monitor per model") as refused:
+            if whole_first:
+                Monitor(model.block1, optimizer, tmp_path / "second")
+            else:
+                Monitor(model, optimizer, tmp_path / "second", repair=True)
+        assert not (tmp_path / "second").exists()
+        train(model, optimizer, monitor, 1, seed=1)
+    where = (
+        "a model this one is a part of (as its module 'block1')"
+        if whole_first
+        else "a part of this model (its module 'block1')"
+    )
+    assert f"another Monitor is open on {where}" in str(refused.value)
+    assert len(metrics(first)) == 2
+    # watch-only Monitors on a model and its part are let be (each record is true)
+    with (
+        Monitor(model, optimizer, tmp_path / "watch_whole", check_every=2) as one,
+        Monitor(model.block1, optimizer, tmp_path / "watch_part", check_every=2) as two,
+    ):
+        train(model, optimizer, one, 2, after_backward=lambda _: two.step())
+    for run in ("watch_whole", "watch_part"):
+        assert len(metrics(tmp_path / run)) == 1
 
 
 @pytest.mark.parametrize("check_every", [1, 3, 4])

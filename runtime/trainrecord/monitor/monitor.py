@@ -1910,11 +1910,29 @@ _OPEN_ON_MODELS: list[_OnModel] = []
 """The open Monitors of this process (a few at most: a GAN's two)."""
 
 
+def _overlap(model: nn.Module, other: nn.Module) -> str | None:
+    """How ``other`` (another Monitor's model) overlaps ``model``: the same model, one of its
+    modules, or a model it is a module of; None when they share no module."""
+    if other is model:
+        return "this model"
+    for name, module in model.named_modules():
+        if module is other:
+            return f"a part of this model (its module {name!r})"
+    for name, module in other.named_modules():
+        if module is model:
+            return f"a model this one is a part of (as its module {name!r})"
+    return None
+
+
 def _in_the_way(model: nn.Module, repair: bool) -> tuple[_OnModel, str] | None:
-    """The first open Monitor on ``model`` when either repairs, and where it is."""
+    """The first open Monitor whose model overlaps ``model`` when either repairs, and how."""
     for other in _OPEN_ON_MODELS:
-        if other.model() is model and (repair or other.repair):
-            return other, "this model"
+        theirs = other.model()
+        if theirs is None or not (repair or other.repair):
+            continue
+        where = _overlap(model, theirs)
+        if where is not None:
+            return other, where
     return None
 
 
@@ -1923,8 +1941,10 @@ def _check_alone_on(model: nn.Module, run_dir: Path, repair: bool) -> None:
     repair changes weights the other's record describes without a word in it (its
     certificates and channel counts no longer hold), and two repairing Monitors repair the
     same channels at one step, the second overwriting the first's new weights (the first
-    record's ``rng`` and method no longer describe them). Watch-only Monitors on one model
-    are let be: each record is true (each pays for its own checks).
+    record's ``rng`` and method no longer describe them). A model that is a module of the
+    other's (or holds it) counts as the same: a repair of the whole changes the part's
+    weights. Watch-only Monitors on one model are let be: each record is true (each pays
+    for its own checks). This runs at construction only: nothing per step.
 
     A Monitor in the way that no one holds any more is let go first: its sinks deliver
     what they had queued (at most a second), and one ``gc.collect()`` frees it when only a
