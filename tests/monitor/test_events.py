@@ -268,6 +268,40 @@ def test_a_producer_whose_weight_another_module_shares_is_never_certified(
     assert [n for n in manifest["notes"] if n.startswith("layers sharing a parameter")]
 
 
+class OwnScale(nn.Module):
+    """TinyMLP's layers, and the model itself holding fc1's bias too (a tied scalar term)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.flatten = nn.Flatten()
+        self.fc1 = nn.Linear(3 * 8 * 8, 16)
+        self.relu = nn.ReLU()
+        self.head = nn.Linear(16, 4)
+        self.scale = self.fc1.bias
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Class scores."""
+        return self.head(self.relu(self.fc1(self.flatten(x))))
+
+
+def test_a_parameter_the_model_itself_shares_is_named_as_the_models(run_dir: Path) -> None:
+    # The model itself holding fc1's bias (its module named ""): the reason read "shared
+    # with another module ()", naming nothing.
+    torch.manual_seed(0)
+    model = OwnScale()
+    optimizer = sgd(model)
+    with Monitor(model, optimizer, run_dir, check_every=2) as monitor:
+        train(model, optimizer, monitor, 3)
+    manifest = events(read_run(run_dir), "manifest")[0]
+    producers = {p["layer"]: p for p in manifest["producers"]}
+    assert producers["fc1"]["certifiable"] is False
+    assert producers["fc1"]["reason"].startswith(
+        "a parameter of fc1 (bias) is shared with the model itself (its parameter scale): "
+    )
+    [tied] = [n for n in manifest["notes"] if n.startswith("layers sharing a parameter")]
+    assert tied.startswith("layers sharing a parameter (tied weights): scale and fc1: ")
+
+
 def test_detached_branch_is_no_gradient_then_cleared(run_dir: Path) -> None:
     torch.manual_seed(0)
     model = TinyCNN(detach_second=True)

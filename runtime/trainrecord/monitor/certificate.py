@@ -31,6 +31,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from trainrecord.monitor.gradients import holders
 from trainrecord.monitor.structure import Structure, affine_of, bias_of, out_axis, weight_of
 
 MOMENTUM_KEYS = ("momentum_buffer", "exp_avg")
@@ -54,8 +55,8 @@ class Producer:
     other_norm_module: nn.Module | None = None
     other_activation: tuple[str, str] | None = None  # (name, class) of a non-ReLU activation
     recomputed: bool = False  # run inside a reentrant activation checkpoint: dataflow unseen
-    shared: tuple[str, list[str]] | None = None  # a parameter it owns or its BatchNorm's, and
-    # the other modules holding it (tied weights)
+    shared: tuple[str, str] | None = None  # a parameter it owns or its BatchNorm's, and
+    # the others holding it, in words (tied weights: see gradients.holders)
 
     def static_reason(self) -> str | None:
         """Why this producer can never be certified, or None when it can be."""
@@ -95,9 +96,9 @@ class Producer:
         if self.shared is not None:
             role, others = self.shared
             return (
-                f"a parameter of {self.name} ({role}) is shared with another module "
-                f"({', '.join(others)}): gradient reaches it through that module, whatever "
-                f"the ReLU {self.relu} passes back"
+                f"a parameter of {self.name} ({role}) is shared with {others}: gradient "
+                f"reaches it through that other use, whatever the ReLU {self.relu} passes "
+                "back"
             )
         if not isinstance(getattr(self.module, "weight", None), nn.Parameter):
             return (
@@ -114,7 +115,7 @@ def producers_from(
     owners: dict[int, list[str]],
 ) -> list[Producer]:
     """Producer descriptions for the named producers (Conv, ConvTranspose, Linear);
-    ``owners``: the modules holding each parameter (see
+    ``owners``: the layers holding each parameter (see
     :func:`~trainrecord.monitor.gradients.parameter_owners`)."""
     out = []
     for name in names:
@@ -142,16 +143,17 @@ def producers_from(
 
 def _shared(
     name: str, modules: dict[str, nn.Module], bn: str | None, owners: dict[int, list[str]]
-) -> tuple[str, list[str]] | None:
+) -> tuple[str, str] | None:
     """The first parameter a proof or a repair of ``name``'s channels rests on (its weight
-    and bias, its BatchNorm's) that another module holds too, and those modules."""
+    and bias, its BatchNorm's) that another module (or the model itself) holds too, and
+    those holders in words."""
     held = [(name, role, getattr(modules[name], role, None)) for role in ("weight", "bias")]
     if bn is not None:
         held += [(bn, role, getattr(modules[bn], role, None)) for role in ("weight", "bias")]
     for owner, role, param in held:
         others = [m for m in owners.get(id(param), []) if m != owner]
         if isinstance(param, nn.Parameter) and others:
-            return (role if owner == name else f"{owner}'s {role}"), others
+            return (role if owner == name else f"{owner}'s {role}"), holders(others, modules)
     return None
 
 

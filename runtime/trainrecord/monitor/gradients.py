@@ -87,15 +87,34 @@ def parameter_layers(model: nn.Module) -> dict[str, list[tuple[str, nn.Parameter
     return out
 
 
-def parameter_owners(modules: dict[str, nn.Module]) -> dict[int, list[str]]:
-    """The modules (names in ``modules``) that hold each parameter directly, by the
-    parameter's id; a parameter held by more than one is shared (tied weights: a gradient
-    reaches it through each of them)."""
+def parameter_owners(
+    modules: dict[str, nn.Module], trainable_only: bool = False
+) -> dict[int, list[str]]:
+    """The layers that hold each parameter directly, by the parameter's id, named as
+    :func:`parameter_layers` names them: a module's name (in ``modules``), or, for a
+    parameter the model itself holds (its module named ``""``), the parameter's own name. A
+    parameter held by more than one is shared (tied weights: a gradient reaches it through
+    each of them). ``trainable_only``: only the parameters that require gradients (the
+    layers' parameters); otherwise every parameter (what a certificate or a repair rests
+    on may be trained again later)."""
     owners: dict[int, list[str]] = {}
     for name, module in modules.items():
-        for param in module.parameters(recurse=False):
-            owners.setdefault(id(param), []).append(name)
+        for own, param in module.named_parameters(recurse=False):
+            if param.requires_grad or not trainable_only:
+                owners.setdefault(id(param), []).append(name or own)
     return owners
+
+
+def holders(names: list[str], modules: dict[str, nn.Module]) -> str:
+    """Layers of :func:`parameter_owners` in words: modules by name, and a parameter the model
+    itself holds as such (``the model itself (its parameter scale)``), not by a bare name
+    that reads as a module's."""
+    held = [n for n in names if n in modules]
+    own = [n for n in names if n not in modules]
+    parts = [f"another module ({', '.join(held)})"] if held else []
+    if own:
+        parts.append(f"the model itself (its parameter {', '.join(own)})")
+    return " and ".join(parts)
 
 
 def layer_kind(modules: dict[str, nn.Module], layer: str) -> str:

@@ -938,7 +938,7 @@ class Monitor:
     def _repair_limits(self, structure: Structure, owners: dict[int, list[str]]) -> dict[str, str]:
         """Producers a repair must not touch, with why; and, in ``structure.consumer``, only
         consumers whose outgoing weights can be zeroed without touching another module
-        (``owners``: the modules holding each parameter).
+        (``owners``: the layers holding each parameter).
 
         A weight that is computed (a parametrization or weight norm) would be recomputed
         from its own parameters on the next forward pass, undoing the repair; a parameter
@@ -1559,11 +1559,9 @@ class Monitor:
         self._emit("repair", fields)
 
     def _tied_layers(self) -> list[list[str]]:
-        """Groups of layers that own one parameter together (GPT-2's wte and lm_head)."""
-        owners: dict[int, list[str]] = {}
-        for layer, params in parameter_layers(self.model).items():
-            for _, param in params:
-                owners.setdefault(id(param), []).append(layer)
+        """Groups of layers that own one trainable parameter together (GPT-2's wte and
+        lm_head): their gradient norms cover its one gradient."""
+        owners = parameter_owners(self.modules, trainable_only=True)
         groups = {tuple(names) for names in owners.values() if len(names) > 1}
         return [list(g) for g in sorted(groups)]
 
