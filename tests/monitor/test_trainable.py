@@ -254,6 +254,33 @@ def test_a_state_dict_loaded_with_assign_is_measured_and_the_stale_optimizer_nam
     assert "SGD" in note and "assign=True" in note
 
 
+def test_the_stale_optimizer_note_says_what_is_known_when_the_loop_built_a_new_one(
+    run_dir: Path,
+) -> None:
+    # The usual fix after load_state_dict(assign=True) is a new optimizer: the note of the
+    # check before the new one first stepped said "nothing trains them", false of a model
+    # its new optimizer trains. Only the Monitor's optimizer is known to hold none of its
+    # parameters then; the new one is followed from the next check, and the note goes.
+    torch.manual_seed(0)
+    model = Adaptable()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    with Monitor(model, optimizer, run_dir, check_every=2) as monitor:
+        train(model, optimizer, monitor, 2)
+        state = copy.deepcopy(model.state_dict())
+        model.load_state_dict(state, assign=True)
+        new = torch.optim.SGD(model.parameters(), lr=0.05)
+        before = model.fc.weight.detach().clone()
+        train(model, new, monitor, 4, seed=1)
+        assert not torch.equal(model.fc.weight.detach(), before)  # trained by the new one
+    manifests = events(read_run(run_dir), "manifest")
+    assert [m["step"] for m in manifests] == [0, 2, 4]
+    [note] = [n for n in manifests[1]["notes"] if "none of the model's" in n]
+    assert "nothing trains them" not in note
+    assert "holds none of the model's trainable parameters now" in note
+    assert "An optimizer built again over them is followed from the first check" in note
+    assert not [n for n in manifests[2]["notes"] if "none of the model's" in n]
+
+
 def test_a_change_of_dtype_writes_a_manifest_with_the_new_precision(run_dir: Path) -> None:
     torch.manual_seed(0)
     model = TinyCNN()

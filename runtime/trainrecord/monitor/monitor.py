@@ -1762,13 +1762,15 @@ class Monitor:
         if self.optimizer is not None and _trains_none_of(self.optimizer, trainable):
             notes.append(
                 f"the optimizer given to the Monitor ({type(self.optimizer).__name__}) "
-                "updates none of the model's trainable parameters: they were replaced after "
-                "it was built (load_state_dict(assign=True), m.weight = nn.Parameter(...)), so "
-                "nothing trains them and the Monitor's certificates and repairs read the "
-                "state of parameters the model no longer holds: load without assign=True "
-                "(it copies into the parameters the optimizer holds), or build the optimizer "
-                "again (the Monitor follows it from the first check it steps before, or at "
-                "once with monitor.set_optimizer(optimizer))"
+                "holds none of the model's trainable parameters now: they were replaced "
+                "after it was built (load_state_dict(assign=True), m.weight = "
+                "nn.Parameter(...)). That optimizer trains none of them, and the Monitor's "
+                "certificates and repairs read its state of parameters the model no longer "
+                "holds. An optimizer built again over them is followed from the first check "
+                "it steps before (or at once with monitor.set_optimizer(optimizer)); until "
+                "then the Monitor does not know it. If the loop built none, nothing trains "
+                "the model: load without assign=True (it copies into the parameters the "
+                "optimizer holds), or build the optimizer again"
             )
         if self._optimizer_note is not None:
             notes.append(self._optimizer_note)
