@@ -154,26 +154,28 @@ def test_cli_json_and_exit_status() -> None:
     assert bad.returncode == 2 and "unknown target" in bad.stderr
 
 
-def test_a_run_leaves_no_hypothesis_folder_in_the_working_directory(tmp_path: Path) -> None:
-    # Hypothesis keeps a cache of constants in ./.hypothesis unless told otherwise: a
-    # conformance run from someone's project folder left one there (release probe). The
-    # CLI puts it in the user's cache folder; HYPOTHESIS_STORAGE_DIRECTORY still decides.
-    work, home = tmp_path / "project", tmp_path / "home"
-    work.mkdir()
+def _run_in(work: Path, **env_vars: str) -> None:
+    """Run a small conformance run from ``work`` with XDG_*/HYPOTHESIS_* removed from the
+    environment and ``env_vars`` set; assert it passed and left ``work`` empty."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "HYPOTHESIS_"))}
-    env["HOME"] = str(home)
-    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    env.update(env_vars, PYTHONPATH=os.pathsep.join(sys.path))
     command = [sys.executable, "-m", "trainrecord_conformance.cli", "run", "--target", "python"]
     command += ["--rules", "canonical.line", "--examples", "5"]
     done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert list(work.iterdir()) == []
+
+
+def test_a_run_leaves_no_hypothesis_folder_in_the_working_directory(tmp_path: Path) -> None:
+    # Hypothesis keeps a cache of constants in ./.hypothesis unless told otherwise: a
+    # conformance run from someone's project folder left one there (release probe). The
+    # CLI puts it in the user's cache folder; HYPOTHESIS_STORAGE_DIRECTORY still decides.
+    work, home, chosen = tmp_path / "project", tmp_path / "home", tmp_path / "chosen"
+    work.mkdir()
+    _run_in(work, HOME=str(home))
     assert (home / ".cache" / "trainrecord-conformance" / "hypothesis").is_dir()
-    chosen = tmp_path / "chosen"
-    env["HYPOTHESIS_STORAGE_DIRECTORY"] = str(chosen)
-    done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert list(work.iterdir()) == [] and chosen.is_dir()
+    _run_in(work, HOME=str(home), HYPOTHESIS_STORAGE_DIRECTORY=str(chosen))
+    assert chosen.is_dir()
 
 
 def test_with_no_usable_home_the_cache_goes_to_the_temporary_folder(tmp_path: Path) -> None:
@@ -183,12 +185,5 @@ def test_with_no_usable_home_the_cache_goes_to_the_temporary_folder(tmp_path: Pa
     work, temp = tmp_path / "project", tmp_path / "temp"
     work.mkdir()
     temp.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "HYPOTHESIS_"))}
-    env.update(HOME="home", XDG_CACHE_HOME="cache", TMPDIR=str(temp))
-    env["PYTHONPATH"] = os.pathsep.join(sys.path)
-    command = [sys.executable, "-m", "trainrecord_conformance.cli", "run", "--target", "python"]
-    command += ["--rules", "canonical.line", "--examples", "5"]
-    done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert list(work.iterdir()) == []
+    _run_in(work, HOME="home", XDG_CACHE_HOME="cache", TMPDIR=str(temp))
     assert (temp / "trainrecord-conformance" / "hypothesis").is_dir()
