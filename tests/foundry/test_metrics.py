@@ -243,10 +243,10 @@ def test_reader_refuses_invalid_rows(tmp_path: Path) -> None:
     assert info.value.rules == ["metrics.horizon.type"]
 
 
-@pytest.mark.parametrize("version", [2, "2", None, True, 1.0])
+@pytest.mark.parametrize("version", [2, 0, "2", None, True, 1.0])
 def test_reader_refuses_metrics_beside_another_version(results: Path, version: Any) -> None:
     """metrics.read.sibling_version: only the integer 1 is version 1; true and 1.0 (equal
-    to 1 in Python, not integers in JSON) are another version."""
+    to 1 in Python, not integers in JSON) are another version, and so is 0 (below 1)."""
     path = write_metrics(results, [good_row()])
     (results / "observed.attempt1.json").write_text(
         json.dumps({"run_record_format": version}), encoding="utf-8"
@@ -262,6 +262,28 @@ def test_reader_reads_metrics_beside_a_version_1_witness(results: Path) -> None:
     (results / "observed.attempt0.json").write_text('{"run_record_format": 1}', encoding="utf-8")
     (results / "observed.attempt1.json").write_text("not json", encoding="utf-8")
     assert len(read_metrics(path)) == 1
+
+
+def test_a_broken_witness_does_not_hide_a_later_one_of_another_version(results: Path) -> None:
+    """metrics.read.sibling_version: a witness that is not strict JSON says nothing about the
+    version, and the witnesses after it are still looked at: a version 2 witness of
+    attempt 1 beside a broken attempt 0 refuses the metrics."""
+    path = write_metrics(results, [good_row()])
+    (results / "observed.attempt0.json").write_text("not json", encoding="utf-8")
+    (results / "observed.attempt1.json").write_text('{"run_record_format": 2}', encoding="utf-8")
+    with pytest.raises(RecordRefused) as info:
+        read_metrics(path)
+    assert info.value.rules == ["metrics.read.sibling_version"]
+    assert "observed.attempt1.json" in str(info.value)
+
+
+def test_a_name_with_leading_zeros_is_no_sibling_witness(results: Path) -> None:
+    """metrics.read.sibling_version looks only at witness names the writer writes (N without
+    leading zeros): a version 2 document in observed.attempt01.json refuses nothing."""
+    path = write_metrics(results, [good_row()])
+    (results / "observed.attempt01.json").write_text('{"run_record_format": 2}', encoding="utf-8")
+    assert len(read_metrics(path)) == 1
+    assert len(read_metrics(results)) == 1
 
 
 # Atomic replace, with real processes -------------------------------------------------------

@@ -472,10 +472,11 @@ def test_reader_refuses_schema_problems(tmp_path: Path) -> None:
     assert set(info.value.rules) == {"witness.attempt.negative", "witness.fields.extra"}
 
 
-@pytest.mark.parametrize("attempt", [1, 0])
+@pytest.mark.parametrize("attempt", [1, 0, 3])
 def test_reader_checks_attempt_against_file_name(tmp_path: Path, attempt: int) -> None:
     """witness.attempt.filename: attempt 0 (the first attempt, the smallest valid value) in
-    observed.attempt2.json is refused like any other attempt that is not 2."""
+    observed.attempt2.json is refused like any other attempt that is not 2, a larger one (3)
+    as well as a smaller one."""
     path = tmp_path / "observed.attempt2.json"
     path.write_text(json.dumps(_witness_doc(attempt=attempt)), encoding="utf-8")
     with pytest.raises(RecordRefused) as info:
@@ -484,6 +485,18 @@ def test_reader_checks_attempt_against_file_name(tmp_path: Path, attempt: int) -
     other = tmp_path / "copy-of-witness.json"
     other.write_text(json.dumps(_witness_doc(attempt=attempt)), encoding="utf-8")
     assert read_witness(other).attempt == attempt
+
+
+@pytest.mark.parametrize("name", ["observed.attempt02.json", "observed.attempt00.json"])
+def test_a_name_with_leading_zeros_is_read_without_the_file_name_check(
+    tmp_path: Path, name: str
+) -> None:
+    """witness.attempt.filename holds only for N written without leading zeros (the name the
+    writer writes): observed.attempt02.json is not attempt 2's name, so attempt 3 in it is
+    read, as under any other name (spec/rules/foundry.json)."""
+    path = tmp_path / name
+    path.write_text(json.dumps(_witness_doc(attempt=3)), encoding="utf-8")
+    assert read_witness(path).attempt == 3
 
 
 def test_reader_reads_a_witness_of_the_cap_and_refuses_one_byte_more(tmp_path: Path) -> None:
