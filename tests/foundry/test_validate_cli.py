@@ -162,6 +162,50 @@ def test_folder_validation_checks_metrics_against_sibling_versions(
     }
 
 
+def test_exit_status_and_json_verdict_when_a_file_cannot_be_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Exit 2 when a file cannot be read, also beside a valid file and beside an invalid one
+    (2 outranks 1); --json says valid: false then, though no file has a problem; and a
+    folder without record files is exit 2, "no record files found", not a silent 0."""
+    results = tmp_path / "run"
+    good = write_metrics(results, [good_row()])
+    bad = tmp_path / "bad" / "metrics.json"
+    write_metrics(bad.parent, [good_row()])
+    bad.write_text(json.dumps([good_row(seed=-1)]), encoding="utf-8")
+    missing = tmp_path / "missing.json"
+    status, doc = _run(["validate", "--json", str(good), str(missing)], capsys)
+    assert status == 2
+    assert doc["valid"] is False
+    assert [(f["valid"], f["error"] is None) for f in doc["files"]] == [
+        (True, True),
+        (False, False),
+    ]
+    status, out = _run(["validate", str(bad), str(missing)], capsys)
+    assert status == 2
+    assert "[metrics.seed.negative]" in out
+    empty = tmp_path / "empty"
+    (empty / "sub").mkdir(parents=True)
+    (empty / "sub" / "notes.json").write_text("{}", encoding="utf-8")
+    assert main(["validate", str(empty)]) == 2
+    assert "no record files found" in capsys.readouterr().err
+
+
+def test_validate_checks_the_attempt_against_the_witness_file_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """witness.attempt.filename, as read_witness checks it: a witness of attempt 0 renamed
+    observed.attempt2.json is invalid, given as a file or found in a folder."""
+    written = write_witness(tmp_path / "r", config={}, device="cpu", wall_seconds=1, env=good_env())
+    renamed = tmp_path / "run" / "observed.attempt2.json"
+    renamed.parent.mkdir()
+    renamed.write_bytes(written.read_bytes())
+    for argv in (["validate", "--json", str(renamed)], ["validate", "--json", str(renamed.parent)]):
+        status, doc = _run(argv, capsys)
+        assert status == 1
+        assert [p["rule"] for p in doc["files"][0]["problems"]] == ["witness.attempt.filename"]
+
+
 @pytest.mark.parametrize(
     ("field", "rule"),
     [("device", "witness.device.type"), ("device_name", "witness.device_name.type")],
