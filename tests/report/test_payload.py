@@ -291,6 +291,25 @@ def test_fraction_is_what_the_report_s_own_progress_fields_give(
     _valid(report)
 
 
+@pytest.mark.parametrize("kind", ["training", "lesion"])
+def test_fraction_is_at_most_1_when_more_epochs_finished_than_epochs_total(kind: str) -> None:
+    """report.consistency.fraction: (epochs_completed + share) / epochs_total kept within 0
+    and 1; a run that finished more epochs than epochs_total says (3 of 2, in the
+    validation of a fourth) reports 1, and the report is valid (a fraction over 1 would
+    be refused by the schema and the report lost)."""
+    state = STATES[kind](phase="validation", batch=5, batches=10, epochs_total=2)
+    first = 0 if kind == "training" else 80
+    entry = training_epoch if kind == "training" else lesion_epoch
+    state.history = [entry(first + n) for n in range(3)]
+    state.running = True
+    report = build_report(
+        state, event="progress", status="in progress", seq=1, sent_at=local_time()
+    )
+    assert report["progress"]["fraction"] == 1.0
+    assert report["eta_seconds"] == 0
+    _valid(report)
+
+
 def test_eta_is_null_until_the_first_epoch_and_when_not_running() -> None:
     state = training_state(phase="training", batch=1, batches=10)
     assert (

@@ -82,3 +82,17 @@ def test_processes_racing_on_one_run_never_repeat_a_seq(tmp_path: Path) -> None:
     for r in results:
         assert all(b > a for a, b in itertools.pairwise(r))
     assert SeqClock(path).next() > max(every)
+
+
+def test_a_seq_file_behind_this_clock_never_takes_seq_back(tmp_path: Path) -> None:
+    """seq is max(now, last + 1) over this process's last seq (or the floor given) and the
+    file: a file holding less (restored from an old copy, written before the floor was
+    known) is overtaken, never followed back, and is rewritten with the new seq."""
+    path = tmp_path / "report_seq.json"
+    path.write_text('{"last_seq": 5}')
+    floor = now_ms() + 10_000_000
+    clock = SeqClock(path, last_seq=floor)
+    assert clock.next() == floor + 1
+    path.write_text('{"last_seq": 5}')
+    assert clock.next() == floor + 2
+    assert json.loads(path.read_text()) == {"last_seq": floor + 2}

@@ -290,6 +290,32 @@ def test_os_environ_is_not_read_when_load_settings_is_given_an_environment(
     assert load_settings(toml).verify == tls.ca
 
 
+def test_an_empty_ca_variable_in_os_environ_is_unset_and_the_next_one_is_used(
+    tmp_path: Path,
+    https_receiver: ReportServer,
+    tls: TLSFiles,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """REQUESTS_CA_BUNDLE, else CURL_CA_BUNDLE: the first one set and not empty. An empty
+    REQUESTS_CA_BUNDLE (``export REQUESTS_CA_BUNDLE=``) does not hide CURL_CA_BUNDLE, read
+    from os.environ when a report is sent (settings made without ca_environ)."""
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "")
+    monkeypatch.setenv("CURL_CA_BUNDLE", tls.ca)
+    settings = ReportSettings(url=f"{https_receiver.url}/api/runs", every=60, token=TOKEN)
+    assert settings.verify == tls.ca
+    doc = build_report(
+        training_state(), event="started", status="in progress", seq=1, sent_at=local_time()
+    )
+    assert post_report(settings, encode_report(doc)).ok  # real HTTPS, trusted by that CA
+
+
+def test_every_is_60_seconds_when_paths_toml_leaves_it_out(tmp_path: Path) -> None:
+    """load_settings: [report] every is 60 when left out (the seed's example)."""
+    toml = tmp_path / "paths.toml"
+    toml.write_text('[report]\nurl = "https://example.org/api/runs"\n')
+    assert load_settings(toml, env={"CORREAD_REPORT_TOKEN": TOKEN}).every == 60.0
+
+
 def test_a_missing_ca_bundle_variable_is_refused_by_load_settings(tmp_path: Path) -> None:
     toml = _https_paths_toml(tmp_path, "https://example.org")
     env = {"CORREAD_REPORT_TOKEN": TOKEN, "REQUESTS_CA_BUNDLE": str(tmp_path / "nope.pem")}

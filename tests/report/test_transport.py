@@ -53,6 +53,38 @@ def test_post_goes_to_the_url_as_configured_with_exactly_three_headers(hostile: 
     assert json.loads(got.body)["schema"] == 2
 
 
+def test_a_netrc_entry_for_the_host_never_replaces_the_token(
+    hostile: Start, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """§2's Authorization is Bearer <token> whatever the machine's .netrc holds: requests,
+    trusting the environment, would send a .netrc login for the host as Basic auth instead
+    (the password to the report server, the token not at all)."""
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1 login someone password netrc-secret\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    server = hostile()
+    assert post_report(settings_for(server.url + "/api/runs"), body()).ok
+    [got] = server.requests
+    assert got.header("Authorization") == f"Bearer {TOKEN}"
+
+
+def test_a_loopback_report_never_goes_through_a_proxy_from_the_environment(
+    hostile: Start, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A loopback URL is reached directly, whatever HTTP_PROXY says: a proxy from the
+    environment would get the report and the token (here a recording server stands in
+    for the proxy; it would answer 200 for the report)."""
+    proxy, server = hostile(), hostile()
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    monkeypatch.setenv("http_proxy", proxy.url)
+    assert post_report(settings_for(server.url + "/api/runs"), body()).ok
+    assert [r.path for r in server.requests] == ["/api/runs"]
+    assert proxy.requests == []
+
+
 @pytest.mark.parametrize(
     ("path", "target"),
     [
