@@ -338,3 +338,69 @@ def test_an_optimizer_built_again_after_load_state_dict_with_assign_is_followed(
     notes = manifests[-1]["notes"]
     assert [n for n in notes if n.startswith("optimizer: SGD since the check of step")]
     assert not [n for n in notes if "none of the model's" in n]
+
+
+@pytest.mark.parametrize("swap", [None, 3])
+def test_zero_redundancy_optimizer_is_followed_and_its_shard_state_reset(
+    tmp_path: Path, swap: int | None
+) -> None:
+    """torch's ZeroRedundancyOptimizer (one gloo process, world size 1) given to the
+    Monitor, or replacing its SGD at step 3; bn2 channels zeroed with their momentum at
+    step 6 and repaired (silent). ZeRO keeps its local optimizer, and that one's state, in
+    ``.optim``. Before: the replacement was "optimizer unknown" (ZeRO and its local SGD
+    both step, taken for two optimizers), so the repair was skipped; given from the start,
+    the repair reset nothing (``optimizer_slices_reset`` 0) and the local SGD's momentum
+    stayed on the repaired rows."""
+    import torch.distributed as dist
+    from torch.distributed.optim import ZeroRedundancyOptimizer
+
+    def zero(model: TinyCNN) -> ZeroRedundancyOptimizer:
+        return ZeroRedundancyOptimizer(
+            model.parameters(), optimizer_class=torch.optim.SGD, lr=0.05, momentum=0.9
+        )
+
+    run_dir = tmp_path / "run"
+    dist.init_process_group("gloo", rank=0, world_size=1, init_method=f"file://{tmp_path / 'init'}")
+    try:
+        torch.manual_seed(0)
+        model = TinyCNN()
+        optimizer: torch.optim.Optimizer = zero(model) if swap is None else _sgd(model, 0.9)
+        left: float | None = None
+        with Monitor(
+            model,
+            optimizer,
+            run_dir,
+            check_every=2,
+            repair=True,
+            repair_patience=1,
+            repair_min_values=256,
+            silent_min_values=256,
+        ) as monitor:
+            for step, (x, y) in enumerate(batches(10)):
+                if step == swap:
+                    optimizer = zero(model)
+                if step == 6:
+                    _kill(model)
+                    local = optimizer.optim.state  # type: ignore[attr-defined]
+                    for p in (model.bn2.weight, model.bn2.bias):
+                        local[p]["momentum_buffer"][DEAD] = 0.0
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                monitor.step(loss)
+                if step == 6:
+                    local = optimizer.optim.state  # type: ignore[attr-defined]
+                    left = float(local[model.conv2.weight]["momentum_buffer"][DEAD].abs().sum())
+                optimizer.step()
+                optimizer.zero_grad()
+    finally:
+        dist.destroy_process_group()
+    lines = read_run(run_dir)
+    repairs = events(lines, "repair")
+    assert [(r["step"], r["channels"]) for r in repairs] == [(6, DEAD)]
+    # the local SGD's momentum of conv2.weight, bn2.weight, bn2.bias and head.weight
+    assert repairs[0]["optimizer_slices_reset"] == 4
+    assert left == 0.0
+    notes = [n for m in events(lines, "manifest") for n in m["notes"]]
+    assert not [n for n in notes if n.startswith("optimizer unknown")]
+    if swap is not None:
+        assert [n for n in notes if n.startswith("optimizer: ZeroRedundancyOptimizer since")]

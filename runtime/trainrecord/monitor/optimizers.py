@@ -27,11 +27,16 @@ WRAPPER_ATTRIBUTES = ("_optimizer", "optimizer")
 ``LightningOptimizer``, accelerate's ``AcceleratedOptimizer``): its update is the inner
 one's."""
 
-BASE_ATTRIBUTES = ("base_optimizer", "_base_optimizer")
+BASE_ATTRIBUTES = ("base_optimizer", "_base_optimizer", "optim")
 """Where an optimizer with an update of its own around another keeps that one (SAM, ASAM
 and GSAM: ``base_optimizer``; timm's Lookahead: ``_base_optimizer``): it moves the
 parameters itself (SAM's ascent step, Lookahead's slow weights) and keeps state of its own
-(SAM's ``old_p``, a copy of the parameter it restores) besides the base one's momentum."""
+(SAM's ``old_p``, a copy of the parameter it restores) besides the base one's momentum.
+torch's ``ZeroRedundancyOptimizer`` keeps its local optimizer in ``optim``: that one holds
+only this rank's shard of the parameters and of the state, so it is followed (its steps are
+the ZeRO's, repairs reset each rank's shard) but never looked through as a pass-through
+wrapper (``WRAPPER_ATTRIBUTES``): what a certificate reads must be the same on every rank,
+and a shard is not."""
 
 
 def inner_optimizer(optimizer: torch.optim.Optimizer | None) -> torch.optim.Optimizer | None:
