@@ -404,3 +404,57 @@ def test_zero_redundancy_optimizer_is_followed_and_its_shard_state_reset(
     assert not [n for n in notes if n.startswith("optimizer unknown")]
     if swap is not None:
         assert [n for n in notes if n.startswith("optimizer: ZeroRedundancyOptimizer since")]
+
+
+def test_a_frozen_phase_keeps_the_optimizer_of_the_frozen_parameters(run_dir: Path) -> None:
+    """The Monitor follows the body's SGD; the head has an SGD of its own. Steps 4-7 freeze
+    the body (``requires_grad_(False)``, its SGD not stepped) while the head trains; bn2
+    channels zeroed with their momentum at step 12 and repaired. Before: the check of step
+    6 adopted the head's SGD ("the optimizer was replaced") and a note said the body's SGD
+    held parameters "replaced after it was built"; after unfreezing both stepped, so the
+    Monitor never went back, and the repair left the body SGD's momentum on the repaired
+    conv2 rows."""
+    torch.manual_seed(0)
+    model = TinyCNN()
+    body = [p for n, p in model.named_parameters() if not n.startswith("head")]
+    main = torch.optim.SGD(body, lr=0.05, momentum=0.9)
+    head = torch.optim.SGD(model.head.parameters(), lr=0.05, momentum=0.9)
+    left: float | None = None
+    with Monitor(
+        model,
+        main,
+        run_dir,
+        check_every=2,
+        repair=True,
+        repair_patience=1,
+        repair_min_values=256,
+        silent_min_values=256,
+    ) as monitor:
+        for step, (x, y) in enumerate(batches(14)):
+            frozen = 4 <= step < 8
+            for p in body:
+                p.requires_grad_(not frozen)
+            if step == 12:
+                _kill(model)
+                for p in (model.bn2.weight, model.bn2.bias):
+                    main.state[p]["momentum_buffer"][DEAD] = 0.0
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            monitor.step(loss)
+            if step == 12:
+                left = float(main.state[model.conv2.weight]["momentum_buffer"][DEAD].abs().sum())
+            if not frozen:
+                main.step()
+            head.step()
+            main.zero_grad()
+            head.zero_grad()
+        assert monitor.optimizer is main
+    lines = read_run(run_dir)
+    notes = [n for m in events(lines, "manifest") for n in m["notes"]]
+    assert not [n for n in notes if n.startswith("optimizer")]
+    assert not [n for n in notes if "none of the model's" in n]
+    repairs = events(lines, "repair")
+    assert [(r["step"], r["channels"]) for r in repairs] == [(12, DEAD)]
+    # the body SGD's momentum of conv2.weight, bn2.weight and bn2.bias
+    assert repairs[0]["optimizer_slices_reset"] == 3
+    assert left == 0.0

@@ -1097,9 +1097,10 @@ class Monitor:
         if not stepped:
             return
         model = self.model
-        decision = decide(
-            self._chain, stepped, lambda: {id(p) for p in model.parameters() if p.requires_grad}
-        )
+        # every parameter, frozen or not: a frozen phase leaves the followed optimizer's
+        # parameters in the model, and it is kept (only replaced parameters let any
+        # optimizer over the model's replace it)
+        decision = decide(self._chain, stepped, lambda: {id(p) for p in model.parameters()})
         if decision.kind == "adopt":
             self._adopt(decision.candidates[0], step, seen=True)
         elif decision.kind == "unknown":
@@ -1759,7 +1760,12 @@ class Monitor:
                 "nothing does: add them to an optimizer, or set requires_grad=False"
             )
         trainable = {id(p) for params in self.layers.values() for _, p in params}
-        if self.optimizer is not None and _trains_none_of(self.optimizer, trainable):
+        if (
+            self.optimizer is not None
+            and _trains_none_of(self.optimizer, trainable)
+            # none of the model's parameters at all: only frozen ones is a frozen phase
+            and _trains_none_of(self.optimizer, {id(p) for p in self.model.parameters()})
+        ):
             notes.append(
                 f"the optimizer given to the Monitor ({type(self.optimizer).__name__}) "
                 "holds none of the model's trainable parameters now: they were replaced "

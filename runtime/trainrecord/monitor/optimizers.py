@@ -130,7 +130,7 @@ class Decision:
 def decide(
     followed: list[torch.optim.Optimizer],
     stepped: list[torch.optim.Optimizer],
-    trainable: Callable[[], set[int]],
+    in_model: Callable[[], set[int]],
 ) -> Decision:
     """Decide from the optimizers that ``stepped`` in a check's window.
 
@@ -138,12 +138,13 @@ def decide(
     It ``stepped`` when one of them did. It is kept when nothing stepped (the first check,
     a step the GradScaler skipped, an update that is no torch optimizer's), and when what
     stepped holds none of its parameters (another model's optimizer, the other half of a
-    GAN, a head trained at other steps): only an optimizer over the same parameters
-    replaces it; when it holds none of the model's trainable parameters (``trainable()``,
-    their ids, asked only then: the parameters were replaced, ``load_state_dict(assign=True)``, and the
-    optimizer built again), any optimizer over those does. One such optimizer (a wrapper
-    and what it wraps count as one: the outermost is taken) is adopted; several are
-    ``unknown``."""
+    GAN, a head trained at other steps, or while the parameters it holds are frozen): only
+    an optimizer over the same parameters replaces it; when it holds none of the model's
+    parameters at all, frozen or not (``in_model()``, the ids of every parameter of the
+    model, asked only then: the parameters were replaced, ``load_state_dict(assign=True)``,
+    and the optimizer built again), any optimizer over the model's does. One such
+    optimizer (a wrapper and what it wraps count as one: the outermost is taken) is
+    adopted; several are ``unknown``."""
     ids = {id(o) for o in followed}
     if any(id(o) in ids for o in stepped):
         return Decision("stepped")
@@ -152,7 +153,7 @@ def decide(
     params: set[int] = set()
     for optimizer in followed:
         params |= held_parameters(optimizer)
-    model = trainable()
+    model = in_model()
     if params.isdisjoint(model):
         params = model
     candidates = [o for o in stepped if held_parameters(o) & params]
