@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import torch
+from torch import nn
 from torch.nn import functional as F
 
 from tests.monitor.conftest import (
@@ -459,3 +460,45 @@ def test_a_signed_record_resumed_by_a_monitor(
     assert result.failure is not None and result.failure.rule == "seal.signature.missing"
     write_seal(run, signing_key=priv)  # what the warning says to do
     assert verify(run, public_key=pub).signed
+
+
+@pytest.mark.parametrize("shared", ["module", "tied weight"])
+def test_a_monitor_on_a_model_sharing_a_parameter_with_a_repairing_monitors_is_refused(
+    tmp_path: Path, shared: str
+) -> None:
+    # Two models on one encoder (Sequential(enc, head_a), Sequential(enc, head_b)), or two
+    # models with a tied conv weight: neither holds the other, and two repairing Monitors
+    # were both accepted; each could repair the shared channels, one overwriting the
+    # other's new weights.
+    torch.manual_seed(0)
+    if shared == "module":
+        encoder = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU())
+        one = nn.Sequential(encoder, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 4))
+        two = nn.Sequential(encoder, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 2))
+        names = "its '0.0.weight' is the other model's '0.0.weight'"
+    else:
+        one = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.Flatten(), nn.Linear(288, 4))
+        two = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.Flatten(), nn.Linear(288, 2))
+        two[0].weight = one[0].weight
+        names = "its '0.weight' is the other model's '0.weight'"
+    first = tmp_path / "first"
+    with Monitor(one, sgd(one), first, check_every=2, repair=True) as monitor:
+        x = torch.randn(4, 3, 8, 8)
+        loss = one(x).square().mean()
+        loss.backward()
+        monitor.step(loss)
+        with pytest.raises(ArgumentRefused, match="one open Monitor per model") as refused:
+            Monitor(two, sgd(two), tmp_path / "second", repair=True)
+        assert not (tmp_path / "second").exists()
+        with pytest.raises(ArgumentRefused, match="one open Monitor per model"):
+            Monitor(two, sgd(two), tmp_path / "third")  # watch-only, but the other repairs
+    assert "another Monitor is open on a model sharing a parameter with this one" in str(
+        refused.value
+    )
+    assert names in str(refused.value)
+    # watch-only Monitors on both are let be (each record is true)
+    with (
+        Monitor(one, sgd(one), tmp_path / "watch_one", check_every=1),
+        Monitor(two, sgd(two), tmp_path / "watch_two", check_every=1),
+    ):
+        pass

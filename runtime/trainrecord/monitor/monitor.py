@@ -1918,7 +1918,9 @@ _OPEN_ON_MODELS: list[_OnModel] = []
 
 def _overlap(model: nn.Module, other: nn.Module) -> str | None:
     """How ``other`` (another Monitor's model) overlaps ``model``: the same model, one of its
-    modules, or a model it is a module of; None when they share no module."""
+    modules, a model it is a module of, or a model sharing a parameter with it (a module
+    both hold, as two heads on one encoder, or a tied weight); None when they share no
+    parameter."""
     if other is model:
         return "this model"
     for name, module in model.named_modules():
@@ -1927,6 +1929,13 @@ def _overlap(model: nn.Module, other: nn.Module) -> str | None:
     for name, module in other.named_modules():
         if module is model:
             return f"a model this one is a part of (as its module {name!r})"
+    theirs = {id(param): name for name, param in other.named_parameters()}
+    for name, param in model.named_parameters():
+        if id(param) in theirs:
+            return (
+                f"a model sharing a parameter with this one (its {name!r} is the other "
+                f"model's {theirs[id(param)]!r}: a module both hold, or a tied weight)"
+            )
     return None
 
 
@@ -1948,8 +1957,8 @@ def _check_alone_on(model: nn.Module, run_dir: Path, repair: bool) -> None:
     certificates and channel counts no longer hold), and two repairing Monitors repair the
     same channels at one step, the second overwriting the first's new weights (the first
     record's ``rng`` and method no longer describe them). A model that is a module of the
-    other's (or holds it) counts as the same: a repair of the whole changes the part's
-    weights. Watch-only Monitors on one model are let be: each record is true (each pays
+    other's (or holds it), or that shares a parameter with it (a module both hold, a tied
+    weight), counts as the same: a repair of one changes the other's weights. Watch-only Monitors on one model are let be: each record is true (each pays
     for its own checks). This runs at construction only: nothing per step.
 
     A Monitor in the way that no one holds any more is let go first: its sinks deliver
