@@ -312,6 +312,56 @@ def test_a_repair_under_sam_stays_repaired(run_dir: Path, after: str, repaired: 
         assert "copies of the weights in the optimizer state" in repairs[0]["method"]
 
 
+@pytest.mark.parametrize(
+    ("rho", "dead"), [(5.0, DEAD), (0.05, list(range(8)))], ids=["large ascent", "zero weight"]
+)
+def test_sams_old_p_is_a_copy_however_far_from_the_parameter(
+    run_dir: Path, rho: float, dead: list[int]
+) -> None:
+    """``monitor.step()`` after SAM's second backward: the parameter is ``old_p`` plus the
+    ascent step, and the repair must give ``old_p`` the new values. bn2 channels zeroed
+    with their momentum at step 2 and repaired there: three channels under an ascent step
+    (rho 5) larger than half the conv2 rows' norm, or all eight, so that bn2's whole weight
+    is 0. Before: ``old_p`` was judged by its distance to the parameter (over half its
+    norm, or a norm of 0: no copy), zeroed, and SAM's restore undid the repair without a
+    word."""
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = SAM(model.parameters(), torch.optim.SGD, rho=rho, lr=0.05, momentum=0.9)
+    base = optimizer.base_optimizer.state
+    gamma = rows = None
+    with Monitor(
+        model,
+        optimizer,
+        run_dir,
+        check_every=2,
+        repair=True,
+        repair_patience=1,
+        repair_min_values=256,
+        silent_min_values=256,
+    ) as monitor:
+        for step, (x, y) in enumerate(batches(4)):
+            if step == 2:
+                with torch.no_grad():
+                    model.bn2.weight[dead] = 0.0
+                    model.bn2.bias[dead] = 0.0
+                for p in (model.bn2.weight, model.bn2.bias):
+                    base[p]["momentum_buffer"][dead] = 0.0
+            F.cross_entropy(model(x), y).backward()
+            optimizer.first_step()
+            F.cross_entropy(model(x), y).backward()
+            monitor.step()
+            optimizer.second_step()
+            if step == 2:
+                gamma = model.bn2.weight[dead].detach().clone()
+                rows = float(model.conv2.weight[dead].detach().abs().sum())
+    repairs = events(read_run(run_dir), "repair")
+    assert [(r["step"], r["channels"]) for r in repairs] == [(2, dead)]
+    assert "copies of the weights in the optimizer state" in repairs[0]["method"]
+    assert gamma is not None and bool((gamma - 1.0).abs().lt(0.01).all())  # repaired still
+    assert rows is not None and rows > 0.0
+
+
 def test_an_optimizer_built_again_after_load_state_dict_with_assign_is_followed(
     run_dir: Path,
 ) -> None:

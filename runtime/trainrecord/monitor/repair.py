@@ -13,8 +13,8 @@ pending gradients: the state of the optimizer the Monitor follows and of every o
 it wraps (SAM's ``base_optimizer`` holds the momentum). A state tensor that is the
 parameter itself (SAM's ``old_p`` after its restore, ``p.data = old_p``) is left alone:
 zeroing it would zero the new weights; one that is a copy of the parameter (SAM's
-``old_p`` before the restore, slow weights) gets the new values, so that restoring it
-keeps the repair. The size of the jump is measured over every tensor touched.
+``old_p`` before the restore, slow weights: known by name, ``COPY_KEYS``, or else by its
+distance to the parameter) gets the new values, so that restoring it keeps the repair. The size of the jump is measured over every tensor touched.
 """
 
 from __future__ import annotations
@@ -63,10 +63,26 @@ FRESH: dict[str, Callable[[dict[str, Any]], float]] = {
 optimizer gives a new parameter (from its param group), not zero (Rprop's step sizes at
 zero froze the repaired channels and the zeroed outgoing weights for good)."""
 
+COPY_KEYS = frozenset(
+    {
+        "old_p",  # SAM, ASAM, GSAM: the weights before the ascent step, restored after it
+        "lookahead_slow_buff",  # Lookahead (pytorch-optimizer, Ranger): the slow weights
+        "slow_buffer",  # Lookahead (torch_optimizer, lonePatient): the slow weights
+        "slow_param",
+        "ax",  # torch's ASGD: the averaged weights
+        "z",  # schedule-free optimizers: the base sequence of weights
+        "x0",  # D-Adaptation: the initial weights
+        "p0",  # Prodigy: the initial weights
+    }
+)
+"""State entries known to be copies of the parameter (weights, not moments): given the
+new values on the repaired slices, however far they are from the parameter (SAM's
+``old_p`` after a large ascent step, a producer whose whole weight is zero)."""
+
 COPY_DISTANCE = 0.5
-"""A parameter-shaped state tensor of another name within this fraction of the parameter's
-norm of the parameter (before the repair) is a copy of it (SAM's ``old_p``, slow weights),
-not a moment: a moment of the gradient is nowhere near the weights."""
+"""A parameter-shaped state tensor of another name (neither a moment nor a known copy)
+within this fraction of the parameter's norm of the parameter (before the repair) is a
+copy of it, not a moment: a moment of the gradient is nowhere near the weights."""
 
 
 @dataclass
@@ -221,17 +237,21 @@ class Repairer:
         return out
 
     def _copies(self, touched: list[tuple[torch.Tensor, int, torch.Tensor]]) -> set[int]:
-        """The ids of the state tensors that are copies of their parameter (see
-        ``COPY_DISTANCE``), looked at before the repair changes the parameter."""
+        """The ids of the state tensors that are copies of their parameter: those of a
+        known copy's name (``COPY_KEYS``), and others near it (see ``COPY_DISTANCE``),
+        looked at before the repair changes the parameter."""
         copies: set[int] = set()
         with torch.no_grad():
             for param, _, _ in touched:
                 norm = float(param.detach().double().norm())
-                if norm == 0.0:
-                    continue
                 for key, value, _ in self._state(param):
                     if key in MOMENT_KEYS or key in FRESH or _same_memory(value, param):
                         continue
+                    if key in COPY_KEYS:
+                        copies.add(id(value))
+                        continue
+                    if norm == 0.0:
+                        continue  # no distance to judge an unknown entry by: zeroed
                     gap = float((value.detach().double() - param.detach().double()).norm())
                     if gap <= COPY_DISTANCE * norm:
                         copies.add(id(value))
