@@ -19,7 +19,13 @@ adds nothing: see :class:`ActivationProbe`). A channel is, in this order of prec
 The level is ``none`` (no stuck channel), ``some``, ``most`` (half or more) or ``all``.
 A producer's events follow its level with hysteresis: it leaves ``most`` below
 ``LEAVE_MOST`` of its channels and ``all`` below ``LEAVE_ALL`` (a layer whose count wavers
-by a channel around the half writes one event, not one per check).
+by a channel around the half writes one event, not one per check), and it leaves a stuck
+level for ``none`` (``channels_cleared``) only once it has shown ``silent_min_values``
+values per channel at checks in a row with nothing stuck: as much evidence as a channel
+needs to be called silent (a unit that fires on one sample in 500, under dropout, is
+silent over 256 values half the time; cleared at the first check without it, such a
+layer flapped between ``channels`` and ``channels_cleared`` every few hundred steps). A
+producer whose channels were just re-initialised by a repair is cleared at once.
 """
 
 from __future__ import annotations
@@ -351,16 +357,46 @@ class ChannelTracker:
     """
 
     list_limit: int = 16
+    clear_min_values: int = 0
+    """Values per channel a producer must show at checks in a row with nothing stuck
+    before it leaves its level for ``none`` (the monitor's ``silent_min_values``: leaving
+    needs as much evidence as a silent channel needs to enter)."""
     state: dict[str, tuple[str, tuple[int, ...]]] = field(default_factory=dict)
+    quiet: dict[str, int] = field(default_factory=dict)
+    """Values per channel seen at checks in a row with nothing stuck, for producers still
+    at a stuck level."""
+    released: set[str] = field(default_factory=set)
+    """Producers whose stuck channels were just repaired: cleared at the next check with
+    nothing stuck (a repair is the cause, not a sample)."""
 
     def observe(
-        self, step: int, layer: str, batchnorm: str | None, counts: ChannelCounts
+        self,
+        step: int,
+        layer: str,
+        batchnorm: str | None,
+        counts: ChannelCounts,
+        values: int | None = None,
     ) -> tuple[str, dict[str, Any]] | None:
-        """The event to write for this producer at this check, if any."""
+        """The event to write for this producer at this check, if any (``values``: the
+        values per channel this check showed; None: a clear is not held back)."""
         new = (counts.level, tuple(counts.certified))
         old = self.state.get(layer, ("none", ()))
         if new == old or (new[1] == old[1] and held(old[0], counts)):
+            if counts.level != "none":
+                self.quiet.pop(layer, None)  # stuck again: the quiet values start afresh
             return None
+        if (
+            new[0] == "none"
+            and old[0] != "none"
+            and values is not None
+            and layer not in self.released
+        ):
+            seen = self.quiet.get(layer, 0) + values
+            if seen < self.clear_min_values:
+                self.quiet[layer] = seen  # not enough values with nothing stuck yet
+                return None
+        self.quiet.pop(layer, None)
+        self.released.discard(layer)
         self.state[layer] = new
         if counts.level == "none":
             event, severity = "channels_cleared", "info"

@@ -35,9 +35,18 @@ run's lowest median of 10; an explained fall moves the baseline's mean, not its 
 A head whose weights died (scaled to nothing) keeps its own gradient, the output error
 times its inputs, while every layer below it loses decades: the network did not fall as
 a whole, and those layers are ``vanishing`` (the median alone read it as convergence,
-whether the loss jumped or, in a network that never learned, sat at chance). Non-finite
-norms and norms outside the band never enter a baseline, so a broken layer cannot drag
-its baseline along; an explained fall does.
+whether the loss jumped or, in a network that never learned, sat at chance). A rise
+above the band is no ``exploding`` when the loss rose by at least ``loss_share`` of as
+many decades above its mean over the same checks and the loss rule found no spike at
+that check (the loss not above its margin): a cross-entropy's gradient grows with the
+loss, and a near-converged loss that ticks up two decades (1e-4 to 0.01, under the loss
+rule's floor of 5 % of the run's largest baseline) took every layer's gradient two
+decades up with it; one alarm per layer pointed at the layers for a blip the loss rule
+calls nothing on the run's scale. When the loss rule does find a spike, the layers above
+their bands are alarmed with it. The cost: a gradient rise that follows a loss rise
+below the loss rule's floor is reported by neither rule. Non-finite norms and norms
+outside the band never enter a baseline (nor does a rise the loss explains), so a broken
+layer cannot drag its baseline along; an explained fall does.
 """
 
 from __future__ import annotations
@@ -370,11 +379,14 @@ class GradientAlarms:
         norms: dict[str, float | None],
         loss: float | None = None,
         trained_between: set[str] | frozenset[str] = frozenset(),
+        loss_above: bool = False,
     ) -> list[tuple[str, dict[str, Any]]]:
         """Update baselines with this check's norms (``loss``: the check's loss value, when
         there is one); return the alarm events to write. A layer in ``trained_between`` (no
         gradient now, updated since the last check) is not judged at this check: its alarm
-        state stays."""
+        state stays. ``loss_above``: the loss rule found this check's loss above its margin
+        (a spike, or above it once); a rise above the band that the loss explains is
+        ``exploding`` only then (see :meth:`_rise_explained`)."""
         self.checks += 1
         log_loss = math.log10(loss) if loss is not None and 0.0 < loss < math.inf else None
         if log_loss is not None:
@@ -409,7 +421,14 @@ class GradientAlarms:
             )
             if explained:
                 diagnosis = sigma = None  # the network converging, not this layer vanishing
-            if diagnosis is None and norm is not None and norm > 0:
+            risen = (
+                diagnosis == "exploding"
+                and not loss_above
+                and self._rise_explained(distance, base, log_loss)
+            )
+            if risen:  # the loss's own rise, which the loss rule calls no spike
+                diagnosis = sigma = None
+            elif diagnosis is None and norm is not None and norm > 0:
                 base.update(math.log10(norm), self.alpha, log_loss, shift=explained)
             side, run = self.out.get(layer, ("", 0))
             run = run + 1 if diagnosis == side else 1
@@ -499,6 +518,18 @@ class GradientAlarms:
         if self._climbed() > self.loss_rise:
             return False  # every layer falling while the loss climbs: the network is failing
         return shift is not None and distance - shift >= -self._band(base)
+
+    def _rise_explained(
+        self, distance: float | None, base: LayerBaseline, log_loss: float | None
+    ) -> bool:
+        """Whether a rise above the band is the loss's own: the loss rose by at least
+        ``loss_share`` of the rise's decades above its level while the layer's baseline
+        formed (a cross-entropy's gradient grows with the loss near convergence). The
+        caller asks only when the loss rule found no spike; such a norm stays out of the
+        baseline (the level it formed at is the one to come back to)."""
+        if distance is None or log_loss is None or base.loss_count < 2:
+            return False
+        return log_loss - base.loss_mean >= self.loss_share * distance
 
     def _climbed(self) -> float:
         """Decades the loss now (the median of the last 3 checks) stands above the lowest

@@ -17,6 +17,12 @@ before the first of them (one hard batch is no spike: at small batches near conv
 single misclassified sample can be ten times the baseline); it has recovered when it comes
 back within half of that margin. A spike's values and non-finite values never enter the
 windows; a value above the margin at one check only does (it is the loss's spread).
+
+The Monitor starts a new tracker when modules are added, removed or replaced: another
+model's loss is a new series (a head replaced for a new task starts at chance; against
+the old baseline it was a spike that lasted, and a tracker held at ``spiking`` reports no
+later fault). The gradient alarms ask :attr:`LossTracker.above` before calling a rise
+the loss explains ``exploding``.
 """
 
 from __future__ import annotations
@@ -55,6 +61,12 @@ class LossTracker:
     _frozen: tuple[float, float] = (0.0, 0.0)
     _above: int = 0  # checks in a row above the margin (while not spiking)
     _held: list[float] = field(default_factory=list)  # their values: a spike's, or the spread's
+
+    @property
+    def above(self) -> bool:
+        """Whether the value of the last check stood above the margin: a spike, or above
+        it once (the gradient alarms leave a rise the loss explains to this rule)."""
+        return self.spiking or self._above > 0
 
     @property
     def baseline(self) -> float:

@@ -310,7 +310,9 @@ class Monitor:
         self._channel_count: dict[str, int] = {}
         self._take_layers()
         self.loss = LossTracker(warmup=warmup)
-        self.channels = ChannelTracker(list_limit=channel_list_limit)
+        self.channels = ChannelTracker(
+            list_limit=channel_list_limit, clear_min_values=silent_min_values
+        )
         self.certifier = Certifier(self.optimizer, list_limit=channel_list_limit)
         self.repairer = Repairer(
             self._chain, repair_seed, channel_list_limit, self.dist if self.dist.active else None
@@ -912,7 +914,10 @@ class Monitor:
                     "nonfinite_gradient", {"step": step, "severity": "critical", "layers": bad}
                 )
         if any_grad:
-            for event, fields in self.alarms.observe(step, norms, value, trained_between):
+            above = value is not None and self.loss.above
+            for event, fields in self.alarms.observe(
+                step, norms, value, trained_between, loss_above=above
+            ):
                 self._emit(event, fields)
         row = {"step": step, "loss": value, "grad": norms, "stuck": rows}
         written = False
@@ -1033,9 +1038,16 @@ class Monitor:
         ]
         self._not_repairable = self._repair_limits(self.structure, owners)
         now = {n: id(info.module) for n, info in self.producer_info.items()}
-        for state in (self.channels.state, self.certifier.certified, self._silent_streak):
+        states = (
+            self.channels.state,
+            self.channels.quiet,
+            self.certifier.certified,
+            self._silent_streak,
+        )
+        for state in states:
             for name in [n for n in state if now.get(n) != self._producer_modules.get(n)]:
                 del state[name]
+        self.channels.released &= set(now)
         self._producer_modules = now
         self._relu_cache = None
         self._scale_sources = None
@@ -1047,7 +1059,8 @@ class Monitor:
         objects they were (see :meth:`_tree_now`). When modules were added, removed or
         replaced (``model.fc = nn.Linear(...)``, ``del model.adapter``), the layers are
         taken again and the structure is forgotten: the next check whose hooks are installed
-        after the change learns it again and writes ``structure`` and ``manifest``. When
+        after the change learns it again and writes ``structure`` and ``manifest``, and
+        the loss gets a new tracker (another model's loss is a new series). When
         only the parameters changed (frozen or unfrozen, as gradual unfreezing does; added;
         replaced by new objects, as ``m.weight = nn.Parameter(...)``, weights tied later and
         ``load_state_dict(assign=True)`` do; another dtype), the layers are taken again and
@@ -1068,6 +1081,9 @@ class Monitor:
                         self.alarms.active.pop(name, None)
                 self.modules = modules
                 changed = True
+                # The loss of another model is a new series (a replaced head starts at
+                # chance): a new tracker, as the replaced layers' baselines are new.
+                self.loss = LossTracker(warmup=self.loss.warmup)
             self._parameters = list(self.model.parameters())
             self._tree = self._tree_now() if changed else tree
         trainable = self._trainable_now()
@@ -1321,7 +1337,9 @@ class Monitor:
                 | (silent & self.certifier.silent_by_weights.get(name, set())),
             )
             out[name] = counts.row()
-            change = self.channels.observe(step, name, info.batchnorm, counts)
+            change = self.channels.observe(
+                step, name, info.batchnorm, counts, values.get(measured, 0)
+            )
             if change is not None:
                 self._emit(*change)
             if self.repair_enabled:
@@ -1557,6 +1575,7 @@ class Monitor:
         for c in chosen:
             streak.pop(c, None)
         self.certifier.certified.pop(info.name, None)
+        self.channels.released.add(info.name)  # its clear is not held back: see channels.py
         self._emit("repair", fields)
 
     def _tied_layers(self) -> list[list[str]]:
