@@ -128,3 +128,31 @@ def test_a_loss_blip_the_loss_rule_calls_a_spike_keeps_its_alarms(run_dir: Path)
     alarms = events(lines, "alarm")
     assert {a["layer"] for a in alarms} == {"fc1", "fc2"}
     assert {(a["step"], a["diagnosis"]) for a in alarms} == {(502, "exploding")}
+
+
+def test_a_spike_that_lasts_becomes_the_new_level_and_a_later_fault_is_reported(
+    run_dir: Path,
+) -> None:
+    """A lasting rise with no model change (here a term of 2.0 joins the loss at step 200,
+    as when a loss term is added): ``loss_spike`` when it starts. Before, the tracker then
+    stayed ``spiking`` for the rest of the run, and a real fault later (the labels
+    scrambled for 30 steps) got no loss event; now a spike that lasts 20 checks is the
+    loss's new level, and the fault is a spike against it, which recovers."""
+    torch.manual_seed(0)
+    model = TinyMLP(hidden=32)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    with Monitor(model, optimizer, run_dir, check_every=2) as monitor:
+        for i, (x, y) in enumerate(batches(600, seed=1)):
+            if 450 <= i < 480:  # the fault: labels scrambled
+                y = torch.randint(0, 4, y.shape, generator=torch.Generator().manual_seed(i))
+            loss = F.cross_entropy(model(x), y) + (2.0 if i >= 200 else 0.0)
+            loss.backward()
+            monitor.step(loss)
+            optimizer.step()
+            optimizer.zero_grad()
+    lines = read_run(run_dir)
+    spikes = events(lines, "loss_spike")
+    assert [s["step"] for s in spikes] == [202, 452], spikes
+    assert 1.99 < spikes[1]["baseline"] < 2.01  # measured against the new level
+    recovered = events(lines, "loss_recovered")
+    assert [r["step"] for r in recovered if r["step"] > 452] != [], recovered

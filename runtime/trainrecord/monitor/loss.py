@@ -16,7 +16,12 @@ at ``checks_in_a_row`` (2) checks in a row, measured against the baseline and ma
 before the first of them (one hard batch is no spike: at small batches near convergence a
 single misclassified sample can be ten times the baseline); it has recovered when it comes
 back within half of that margin. A spike's values and non-finite values never enter the
-windows; a value above the margin at one check only does (it is the loss's spread).
+windows; a value above the margin at one check only does (it is the loss's spread). A
+spike that lasts ``window`` (20) checks without recovering is the loss's new level (a
+loss term added, harder data, a curriculum step): its values become the windows, with no
+event (the ``loss_spike`` said when it began), and a later spike is measured against that
+level (before, the tracker stayed ``spiking`` for the rest of the run and reported no
+later fault).
 
 The Monitor starts a new tracker when modules are added, removed or replaced: another
 model's loss is a new series (a head replaced for a new task starts at chance; against
@@ -61,6 +66,7 @@ class LossTracker:
     _frozen: tuple[float, float] = (0.0, 0.0)
     _above: int = 0  # checks in a row above the margin (while not spiking)
     _held: list[float] = field(default_factory=list)  # their values: a spike's, or the spread's
+    _lasting: list[float] = field(default_factory=list)  # the values of a spike that lasts
 
     @property
     def above(self) -> bool:
@@ -101,9 +107,17 @@ class LossTracker:
             baseline, margin = self._frozen
             if value - baseline <= 0.5 * margin:
                 self.spiking = False
+                self._lasting.clear()
                 events.append(
                     ("loss_recovered", {"step": step, "value": value, "baseline": baseline})
                 )
+            else:
+                self._lasting.append(value)
+                if len(self._lasting) >= self.window:  # the loss's new level: measured from it
+                    self.values = deque(self._lasting)
+                    self._lasting.clear()
+                    self.spiking = False
+                    return events
         elif self.checks > self.warmup and len(self.values) >= 3:
             if not self._above:
                 baseline = self.baseline
@@ -116,6 +130,7 @@ class LossTracker:
                     return events  # above once: a spike if it stays there at the next check
                 self.spiking = True
                 self._above = 0
+                self._lasting = list(self._held)  # (should the spike last: its level)
                 self._held.clear()  # a spike's values never enter the windows
                 events.append(
                     (
