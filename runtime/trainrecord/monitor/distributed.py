@@ -157,20 +157,37 @@ class Distributed:
             for tensor in tensors:
                 dist.broadcast(tensor.data, src=self.writer_rank, group=self.group)
 
-    def agree_schedule(self, start_step: int, check_every: int, device: torch.device) -> None:
+    def agree_schedule(
+        self, start_step: int, check_every: int, device: torch.device, refused: bool = False
+    ) -> int | None:
         """Raise :class:`RanksDisagree` on every rank when the ranks were given different
-        ``start_step`` or ``check_every`` (one all_reduce of four integers, at the Monitor's
+        ``start_step`` or ``check_every`` (one all_reduce of five integers, at the Monitor's
         creation, which every rank makes before training). A check's own step comparison
         catches only ranks that meet at one check; ranks whose checks never meet (start
         steps off by a non-multiple of check_every) would pair a check's collectives with
-        DDP's gradient buckets: a collective timeout or abort, not this error."""
+        DDP's gradient buckets: a collective timeout or abort, not this error.
+
+        ``refused``: this rank refuses the Monitor for a reason of its own process (another
+        Monitor open on its model). Returns the group rank of a rank that refused it (the
+        highest; this one's own when it did), None when none did: every rank then refuses
+        together, after this collective, instead of the others waiting in it for a rank
+        that raised before it (gloo: "Connection closed by peer" once that rank's process
+        ends, or the collective timeout while it lives on; NCCL: a hang)."""
         if not self.active:
-            return
+            return self.rank if refused else None
         both = torch.tensor(
-            [start_step, -start_step, check_every, -check_every], dtype=torch.int64, device=device
+            [
+                start_step,
+                -start_step,
+                check_every,
+                -check_every,
+                self.rank + 1 if refused else 0,
+            ],
+            dtype=torch.int64,
+            device=device,
         )
         dist.all_reduce(both, op=dist.ReduceOp.MAX, group=self.group)
-        high, low, every_high, every_low = (int(v) for v in both.tolist())
+        high, low, every_high, every_low, refusing = (int(v) for v in both.tolist())
         starts, everys = (-low, high), (-every_low, every_high)
         if starts[0] != starts[1] or everys[0] != everys[1]:
             raise RanksDisagree(
@@ -184,6 +201,7 @@ class Distributed:
                 "their checks would not meet. Give every rank the same start_step (the step "
                 "the run resumes at) and check_every (see README, DistributedDataParallel)"
             )
+        return refusing - 1 if refusing else None
 
     def agreed(
         self, learnt: tuple[Structure, set[str]] | None, device: torch.device

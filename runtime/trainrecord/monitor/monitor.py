@@ -271,10 +271,25 @@ class Monitor:
             )
         self.optimizer = inner_optimizer(optimizer)
         _check_optimizer_trains(self.model, self.optimizer)
-        _check_alone_on(self.model, run_dir, repair)
+        refusal = _alone_refusal(self.model, run_dir, repair)
         self.dist = Distributed.detect(wrapper, ddp)
-        # every rank creates its Monitor before training: one collective checks the schedule
-        self.dist.agree_schedule(start_step, check_every, next(self.model.parameters()).device)
+        # every rank creates its Monitor before training: one collective checks the schedule,
+        # and a refusal of one rank's own (the open Monitors of its process) is every rank's
+        refused_by = self.dist.agree_schedule(
+            start_step, check_every, next(self.model.parameters()).device, refusal is not None
+        )
+        if refusal is not None:
+            raise refusal
+        if refused_by is not None:
+            raise arguments.ArgumentRefused(
+                "Monitor",
+                "repair" if repair else "model",
+                f"rank {refused_by} of the process group refused its Monitor: another Monitor "
+                "is open on its model there and one of them repairs (its error says which "
+                "and what to do). Every rank refuses the Monitor with it, so that none waits "
+                "in a collective for that rank: close() the other Monitor on that rank, then "
+                "create this one again on every rank",
+            )
         # only the writing rank signs: a key file on its node alone is enough
         key = signing_key_from(signing_key, "Monitor") if self.dist.writer else None
         arguments.flag("Monitor", "require_seal", require_seal)
@@ -1970,15 +1985,19 @@ def _in_the_way(model: nn.Module, repair: bool) -> tuple[_OnModel, str] | None:
     return None
 
 
-def _check_alone_on(model: nn.Module, run_dir: Path, repair: bool) -> None:
-    """Refuse a Monitor on a model another open Monitor watches when either repairs: a
-    repair changes weights the other's record describes without a word in it (its
+def _alone_refusal(
+    model: nn.Module, run_dir: Path, repair: bool
+) -> arguments.ArgumentRefused | None:
+    """The refusal (None: none) of a Monitor on a model another open Monitor watches when
+    either repairs: a repair changes weights the other's record describes without a word in it (its
     certificates and channel counts no longer hold), and two repairing Monitors repair the
     same channels at one step, the second overwriting the first's new weights (the first
     record's ``rng`` and method no longer describe them). A model that is a module of the
     other's (or holds it), or that shares a parameter with it (a module both hold, a tied
-    weight), counts as the same: a repair of one changes the other's weights. Watch-only Monitors on one model are let be: each record is true (each pays
-    for its own checks). This runs at construction only: nothing per step.
+    weight), counts as the same: a repair of one changes the other's weights. Watch-only
+    Monitors on one model are let be: each record is true (each pays for its own checks).
+    This runs at construction only: nothing per step. It is raised after the ranks'
+    agreement at creation (see ``Distributed.agree_schedule``), with every rank refusing.
 
     A Monitor in the way that no one holds any more is let go first: its sinks deliver
     what they had queued (at most a second), and one ``gc.collect()`` frees it when only a
@@ -1989,9 +2008,9 @@ def _check_alone_on(model: nn.Module, run_dir: Path, repair: bool) -> None:
         gc.collect()
         found = _in_the_way(model, repair)
     if found is None:
-        return
+        return None
     other, where = found
-    raise arguments.ArgumentRefused(
+    return arguments.ArgumentRefused(
         "Monitor",
         "repair" if repair else "model",
         f"another Monitor is open on {where} (run_dir {other.run_dir}, repair="
@@ -2025,7 +2044,7 @@ class _Held:
     on_model: _OnModel | None = None  # in _OPEN_ON_MODELS while the Monitor is open
 
     def leave_model(self) -> None:
-        """Take the Monitor off its model (see :func:`_check_alone_on`)."""
+        """Take the Monitor off its model (see :func:`_alone_refusal`)."""
         if self.on_model is not None:
             with contextlib.suppress(ValueError):
                 _OPEN_ON_MODELS.remove(self.on_model)
