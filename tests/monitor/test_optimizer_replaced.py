@@ -13,6 +13,7 @@ failed before its fix."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -23,6 +24,15 @@ from trainrecord.arguments import ArgumentRefused
 from trainrecord.monitor import Monitor
 
 DEAD = [0, 1, 2]
+
+REPAIR_AT_ONCE: dict[str, Any] = {
+    "check_every": 2,
+    "repair": True,
+    "repair_patience": 1,
+    "repair_min_values": 256,
+    "silent_min_values": 256,
+}
+"""Repair a channel silent at one check over 256 values (the tests kill channels at a check)."""
 
 
 def _kill(model: TinyCNN) -> None:
@@ -275,16 +285,7 @@ def test_a_repair_under_sam_stays_repaired(run_dir: Path, after: str, repaired: 
     optimizer = SAM(model.parameters(), torch.optim.SGD, lr=0.05, momentum=0.9)
     base = optimizer.base_optimizer.state
     head = gamma = None
-    with Monitor(
-        model,
-        optimizer,
-        run_dir,
-        check_every=2,
-        repair=True,
-        repair_patience=1,
-        repair_min_values=256,
-        silent_min_values=256,
-    ) as monitor:
+    with Monitor(model, optimizer, run_dir, **REPAIR_AT_ONCE) as monitor:
         for step, (x, y) in enumerate(batches(10)):
             if step == 2:
                 _kill(model)
@@ -330,16 +331,7 @@ def test_sams_old_p_is_a_copy_however_far_from_the_parameter(
     optimizer = SAM(model.parameters(), torch.optim.SGD, rho=rho, lr=0.05, momentum=0.9)
     base = optimizer.base_optimizer.state
     gamma = rows = None
-    with Monitor(
-        model,
-        optimizer,
-        run_dir,
-        check_every=2,
-        repair=True,
-        repair_patience=1,
-        repair_min_values=256,
-        silent_min_values=256,
-    ) as monitor:
+    with Monitor(model, optimizer, run_dir, **REPAIR_AT_ONCE) as monitor:
         for step, (x, y) in enumerate(batches(4)):
             if step == 2:
                 with torch.no_grad():
@@ -416,16 +408,7 @@ def test_zero_redundancy_optimizer_is_followed_and_its_shard_state_reset(
         model = TinyCNN()
         optimizer: torch.optim.Optimizer = zero(model) if swap is None else _sgd(model, 0.9)
         left: float | None = None
-        with Monitor(
-            model,
-            optimizer,
-            run_dir,
-            check_every=2,
-            repair=True,
-            repair_patience=1,
-            repair_min_values=256,
-            silent_min_values=256,
-        ) as monitor:
+        with Monitor(model, optimizer, run_dir, **REPAIR_AT_ONCE) as monitor:
             for step, (x, y) in enumerate(batches(10)):
                 if step == swap:
                     optimizer = zero(model)
@@ -470,16 +453,7 @@ def test_a_frozen_phase_keeps_the_optimizer_of_the_frozen_parameters(run_dir: Pa
     main = torch.optim.SGD(body, lr=0.05, momentum=0.9)
     head = torch.optim.SGD(model.head.parameters(), lr=0.05, momentum=0.9)
     left: float | None = None
-    with Monitor(
-        model,
-        main,
-        run_dir,
-        check_every=2,
-        repair=True,
-        repair_patience=1,
-        repair_min_values=256,
-        silent_min_values=256,
-    ) as monitor:
+    with Monitor(model, main, run_dir, **REPAIR_AT_ONCE) as monitor:
         for step, (x, y) in enumerate(batches(14)):
             frozen = 4 <= step < 8
             for p in body:
