@@ -228,3 +228,38 @@ def replaced_head(rank: int, world: int, init_file: str, run_dir: str, out_dir: 
         return {"decisions": decisions}
 
     _run(rank, world, init_file, out_dir, body)
+
+
+def refused_record_on_writer(
+    rank: int, world: int, init_file: str, run_dir: str, out_dir: str
+) -> None:
+    """Every rank creates a Monitor on ``run_dir`` (a re-run of the script) and trains 6
+    steps with check_every=2; the test left there a finished record edited after it ended,
+    which the writer (rank 0) refuses to continue. Each rank catches what it raised and
+    carries on (to the group's barrier); returns that error (or "trained") and the seconds
+    from the creation to it."""
+    import time
+
+    from trainrecord.monitor import Monitor
+
+    def body() -> dict[str, Any]:
+        torch.manual_seed(0)
+        ddp = DistributedDataParallel(Mlp())
+        optimizer = torch.optim.SGD(ddp.parameters(), lr=0.01)
+        x = torch.rand(4, 3, 8, 8, generator=torch.Generator().manual_seed(rank))
+        began = time.monotonic()
+        seen: dict[str, Any] = {"type": "trained"}
+        try:
+            with Monitor(ddp, optimizer, run_dir, check_every=2) as monitor:
+                for _ in range(6):
+                    loss = F.cross_entropy(ddp(x), torch.zeros(4, dtype=torch.long))
+                    loss.backward()
+                    monitor.step(loss)
+                    optimizer.step()
+                    optimizer.zero_grad()
+        except Exception as exc:
+            seen = {"type": type(exc).__name__, "message": str(exc)}
+        seen["seconds"] = time.monotonic() - began
+        return seen
+
+    _run(rank, world, init_file, out_dir, body)

@@ -3,12 +3,15 @@ models; ranks in ``ddp_changes_worker``): an optimizer replaced alike on every r
 adopted at one check everywhere and a later repair keeps parameters and optimizer state
 identical; the one-repairing-Monitor rule refuses on every rank together; a forward pass
 that raised on one rank at the first check leaves every rank deciding alike; a head
-replaced alike on every rank is learnt again at one check, without a collective mismatch.
+replaced alike on every rank is learnt again at one check, without a collective mismatch;
+a record the writing rank cannot open (one it will not continue) is refused on every rank.
 
 Found by the session-11 DDP check: the rule's refusal came before the ranks' agreement
 collective at creation, so a rank whose process still held another repairing Monitor
 raised alone and the others waited in that collective (gloo: its 25 s timeout here, or
-"Connection closed by peer" once the refusing process ended; NCCL: a hang).
+"Connection closed by peer" once the refusing process ended; NCCL: a hang). Likewise the
+writer's opening of its record, after that collective: rank 0 raised alone and the other
+ranks trained on into the first check's collective.
 """
 
 from __future__ import annotations
@@ -16,10 +19,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+from torch.nn import functional as F
 
 from tests.monitor import ddp_changes_worker as worker
 from tests.monitor.conftest import events, read_run
+from tests.monitor.ddp_agreement_worker import Mlp
 from tests.monitor.test_distributed_agreement import on_ranks
+from trainrecord.diary import verify
+from trainrecord.monitor import Monitor
 
 
 def _same_on_ranks(out: Path) -> None:
@@ -56,6 +63,33 @@ def test_a_refusal_of_one_ranks_own_is_every_ranks(tmp_path: Path) -> None:
     assert "close() the other Monitor on that rank" in one["message"]
     assert zero["seconds"] < 10 and one["seconds"] < 10
     assert not (tmp_path / "run").exists()
+
+
+def test_a_record_the_writer_will_not_continue_is_refused_on_every_rank(tmp_path: Path) -> None:
+    # a re-run on a run_dir whose finished record was edited after it ended: the writer
+    # (rank 0) refuses to continue it. Before, only rank 0 raised, after the ranks' creation
+    # agreement; rank 1 trained on into the first check's collective and waited there for
+    # it (the 25 s gloo timeout, or "Connection closed by peer"; NCCL: a hang)
+    run = tmp_path / "run"
+    model = Mlp()
+    with Monitor(model, torch.optim.SGD(model.parameters(), lr=0.01), run, log=False) as monitor:
+        loss = F.cross_entropy(model(torch.rand(4, 3, 8, 8)), torch.zeros(4, dtype=torch.long))
+        loss.backward()
+        monitor.step(loss)
+    diary = run / "diary.jsonl"
+    diary.write_bytes(diary.read_bytes().replace(b'"steps":1', b'"steps":2', 1))
+    assert not verify(run).ok
+    before = {path.name: path.read_bytes() for path in run.iterdir()}
+    seen = on_ranks(worker.refused_record_on_writer, tmp_path, exits=False)
+    zero, one = (rank["result"] for rank in seen)
+    assert zero["type"] == "RecordRefused"
+    assert "fails verification and is never appended to" in zero["message"]
+    assert one["type"] == "ArgumentRefused"
+    assert "rank 0 of the process group, which writes the record, could not" in one["message"]
+    assert "its error says why" in one["message"]
+    assert zero["seconds"] < 10 and one["seconds"] < 10
+    assert [rank["exitcode"] for rank in seen] == [0, 0]
+    assert {path.name: path.read_bytes() for path in run.iterdir()} == before  # untouched
 
 
 def _decided_alike(tmp_path: Path, scenario: object, who: int) -> None:

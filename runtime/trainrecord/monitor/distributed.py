@@ -203,6 +203,22 @@ class Distributed:
             )
         return refusing - 1 if refusing else None
 
+    def agree_opened(self, failed: bool, device: torch.device) -> int | None:
+        """The group rank of a rank that could not open its Monitor's record (the highest;
+        this one's own when it failed), None when none failed: one all_reduce of one
+        integer at the Monitor's creation, after the writing rank opened (or failed to open)
+        diary.jsonl and metrics.jsonl and wrote run_start. Only the writer opens files, so
+        only it can refuse here (a record it will not continue, a diary another writer
+        holds, an unreadable signing key, a sink that cannot start); without this, it
+        raised alone and every other rank went on to wait in the first check's collective
+        for it (gloo: the collective timeout or "Connection closed by peer"; NCCL: a hang)."""
+        if not self.active:
+            return self.rank if failed else None
+        flag = torch.tensor([self.rank + 1 if failed else 0], dtype=torch.int64, device=device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=self.group)
+        failing = int(flag.item())
+        return failing - 1 if failing else None
+
     def agreed(
         self, learnt: tuple[Structure, set[str]] | None, device: torch.device
     ) -> tuple[Structure, set[str]] | None:

@@ -290,8 +290,6 @@ class Monitor:
                 "in a collective for that rank: close() the other Monitor on that rank, then "
                 "create this one again on every rank",
             )
-        # only the writing rank signs: a key file on its node alone is enough
-        key = signing_key_from(signing_key, "Monitor") if self.dist.writer else None
         arguments.flag("Monitor", "require_seal", require_seal)
         # the optimizer given and those it wraps (a GradScaler may key any; repairs reset
         # the state of each); followed to the one that replaces it (see optimizers.py)
@@ -375,64 +373,69 @@ class Monitor:
         self._said_twice = False
         self._said_micro = False
         start = self._run_start(config)
-        if self.dist.writer:
-            check_event("run_start", start)  # a refusal before any file: none is left
+        # the writer opens its record; what it raised there is every rank's (see below)
+        opening: Exception | None = None
         sink_list: list[Any] = []
-        if self.dist.writer:  # sinks first: a sink that cannot start leaves no files behind
-            if log:
-                sink_list.append(LoggingSink())
-            if callback is not None:
-                sink_list.append(CallbackSink(callback))
-            if tensorboard is not None:
-                sink_list.append(TensorBoardSink(tensorboard))
-            sink_list += list(sinks or [])
-            from trainrecord.diary import DiaryWriter, MetricsWriter
-
-            self._diary = (
-                DiaryWriter(self.run_dir, signing_key=key, require_seal=require_seal)
-                if fsync_policy is None
-                else DiaryWriter(
+        try:
+            if self.dist.writer:
+                # only the writing rank signs: a key file on its node alone is enough
+                key = signing_key_from(signing_key, "Monitor")
+                check_event("run_start", start)  # a refusal before any file: none is left
+                # sinks first: a sink that cannot start leaves no files behind
+                if log:
+                    sink_list.append(LoggingSink())
+                if callback is not None:
+                    sink_list.append(CallbackSink(callback))
+                if tensorboard is not None:
+                    sink_list.append(TensorBoardSink(tensorboard))
+                sink_list += list(sinks or [])
+                self._open_writers(key, require_seal, fsync_policy)
+        except Exception as exc:
+            opening = exc
+        if opening is None:
+            self._sinks = SinkDispatcher(sink_list, weakref.WeakMethod(self._sink_failed))
+            self._held.on_model = _OnModel(
+                weakref.ref(self.model), str(self.run_dir), repair, self._sinks.worker
+            )
+            _OPEN_ON_MODELS.append(self._held.on_model)
+            if self.dist.writer:
+                self._held.unclosed = str(self.run_dir)
+            weakref.finalize(self, self._held.release)  # (also when the process ends)
+            if self._diary is not None and self._diary.seq and start_step == 0:
+                LOGGER.warning(
+                    "trainrecord.Monitor: %s continues an earlier run's diary, and steps count "
+                    "from 0 again; when training resumed from a checkpoint, pass "
+                    "start_step=<optimizer steps already taken> so steps and metrics rows carry "
+                    "on; to start a new record instead, use a new run_dir",
                     self.run_dir,
-                    fsync_policy=fsync_policy,
-                    signing_key=key,
-                    require_seal=require_seal,
                 )
+            elif self._diary is not None and self._diary.seq:
+                self._warn_steps_again(start_step)
+            if self._diary is not None and self._diary.seq:
+                self._warn_other_model(start)
+            self._emit("run_start", start)
+            if self._record_error is not None:  # before training: a clear error, not a warning
+                self._give_up_opening()
+                opening = self._record_error
+        # every rank learns whether the writer opened its record (one all_reduce, at
+        # creation only): each raises, the writer its own error, instead of the other ranks
+        # training on to wait for it in the first check's collective
+        failed_by = self.dist.agree_opened(opening is not None, self._device)
+        if opening is not None:
+            raise opening
+        if failed_by is not None:
+            self._give_up_opening()
+            raise arguments.ArgumentRefused(
+                "Monitor",
+                "run_dir",
+                f"rank {failed_by} of the process group, which writes the record, could not "
+                f"open it in its run_dir ({self.run_dir} here) and refused its Monitor: its "
+                "error says why and what to do (a record there it will not continue, a diary "
+                "another writer holds, a file in the way, an unreadable signing_key, a sink "
+                "that could not start). Every rank refuses the Monitor with it, so that none "
+                "waits in a collective for that rank: fix what its error names (or give a new "
+                "run_dir), then create the Monitor again on every rank",
             )
-            try:
-                self._metrics = MetricsWriter(self.run_dir)
-            except BaseException:
-                self._diary.close()
-                raise
-        self._sinks = SinkDispatcher(sink_list, weakref.WeakMethod(self._sink_failed))
-        self._held.on_model = _OnModel(
-            weakref.ref(self.model), str(self.run_dir), repair, self._sinks.worker
-        )
-        _OPEN_ON_MODELS.append(self._held.on_model)
-        if self.dist.writer:
-            self._held.unclosed = str(self.run_dir)
-        weakref.finalize(self, self._held.release)  # (also when the process ends)
-        if self._diary is not None and self._diary.seq and start_step == 0:
-            LOGGER.warning(
-                "trainrecord.Monitor: %s continues an earlier run's diary, and steps count "
-                "from 0 again; when training resumed from a checkpoint, pass "
-                "start_step=<optimizer steps already taken> so steps and metrics rows carry "
-                "on; to start a new record instead, use a new run_dir",
-                self.run_dir,
-            )
-        elif self._diary is not None and self._diary.seq:
-            self._warn_steps_again(start_step)
-        if self._diary is not None and self._diary.seq:
-            self._warn_other_model(start)
-        self._emit("run_start", start)
-        if self._record_error is not None:  # before training: a clear error, not a warning
-            self.closed = True
-            self._held.unclosed = None
-            self._held.release()
-            with contextlib.suppress(OSError):
-                self._metrics.close()
-            with contextlib.suppress(OSError):
-                self._diary.close()
-            raise self._record_error
         if not self.layers and self.dist.writer:
             LOGGER.warning("trainrecord.Monitor: %s", NO_TRAINABLE.split("; checks")[0])
         if self.steps % self.check_every == 0:
@@ -440,6 +443,41 @@ class Monitor:
         if self.dist.writer:  # a SIGTERM (Slurm, docker stop) still writes run_end
             # (watched under DDP: a rank blocked in a collective still stops at once)
             sigterm.activate(self, _sigterm_stop(weakref.ref(self)), watch=self.dist.active)
+
+    def _open_writers(self, key: Any, require_seal: bool, fsync_policy: FsyncPolicy | None) -> None:
+        """Open diary.jsonl and metrics.jsonl (the writing rank only); the diary is closed
+        again when metrics.jsonl cannot be opened."""
+        from trainrecord.diary import DiaryWriter, MetricsWriter
+
+        self._diary = (
+            DiaryWriter(self.run_dir, signing_key=key, require_seal=require_seal)
+            if fsync_policy is None
+            else DiaryWriter(
+                self.run_dir,
+                fsync_policy=fsync_policy,
+                signing_key=key,
+                require_seal=require_seal,
+            )
+        )
+        try:
+            self._metrics = MetricsWriter(self.run_dir)
+        except BaseException:
+            self._diary.close()
+            raise
+
+    def _give_up_opening(self) -> None:
+        """Give back what the Monitor's creation took, when it raises after its sinks and
+        its place on the model (the writer's record could not be written, on this rank or
+        on the writing one): closed, no warning of an unclosed record."""
+        self.closed = True
+        self._held.unclosed = None
+        self._held.release()
+        with contextlib.suppress(OSError):
+            if self._metrics is not None:
+                self._metrics.close()
+        with contextlib.suppress(OSError):
+            if self._diary is not None:
+                self._diary.close()
 
     def _warn_steps_again(self, start_step: int) -> None:
         """Log a warning when ``start_step`` (given, not 0) is not past the steps the record
