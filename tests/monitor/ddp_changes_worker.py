@@ -34,6 +34,22 @@ def _save(model: nn.Module, optimizer: torch.optim.Optimizer, out_dir: str, rank
     torch.save(state, Path(out_dir) / f"state{rank}.pt")
 
 
+REPAIR_ON_THIRD_CHECK: dict[str, Any] = {
+    "check_every": 2,
+    "silent_min_values": 40,  # 16 values a check over both ranks: silent at the third
+    "repair": True,
+    "repair_patience": 1,
+    "repair_min_values": 1,
+}
+
+
+def _batch(rank: int) -> torch.Tensor:
+    """Eight samples of 192 features, only the first two non-zero (seeded by rank)."""
+    x = torch.zeros(8, 192)
+    x[:, 0:2] = 1 + torch.rand(8, 2, generator=torch.Generator().manual_seed(rank))
+    return x
+
+
 def replaced_optimizer(rank: int, world: int, init_file: str, run_dir: str, out_dir: str) -> None:
     """fc1 units 4-5 dead (``_dead_units_mlp``), Adam; after the optimizer step of step 1
     every rank replaces it with a new Adam alike. check_every=2, repair=True: silence needs
@@ -46,19 +62,9 @@ def replaced_optimizer(rank: int, world: int, init_file: str, run_dir: str, out_
         ddp = DistributedDataParallel(model)
         optimizer: torch.optim.Optimizer = torch.optim.Adam(ddp.parameters(), lr=0.01)
         first = optimizer
-        x = torch.zeros(8, 192)
-        x[:, 0:2] = 1 + torch.rand(8, 2, generator=torch.Generator().manual_seed(rank))
+        x = _batch(rank)
         followed = []
-        with Monitor(
-            ddp,
-            optimizer,
-            run_dir,
-            check_every=2,
-            silent_min_values=40,
-            repair=True,
-            repair_patience=1,
-            repair_min_values=1,
-        ) as monitor:
+        with Monitor(ddp, optimizer, run_dir, **REPAIR_ON_THIRD_CHECK) as monitor:
             for step in range(10):
                 loss = F.cross_entropy(ddp(x.view(8, 3, 8, 8)), torch.zeros(8, dtype=torch.long))
                 loss.backward()
@@ -144,8 +150,7 @@ def _raised_at_first_check(rank: int, init_file: str, run_dir: str, out_dir: str
         model = _Flaky()
         ddp = DistributedDataParallel(model)
         optimizer = torch.optim.SGD(ddp.parameters(), lr=0.0)
-        x = torch.zeros(8, 192)
-        x[:, 0:2] = 1 + torch.rand(8, 2, generator=torch.Generator().manual_seed(rank))
+        x = _batch(rank)
         raised = 0
         decisions = []
         with Monitor(
@@ -199,19 +204,9 @@ def replaced_head(rank: int, world: int, init_file: str, run_dir: str, out_dir: 
         model = _dead_units_mlp()
         ddp = DistributedDataParallel(model)
         optimizer: torch.optim.Optimizer = torch.optim.SGD(ddp.parameters(), lr=0.01)
-        x = torch.zeros(8, 192)
-        x[:, 0:2] = 1 + torch.rand(8, 2, generator=torch.Generator().manual_seed(rank))
+        x = _batch(rank)
         decisions = []
-        with Monitor(
-            ddp,
-            optimizer,
-            run_dir,
-            check_every=2,
-            silent_min_values=40,
-            repair=True,
-            repair_patience=1,
-            repair_min_values=1,
-        ) as monitor:
+        with Monitor(ddp, optimizer, run_dir, **REPAIR_ON_THIRD_CHECK) as monitor:
             for step in range(10):
                 loss = F.cross_entropy(ddp(x.view(8, 3, 8, 8)), torch.zeros(8, dtype=torch.long))
                 loss.backward()
