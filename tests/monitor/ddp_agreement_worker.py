@@ -22,6 +22,8 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.parallel import DistributedDataParallel
 
+from tests.monitor.ddp_worker import end_rank
+
 GLOO_TIMEOUT = datetime.timedelta(seconds=25)
 _ON_EVERY_RANK = ("RanksDisagree", "JoinRefused")  # raised on every rank alike
 
@@ -53,6 +55,7 @@ def _run(rank: int, world: int, init_file: str, out_dir: str, body: Callable[[],
                 dist.barrier()
         finally:
             dist.destroy_process_group()
+    end_rank()  # (torch's gloo teardown at exit sometimes aborts a rank: see end_rank)
 
 
 class Branches(nn.Module):
