@@ -50,6 +50,15 @@ def _batch(rank: int) -> torch.Tensor:
     return x
 
 
+def _train_step(ddp: nn.Module, x: torch.Tensor, monitor: Any, optimizer: Any) -> None:
+    """One step on ``x`` (class 0 for every sample) with ``monitor.step`` after backward."""
+    loss = F.cross_entropy(ddp(x.view(8, 3, 8, 8)), torch.zeros(8, dtype=torch.long))
+    loss.backward()
+    monitor.step(loss)
+    optimizer.step()
+    optimizer.zero_grad()
+
+
 def replaced_optimizer(rank: int, world: int, init_file: str, run_dir: str, out_dir: str) -> None:
     """fc1 units 4-5 dead (``_dead_units_mlp``), Adam; after the optimizer step of step 1
     every rank replaces it with a new Adam alike. check_every=2, repair=True: silence needs
@@ -66,11 +75,7 @@ def replaced_optimizer(rank: int, world: int, init_file: str, run_dir: str, out_
         followed = []
         with Monitor(ddp, optimizer, run_dir, **REPAIR_ON_THIRD_CHECK) as monitor:
             for step in range(10):
-                loss = F.cross_entropy(ddp(x.view(8, 3, 8, 8)), torch.zeros(8, dtype=torch.long))
-                loss.backward()
-                monitor.step(loss)
-                optimizer.step()
-                optimizer.zero_grad()
+                _train_step(ddp, x, monitor, optimizer)
                 if step == 1:
                     optimizer = torch.optim.Adam(ddp.parameters(), lr=0.02)
                 assert monitor.optimizer in (first, optimizer)
@@ -208,11 +213,7 @@ def replaced_head(rank: int, world: int, init_file: str, run_dir: str, out_dir: 
         decisions = []
         with Monitor(ddp, optimizer, run_dir, **REPAIR_ON_THIRD_CHECK) as monitor:
             for step in range(10):
-                loss = F.cross_entropy(ddp(x.view(8, 3, 8, 8)), torch.zeros(8, dtype=torch.long))
-                loss.backward()
-                monitor.step(loss)
-                optimizer.step()
-                optimizer.zero_grad()
+                _train_step(ddp, x, monitor, optimizer)
                 if step == 2:
                     torch.manual_seed(1)
                     model.fc2 = nn.Linear(6, 4)
