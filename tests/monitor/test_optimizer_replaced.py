@@ -35,11 +35,15 @@ REPAIR_AT_ONCE: dict[str, Any] = {
 """Repair a channel silent at one check over 256 values (the tests kill channels at a check)."""
 
 
-def _kill(model: TinyCNN) -> None:
-    """bn2 channels 0-2: gamma 0, beta 0 (their ReLU outputs 0 for every input)."""
+def _kill(model: TinyCNN, state: Any = None) -> None:
+    """bn2 channels 0-2: gamma 0, beta 0 (their ReLU outputs 0 for every input); with an
+    optimizer ``state``, their momentum too."""
     with torch.no_grad():
         model.bn2.weight[DEAD] = 0.0
         model.bn2.bias[DEAD] = 0.0
+    if state is not None:
+        for p in (model.bn2.weight, model.bn2.bias):
+            state[p]["momentum_buffer"][DEAD] = 0.0
 
 
 def _sgd(model: TinyCNN, momentum: float = 0.0) -> torch.optim.SGD:
@@ -97,9 +101,7 @@ def test_a_repair_after_the_optimizer_was_replaced_resets_the_new_ones_state(
             if step == 3:
                 optimizer = _sgd(model, momentum=0.9)
             if step == 6:
-                _kill(model)
-                for p in (model.bn2.weight, model.bn2.bias):
-                    optimizer.state[p]["momentum_buffer"][DEAD] = 0.0
+                _kill(model, optimizer.state)
             loss = F.cross_entropy(model(x), y)
             loss.backward()
             monitor.step(loss)
@@ -288,9 +290,7 @@ def test_a_repair_under_sam_stays_repaired(run_dir: Path, after: str, repaired: 
     with Monitor(model, optimizer, run_dir, **REPAIR_AT_ONCE) as monitor:
         for step, (x, y) in enumerate(batches(10)):
             if step == 2:
-                _kill(model)
-                for p in (model.bn2.weight, model.bn2.bias):
-                    base[p]["momentum_buffer"][DEAD] = 0.0
+                _kill(model, base)
             F.cross_entropy(model(x), y).backward()
             if after == "first backward":
                 monitor.step()
@@ -413,10 +413,7 @@ def test_zero_redundancy_optimizer_is_followed_and_its_shard_state_reset(
                 if step == swap:
                     optimizer = zero(model)
                 if step == 6:
-                    _kill(model)
-                    local = optimizer.optim.state  # type: ignore[attr-defined]
-                    for p in (model.bn2.weight, model.bn2.bias):
-                        local[p]["momentum_buffer"][DEAD] = 0.0
+                    _kill(model, optimizer.optim.state)  # type: ignore[attr-defined]
                 loss = F.cross_entropy(model(x), y)
                 loss.backward()
                 monitor.step(loss)
@@ -459,9 +456,7 @@ def test_a_frozen_phase_keeps_the_optimizer_of_the_frozen_parameters(run_dir: Pa
             for p in body:
                 p.requires_grad_(not frozen)
             if step == 12:
-                _kill(model)
-                for p in (model.bn2.weight, model.bn2.bias):
-                    main.state[p]["momentum_buffer"][DEAD] = 0.0
+                _kill(model, main.state)
             loss = F.cross_entropy(model(x), y)
             loss.backward()
             monitor.step(loss)
