@@ -16,11 +16,20 @@ problem rather than stopping at the first, in the manner of python-jsonschema.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 _MAX_VALUE_REPR = 80
+_UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+"""What text from a record never reaches a terminal or a log as it is: control characters
+(C0, DEL, C1: a terminal acts on them, an escape sequence can move the cursor over an
+earlier line or a newline fake one), Unicode's bidirectional formatting characters (U+061C,
+U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069: they reorder the text shown around
+them) and surrogate code points (no output encoding can write them)."""
 
 
 def safe_value(value: Any) -> str:
@@ -45,18 +54,24 @@ def printable(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+def escaped(text: str) -> str:
+    """``text`` with each character of :data:`_UNSAFE` as its Python escape (``\\x1b``,
+    ``\\n``, ``\\u202e``, ``\\ud800``): what a file or a client wrote, safe to print or log."""
+    return _UNSAFE.sub(lambda m: ascii(m.group())[1:-1], text)
+
+
 def format_path(path: Sequence[str | int]) -> str:
     """Render a JSON path such as ``("rows", 0, "horizon")`` as ``rows[0].horizon``; the empty
     path (the whole document) as ``(top level)``.
 
-    A surrogate code point in a name (a field name read from JSON text as ``"\\ud800"``)
-    is shown as its escape, so the path can always be printed."""
+    A name is shown :func:`escaped`: a field name read from a file (``"\\u001b[2J"``,
+    ``"\\u202e"``, ``"\\ud800"``) can neither act on the terminal nor fail to print."""
     out = ""
     for part in path:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            part = printable(str(part))
+            part = escaped(str(part))
             out += f".{part}" if out else part
     return out or "(top level)"
 

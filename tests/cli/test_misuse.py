@@ -157,3 +157,14 @@ def test_keygen_overwrite_keeps_the_old_pair_when_the_new_one_cannot_be_written(
     assert caught.value.filename == "/proc/self/trainrecord-test.pub"
     assert old.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["key", "key.pub"]
+
+
+def test_a_field_name_from_the_file_never_acts_on_the_terminal(tmp_path: Path) -> None:
+    # A field name is part of the problem's path: it was shown as the file wrote it, so a
+    # name holding ESC [2J cleared the terminal and U+202E turned the rest of the line round.
+    (tmp_path / "metrics.json").write_text('[{"x\\u001b[2Jy\\u202ez\\u0085": 1}]')
+    out = cli("validate", tmp_path / "metrics.json")
+    assert out.returncode == 1 and not out.stderr, out.stderr[-2000:]
+    [line] = [x for x in out.stdout.splitlines() if "[metrics.row.extra]" in x]
+    assert "[0].x\\x1b[2Jy\\u202ez\\x85: field" in line, line
+    assert not {"\x1b", "\u202e", "\x85"} & set(out.stdout)

@@ -123,7 +123,8 @@ def test_odd_text_is_shown_escaped_never_a_traceback(run: Path, encoding: str) -
     # The probe (F6): model "Net-\ud800" (a lone surrogate, as JSON can carry it) verified
     # OK and show died with UnicodeEncodeError. A control character (ESC) could also move a
     # terminal's cursor over the integrity line.
-    _set(run, 1, "model", "Net-\ud800\x1b[1A\u00e9")
+    # U+202E (right-to-left override) turned the rest of the line round.
+    _set(run, 1, "model", "Net-\ud800\x1b[1A\u00e9\u202e")
     (run / "record.json").unlink()
     (run / "record.sig").unlink(missing_ok=True)
     out = subprocess.run(
@@ -135,5 +136,5 @@ def test_odd_text_is_shown_escaped_never_a_traceback(run: Path, encoding: str) -
     )
     assert out.returncode == 0 and b"Traceback" not in out.stderr, out.stderr[-2000:]
     shown = "\u00e9" if encoding == "utf-8" else "\\xe9"
-    assert f"run 'exp1': Net-\\ud800\\x1b[1A{shown} with ".encode() in out.stdout
-    assert b"\x1b" not in out.stdout
+    assert f"run 'exp1': Net-\\ud800\\x1b[1A{shown}\\u202e with ".encode() in out.stdout
+    assert b"\x1b" not in out.stdout and "\u202e".encode() not in out.stdout

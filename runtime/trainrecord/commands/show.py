@@ -8,7 +8,8 @@ signed)``, or ``integrity: FAILED: <file, line, rule>`` followed by which of the
 shown are not trustworthy (from the failing line on, or all of them when the seal or
 metrics.jsonl fails); the summary is shown either way.
 ``--no-verify`` skips that for a huge record (``integrity: not checked``). Text in the
-record is shown with control characters and surrogates escaped (``\\x1b``, ``\\ud800``).
+record is shown with control characters, bidirectional formatting characters and
+surrogates escaped (``\\x1b``, ``\\u202e``, ``\\ud800``).
 After the verdict comes a ``findings:`` headline, the most important facts first (how a
 run failed, non-finite values, channels proven dead and repaired, channels stuck without a
 proof, layers that lost their gradient, loss spikes; ``findings: none`` for a quiet
@@ -24,7 +25,6 @@ error (no run directory, no diary.jsonl, a --key that is not a public key, --key
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import textwrap
 from collections import defaultdict
@@ -35,14 +35,10 @@ from trainrecord.canonical import loads_strict
 from trainrecord.commands import load_key_option, no_diary, plain, run_dir_problem
 from trainrecord.diary.read import DIARY, Summary, summarize
 from trainrecord.diary.verifier import VerifyResult, verify
+from trainrecord.errors import escaped
 
 EXIT = {"ok": 0, "failed": 1, "torn": 3}
 """Exit status by verdict, as trainrecord verify's."""
-
-_ODD = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-"""What a line of the summary never shows as it is: control characters (a terminal acts on
-them: an escape sequence can move the cursor over the integrity line) and surrogate code
-points (no output encoding can write them)."""
 
 
 def register(subparsers: Any) -> None:
@@ -126,10 +122,10 @@ WIDTH = 100
 
 def _wrap(text: str, first: str, indent: str) -> list[str]:
     """``text`` after ``first``, wrapped at :data:`WIDTH` columns, the lines after the first
-    indented by ``indent``; escaped first (:func:`printable`), so a newline or tab in the
+    indented by ``indent``; escaped first (:func:`~trainrecord.errors.escaped`), so a newline or tab in the
     record is shown as ``\\n`` and never taken for a place to break."""
     return textwrap.wrap(
-        printable(text),
+        escaped(text),
         WIDTH,
         initial_indent=first,
         subsequent_indent=indent,
@@ -399,11 +395,6 @@ def render(s: Summary) -> list[str]:
     return out
 
 
-def printable(line: str) -> str:
-    """``line`` with control characters and surrogates escaped (``\\x1b``, ``\\ud800``)."""
-    return _ODD.sub(lambda m: ascii(m.group())[1:-1], line)
-
-
 def integrity(result: VerifyResult | None) -> list[str]:
     """The lines that head the summary: the verdict, and on a failure which of the values
     shown are not trustworthy."""
@@ -498,7 +489,7 @@ def run(args: argparse.Namespace) -> int:
     out = integrity(result) + findings(summary) + render(summary)
     if unreadable:
         out.append(f"the summary stops before {unreadable}")
-    text = "\n".join(printable(line) for line in out) + "\n"
+    text = "\n".join(escaped(line) for line in out) + "\n"
     encoding = sys.stdout.encoding or "utf-8"  # (an ASCII terminal gets \u escapes)
     sys.stdout.write(text.encode(encoding, "backslashreplace").decode(encoding))
     return 0 if result is None else EXIT[result.status]

@@ -45,7 +45,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from trainrecord.canonical import loads_strict
-from trainrecord.errors import RecordRefused
+from trainrecord.errors import RecordRefused, escaped
 from trainrecord.report.payload import problems
 from trainrecord.report.privacy import scrub_token
 from trainrecord.report.settings import check_token, is_loopback_host
@@ -72,8 +72,6 @@ MAX_PER_CLIENT = 64
 it): one client cannot take them all."""
 log = logging.getLogger("trainrecord.report.receiver")
 _RUN_PATH = re.compile(r"^/api/runs/([0-9a-f-]{36})(/receipts)?/?$")
-_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7F, 0xA0)]}
-"""Control characters (C0, DEL, C1) as escapes, for the log."""
 
 
 class ReportServer(ThreadingHTTPServer):
@@ -232,7 +230,7 @@ class ReportHandler(BaseHTTPRequestHandler):
         # its control characters are escaped, as the standard library's own log does (a
         # client could write terminal escapes or fake lines into the log)
         line = scrub_token(format % args, self.server.expected.decode("ascii"))
-        log.info("%s %s", self.address_string(), line.translate(_CONTROL))
+        log.info("%s %s", self.address_string(), escaped(line))
 
     def _send(
         self,
@@ -282,7 +280,7 @@ class ReportHandler(BaseHTTPRequestHandler):
         log.warning(
             "refused %s %s from %s: bad or missing bearer token",
             self.command,
-            self.path.split("?", 1)[0][:100].translate(_CONTROL),
+            escaped(self.path.split("?", 1)[0][:100]),
             self.address_string(),
         )
         self._drop_body()
