@@ -198,7 +198,10 @@ def _decay_reason(
 ) -> tuple[str | None, list[str]]:
     """(refusal reason, assumptions) about how the optimizer moves zero-gradient params."""
     if optimizer is None:
-        return None, ["no optimizer was given: nothing but gradients changes these weights"]
+        return None, [
+            "no optimizer was given and none was seen stepping the model's parameters yet: "
+            "nothing but gradients changes these weights"
+        ]
     kind = type(optimizer).__name__
     if kind not in KNOWN_OPTIMIZERS:
         return (

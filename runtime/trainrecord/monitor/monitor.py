@@ -142,8 +142,10 @@ class Monitor:
 
     Args:
         model: the model being trained (a DistributedDataParallel wrapper is unwrapped).
-        optimizer: its optimizer (for certificates and repair); may be None. One that
-            replaces it mid-run is followed (see :meth:`set_optimizer`).
+        optimizer: its optimizer (for certificates and repair); may be None: then the
+            first one seen stepping the model's parameters is followed (a repairing
+            Monitor repairs nothing before). One that replaces it mid-run is followed
+            (see :meth:`set_optimizer`).
         run_dir: directory for diary.jsonl and metrics.jsonl (created; an existing diary
             is continued).
         name: the run's name (default: the directory name).
@@ -296,6 +298,17 @@ class Monitor:
         self._chain = optimizer_chain(optimizer)
         self._optimizers = {id(o) for o in self._chain}
         self._optimizer_note: str | None = None  # the manifests' note on a new optimizer
+        # given no optimizer, a repairing Monitor waits for the one seen stepping the model
+        # (a repair would reset no state); or, once a step before a check was taken by no
+        # torch optimizer, repairs with none (nothing to reset: the update is the loop's own)
+        self._no_torch_optimizer = False
+        self._window_has_step = False  # the armed window holds the loop's optimizer step
+        if optimizer is None and repair:
+            self._optimizer_note = (
+                "optimizer: none given to the Monitor: repairs wait until the optimizer "
+                "stepping the model's parameters is seen in the step before a check (or "
+                "monitor.set_optimizer() names it), so that they reset its state"
+            )
         self._scaler_alone = False  # the last check's GradScaler held only our optimizer
         self.scaler = scaler
         self.check_every = check_every
@@ -619,6 +632,7 @@ class Monitor:
             self.steps = step + 1
             if self.steps % self.check_every == 0 and not self._checks_stopped:
                 self._arm()
+                self._window_has_step = True  # this step's optimizer.step() comes next
 
     def set_optimizer(self, optimizer: torch.optim.Optimizer) -> None:
         """Follow ``optimizer`` from now on: the optimizer that replaced the one the Monitor
@@ -1163,7 +1177,23 @@ class Monitor:
         optimizer steps seen since the check was armed tell (see ``optimizers.decide``)."""
         self._held.step_watch.remove()  # installed again when the next check is armed
         stepped = self._held.step_watch.take()
+        has_step, self._window_has_step = self._window_has_step, False
         if not stepped:
+            if (
+                not self._chain
+                and self.repair_enabled
+                and has_step
+                and self.scaler is None  # (a GradScaler skips optimizer steps at times)
+                and not self._no_torch_optimizer
+            ):
+                self._no_torch_optimizer = True
+                self._optimizer_said(
+                    f"optimizer: none given to the Monitor, and no torch optimizer stepped "
+                    f"in the step before the check of step {step}: the model is updated by "
+                    "the loop itself, so repairs from this check on reset no optimizer "
+                    "state (an optimizer seen stepping the model's parameters later is "
+                    "followed)"
+                )
             return
         model = self.model
         # every parameter, frozen or not: a frozen phase leaves the followed optimizer's
@@ -1207,6 +1237,12 @@ class Monitor:
             self._optimizer_said(
                 f"optimizer: {new} since step {step}, given with monitor.set_optimizer() "
                 f"(before: {old}); {reads}"
+            )
+        elif old == "none":
+            self._optimizer_said(
+                f"optimizer: {new} since the check of step {step}: none was given to the "
+                f"Monitor, and {new} stepped the model's parameters in the step before it; "
+                f"{reads}"
             )
         else:
             self._optimizer_said(
@@ -1621,6 +1657,8 @@ class Monitor:
             return
         if self.certifier.unknown is not None:  # whose state to reset is not known
             return
+        if not self._chain and not self._no_torch_optimizer:
+            return  # no optimizer given and none seen yet: its state would be left (noted)
         consumer_name = self.structure.consumer.get(info.name) if self.structure else None
         consumer = (consumer_name, self.modules[consumer_name]) if consumer_name else None
         block = self.structure.consumer_block.get(info.name, 1) if self.structure else 1

@@ -9,7 +9,8 @@ before each check up to the check (never between checks), a global optimizer ste
 (:func:`torch.optim.optimizer.register_optimizer_step_post_hook`) notes which optimizers
 stepped (:class:`StepWatch`); at the check, :func:`decide` says whether the Monitor's
 optimizer still steps the model, was replaced by one other, or whether several others
-share its parameters now (then nothing is certified or repaired until one is known).
+share its parameters now (then nothing is certified or repaired until one is known). A
+Monitor given no optimizer follows the first one seen stepping the model's parameters.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 WRAPPER_ATTRIBUTES = ("_optimizer", "optimizer")
 """Where a framework's pass-through wrapper keeps the optimizer it steps (Lightning's
 ``LightningOptimizer``, accelerate's ``AcceleratedOptimizer``): its update is the inner
-one's."""
+one's. An object holding an optimizer there that keeps state or tensors of its own
+(torch_optimizer's ``Lookahead``: ``optimizer``, and slow weights in its own ``state``) has
+an update of its own: see :func:`passes_through`."""
 
 BASE_ATTRIBUTES = ("base_optimizer", "_base_optimizer", "optim")
 """Where an optimizer with an update of its own around another keeps that one (SAM, ASAM
@@ -44,7 +47,8 @@ def inner_optimizer(optimizer: torch.optim.Optimizer | None) -> torch.optim.Opti
     class is made on the fly as ``LightningSGD``; accelerate's ``AcceleratedOptimizer`` from
     the Hugging Face Trainer): its state and update are the inner one's, and its class is
     what a certificate's proof rests on. A wrapper with an update of its own (SAM's
-    ``base_optimizer``) is not looked through: its class is the one a proof would need."""
+    ``base_optimizer``; a Lookahead holding ``optimizer`` and slow weights of its own, see
+    :func:`passes_through`) is not looked through: its class is the one a proof would need."""
     for _ in range(8):  # (a wrapper of a wrapper)
         inner = next(
             (
@@ -54,10 +58,49 @@ def inner_optimizer(optimizer: torch.optim.Optimizer | None) -> torch.optim.Opti
             ),
             None,
         )
-        if inner is None or inner is optimizer:
+        if inner is None or inner is optimizer or not passes_through(optimizer, inner):
             break
         optimizer = inner
     return optimizer
+
+
+def passes_through(wrapper: Any, inner: torch.optim.Optimizer) -> bool:
+    """Whether ``wrapper`` (holding ``inner`` in a ``WRAPPER_ATTRIBUTES`` attribute) is a
+    pass-through: its ``state`` is the inner one's (a property, as accelerate's, or the
+    same dictionary, as Lightning's copy of the inner ``__dict__``), and no attribute of its
+    own holds a tensor. torch_optimizer's ``Lookahead`` keeps its slow weights in a
+    ``state`` of its own, and other Lookaheads in a list (``slow_weights``) beside the
+    inner ``state``: each moves the parameters itself (toward the slow weights every k
+    steps), so a zero gradient and zero inner momentum do not keep a parameter still."""
+    try:
+        if getattr(wrapper, "state", None) is not getattr(inner, "state", None):
+            return False
+        own = vars(wrapper)
+    except (AttributeError, TypeError, RuntimeError):  # no __dict__, a property that raises
+        return True
+    inner_attributes = getattr(inner, "__dict__", {})
+    for name, value in own.items():
+        if value is inner or value is inner_attributes.get(name, _MISSING):
+            continue
+        if _holds_tensor(value, 3):
+            return False
+    return True
+
+
+_MISSING = object()
+
+
+def _holds_tensor(value: Any, depth: int) -> bool:
+    """Whether ``value`` is a tensor or a list, tuple or dict holding one (``depth`` deep)."""
+    if isinstance(value, torch.Tensor):
+        return True
+    if depth <= 0:
+        return False
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_tensor(v, depth - 1) for v in value[:64])
+    return False
 
 
 def optimizer_chain(optimizer: torch.optim.Optimizer | None) -> list[torch.optim.Optimizer]:
@@ -142,13 +185,14 @@ def decide(
     an optimizer over the same parameters replaces it; when it holds none of the model's
     parameters at all, frozen or not (``in_model()``, the ids of every parameter of the
     model, asked only then: the parameters were replaced, ``load_state_dict(assign=True)``,
-    and the optimizer built again), any optimizer over the model's does. One such
+    and the optimizer built again; or none was followed: the Monitor was given
+    ``optimizer=None``), any optimizer over the model's does. One such
     optimizer (a wrapper and what it wraps count as one: the outermost is taken) is
     adopted; several are ``unknown``."""
     ids = {id(o) for o in followed}
     if any(id(o) in ids for o in stepped):
         return Decision("stepped")
-    if not stepped or not followed:
+    if not stepped:
         return Decision("keep")
     params: set[int] = set()
     for optimizer in followed:

@@ -14,7 +14,16 @@ it wraps (SAM's ``base_optimizer`` holds the momentum). A state tensor that is t
 parameter itself (SAM's ``old_p`` after its restore, ``p.data = old_p``) is left alone:
 zeroing it would zero the new weights; one that is a copy of the parameter (SAM's
 ``old_p`` before the restore, slow weights: known by name, ``COPY_KEYS``, or else by its
-distance to the parameter) gets the new values, so that restoring it keeps the repair. The size of the jump is measured over every tensor touched.
+distance to the parameter) gets the new values, so that restoring it keeps the repair.
+
+A factored state entry (torch's ``Adafactor`` keeps ``row_var`` and ``col_var``, the
+parameter's shape with the last dimension, or the one before it, reduced to 1) has the
+channels' slices reset where it keeps the channel axis (``row_var`` of a Linear's weight,
+both factors of a Conv weight: Adafactor factors the last two dimensions, the kernel's); a
+factor reduced over the channel axis (``col_var`` of a Linear's weight, one value per input
+column over every row) is shared with the channels not repaired and is kept, and the
+repair's ``method`` names it, as it names any state entry laid out otherwise (whose
+channels' part cannot be found). The size of the jump is measured over every tensor touched.
 """
 
 from __future__ import annotations
@@ -128,16 +137,20 @@ class Repairer:
         index = torch.tensor(channels, dtype=torch.long, device=weight.device)
         axis = out_axis(module)
         touched: list[tuple[torch.Tensor, int, torch.Tensor]] = [(weight, axis, index)]
+        labels = [f"{producer.name} weight"]
         if bias is not None:
             touched.append((bias, 0, index))
+            labels.append(f"{producer.name} bias")
         if affine is not None:
             touched += [(affine[0], 0, index), (affine[1], 0, index)]
+            labels += [f"{producer.batchnorm} weight", f"{producer.batchnorm} bias"]
         columns = index
         if consumer is not None:
             if block > 1:
                 offsets = torch.arange(block, device=index.device)
                 columns = (index.unsqueeze(1) * block + offsets).flatten()
             touched.append((weight_of(consumer[1]), in_axis(consumer[1]), columns))
+            labels.append(f"{consumer[0]} weight")
         before = [t.detach().clone() for t, _, _ in touched]
         copies = self._copies(touched)
         with torch.no_grad():
@@ -165,7 +178,7 @@ class Repairer:
                 )
         if self.dist is not None:
             self.dist.broadcast([t for t, _, _ in touched])
-        slices, copied = self._reset_state(touched, copies)
+        slices, copied, kept, unknown = self._reset_state(touched, labels, copies)
         delta = math.sqrt(
             sum(
                 float((t.detach() - b).double().square().sum())
@@ -196,6 +209,18 @@ class Repairer:
                 f"; {copied} copies of the weights in the optimizer state (as SAM's old_p) "
                 "given the new values"
             )
+        if kept:
+            kind += (
+                f"; {len(kept)} factored optimizer-state entries reduced over the channel "
+                f"axis, so shared with the channels not repaired, kept as they were "
+                f"({', '.join(kept)})"
+            )
+        if unknown:
+            kind += (
+                f"; {len(unknown)} optimizer-state entries laid out unlike the parameter, "
+                f"whose part for these channels is not known, left as they were "
+                f"({', '.join(unknown)})"
+            )
         return {
             "step": step,
             "severity": "action",
@@ -214,10 +239,13 @@ class Repairer:
             "rng": self.rng,
         }
 
-    def _state(self, param: torch.Tensor) -> list[tuple[str, torch.Tensor, dict[str, Any]]]:
+    def _state(
+        self, param: torch.Tensor, shaped: bool = True
+    ) -> list[tuple[str, torch.Tensor, dict[str, Any]]]:
         """The parameter-shaped state tensors of ``param`` in every optimizer followed, with
         the param group holding it there (each once: a wrapper may show its inner
-        optimizer's state as its own)."""
+        optimizer's state as its own); ``shaped`` False: the others (not 0-dimensional:
+        a step count is no slice of anything)."""
         out: list[tuple[str, torch.Tensor, dict[str, Any]]] = []
         seen: set[int] = set()
         for optimizer in self.optimizers:
@@ -229,7 +257,8 @@ class Repairer:
             for key, value in state.items():
                 if (
                     isinstance(value, torch.Tensor)
-                    and value.shape == param.shape
+                    and (value.shape == param.shape) == shaped
+                    and (shaped or value.dim() > 0)
                     and id(value) not in seen
                 ):
                     seen.add(id(value))
@@ -258,15 +287,23 @@ class Repairer:
         return copies
 
     def _reset_state(
-        self, touched: list[tuple[torch.Tensor, int, torch.Tensor]], copies: set[int]
-    ) -> tuple[int, int]:
+        self,
+        touched: list[tuple[torch.Tensor, int, torch.Tensor]],
+        labels: list[str],
+        copies: set[int],
+    ) -> tuple[int, int, list[str], list[str]]:
         """Zero the channels' slices (``index`` along ``dim`` of each touched tensor) of
         every optimizer-state tensor and pending gradient; a state tensor that is the
         parameter's memory is left alone, and a copy of the parameter (``copies``) gets the
-        new values. Returns how many state tensors were zeroed, and how many copied to."""
+        new values. A factored entry keeping the channel axis has its slices reset too
+        (see the module's docstring). Returns how many state tensors were reset, how many
+        copied to, and the factored entries kept (reduced over the channel axis) and the
+        entries laid out otherwise, as "key of label"."""
         zeroed = copied = 0
+        kept: list[str] = []
+        unknown: list[str] = []
         with torch.no_grad():
-            for param, dim, index in touched:
+            for (param, dim, index), label in zip(touched, labels, strict=True):
                 idx = index.to(param.device)
                 if param.grad is not None:
                     param.grad.index_fill_(dim, idx, 0.0)
@@ -282,7 +319,29 @@ class Repairer:
                         fresh = FRESH.get(key)
                         value.index_fill_(dim, at, fresh(group) if fresh else 0.0)
                         zeroed += 1
-        return zeroed, copied
+                for key, value, group in self._state(param, shaped=False):
+                    layout = _factored(value, param)
+                    if layout is None:
+                        unknown.append(f"{key} of {label}")
+                    elif value.shape[dim] != param.shape[dim]:
+                        kept.append(f"{key} of {label}")
+                    else:  # the factor keeps the channel axis: its slices are the channels'
+                        fresh = FRESH.get(key)
+                        at = idx.to(value.device)
+                        value.index_fill_(dim, at, fresh(group) if fresh else 0.0)
+                        zeroed += 1
+        return zeroed, copied, kept, unknown
+
+
+def _factored(value: torch.Tensor, param: torch.Tensor) -> torch.Size | None:
+    """``value``'s shape when it is a factor of ``param``'s shape: as many dimensions, each
+    the parameter's size or reduced to 1 (Adafactor's ``row_var``: ``(out, 1)`` for an
+    ``(out, in)`` weight, ``(out, in, kh, 1)`` for a Conv's); None otherwise."""
+    if value.dim() != param.dim():
+        return None
+    if any(v not in (1, p) for v, p in zip(value.shape, param.shape, strict=True)):
+        return None
+    return value.shape
 
 
 def _holds(group: dict[str, Any], param: torch.Tensor) -> bool:
