@@ -3,8 +3,9 @@
 For each producer (Conv, ConvTranspose, Linear) the monitor measures the tensor its ReLU receives: the
 paired BatchNorm's output, or the producer's own output. Forward hooks, installed only for
 the forward pass of a check step, reduce it to a per-channel maximum and minimum over the
-batch and every position (a forward pass of the model that raised, caught by the loop,
-adds nothing: see :class:`ActivationProbe`). A channel is, in this order of precedence:
+batch and every position (a forward pass of the model counts once a backward pass reaches
+its output: one that raised, caught by the loop, or whose loss was discarded adds nothing;
+see :class:`ActivationProbe`). A channel is, in this order of precedence:
 
 * **certified**: proven dead from the weights and the structure (``certificate.py``);
 * **silent** (observed): its ReLU input was <= 0 everywhere, so the ReLU output was all
@@ -30,7 +31,10 @@ producer whose channels were just re-initialised by a repair is cleared at once.
 
 from __future__ import annotations
 
+import functools
+import sys
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 import torch
@@ -41,7 +45,13 @@ from torch.nn.modules.module import (
 )
 
 from trainrecord.monitor.compiled import COMPILED_WRAPPER
-from trainrecord.monitor.structure import affine_of, first_tensor, in_transform, out_axis
+from trainrecord.monitor.structure import (
+    affine_of,
+    drop_ended,
+    first_tensor,
+    in_transform,
+    out_axis,
+)
 
 LEAVE_MOST = 0.4  # a producer at most (or all) leaves it below 40 % of its channels stuck
 LEAVE_ALL = 0.9  # ... and all below 90 %
@@ -97,17 +107,21 @@ def channel_extremes(x: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Ten
     return high, low
 
 
-@dataclass
-class _Running:
-    """A forward pass of the model that has begun: the statistics from before it."""
+_Seen = tuple[str, bool, bool, torch.Tensor, torch.Tensor, int, torch.dtype]
+"""One module output measured: name, training mode, outside backward, per-channel max and
+min, values per channel, dtype."""
 
-    maxima: dict[str, torch.Tensor]
-    minima: dict[str, torch.Tensor]
-    values: dict[str, int]
-    trained: set[str]
-    forward: set[str]
-    dtypes: set[torch.dtype]
+
+@dataclass
+class _Pass:
+    """A forward pass of the model begun on a check step: what its modules showed, kept
+    apart until it counts (see :class:`ActivationProbe`)."""
+
+    frame: FrameType | None  # the frame that called the model's hooks: live while it runs
+    seen: list[_Seen] = field(default_factory=list)
     returned: bool = False
+    waits: bool = False  # its output needs a gradient: it counts when backward reaches it
+    counted: bool = False
 
 
 class ActivationProbe:
@@ -129,14 +143,19 @@ class ActivationProbe:
     Reentrant checkpointing ran them under ``no_grad`` in the forward pass: a module seen
     only in backward is measured there, once per recomputation.
 
-    A forward pass of ``root`` (the model) that raises (a bad batch, an out-of-memory error
-    the loop catches, then skips or retries the batch) adds nothing: the statistics are
-    put back as they were when it began. Its modules saw a batch no step trained on (a
-    retried batch counted its values twice towards ``silent_min_values``, a corrupt one
-    made every unit look alive). torch calls the hook that notices for an ``Exception``;
-    a ``KeyboardInterrupt`` caught in a notebook, training then resumed, leaves that
-    pass's statistics in. Modules called outside a forward pass of ``root`` (a model run
-    piecewise, ``model.forward(x)``) are measured as they come.
+    A forward pass of ``root`` (the model) counts when it is trained on: what its modules
+    showed is kept apart until a backward pass (``loss.backward()``, ``autograd.grad``)
+    reaches its output, and then added. So a pass that raises (a bad batch, an
+    out-of-memory error the loop catches, then skips or retries the batch; also a
+    ``KeyboardInterrupt`` caught in a notebook, training then resumed), and a pass whose
+    output no backward reaches before the check (a loss discarded: an evaluation pass in
+    training mode with gradients, a pass for logging) add nothing. Their modules saw a batch
+    no step trained on: a retried batch counted its values twice towards
+    ``silent_min_values``, a corrupt one made every unit look alive. A pass whose output
+    needs no gradient (no tensor of it has a ``grad_fn``: a model that keeps its loss as an
+    attribute) counts when it returns. Modules called outside a forward pass of ``root`` (a
+    model run piecewise, ``model.forward(x)``, a reentrant checkpoint's recomputation) are
+    measured as they come.
 
     ``note_compiled``: a ``torch.compile`` wrapper of ``root`` being called is noted in
     ``compiled_call``."""
@@ -150,7 +169,7 @@ class ActivationProbe:
         self._root = root  # the model
         self._note_compiled = note_compiled
         self.compiled_call = False  # a torch.compile wrapper of root was called
-        self._running: list[_Running] = []  # the model's forward passes begun, not ended
+        self._running: list[_Pass] = []  # the model's forward passes begun, not ended
         self.maxima: dict[str, torch.Tensor] = {}
         self.minima: dict[str, torch.Tensor] = {}
         self.values: dict[str, int] = {}  # values per channel seen (samples x positions)
@@ -160,6 +179,7 @@ class ActivationProbe:
         self.dtypes: set[torch.dtype] = set()  # of the outputs measured (autocast shows here)
         self._modules = list(modules.values())  # held, so that their ids stay theirs
         self._names = {id(m): n for n, m in modules.items()}
+        self._removed = False
         # one global hook, matched by identity: nothing is stored on the model's modules,
         # so a torch.save(model) or copy.deepcopy(model) meanwhile sees no trace of it
         self._handles = [register_module_forward_hook(self._hook)]
@@ -171,29 +191,41 @@ class ActivationProbe:
 
     def _enter(self, module: nn.Module, args: Any) -> None:
         if module is self._root:
-            self._running.append(
-                _Running(
-                    dict(self.maxima),  # (their tensors are replaced, never changed in place)
-                    dict(self.minima),
-                    dict(self.values),
-                    set(self._trained),
-                    set(self._forward),
-                    set(self.dtypes),
-                )
-            )
+            drop_ended(self._running)  # passes Ctrl+C ended: torch called no hook for them
+            self._running.append(_Pass(sys._getframe(1)))
 
     def _exit(self, module: nn.Module, args: Any, output: Any) -> None:
-        if module is not self._root or not self._running:
+        if module is not self._root:
+            return
+        drop_ended(self._running)  # (one ended by Ctrl+C inside this one, caught in it)
+        if not self._running:
             return
         running = self._running.pop()
-        if not running.returned:  # it raised: back to the statistics from before it
-            self.maxima, self.minima, self.values = running.maxima, running.minima, running.values
-            self._trained, self._forward = running.trained, running.forward
-            self.dtypes = running.dtypes
+        running.frame = None
+        if running.returned and not running.waits:  # no gradient to wait for: it counts now
+            self._count(running)
+        # (a pass that raised is dropped: what its modules showed never counts)
+
+    def _reached(self, running: _Pass) -> None:
+        """A backward pass reached the output of ``running``: it counts (once)."""
+        if not running.counted and not self._removed:
+            self._count(running)
+
+    def _count(self, running: _Pass) -> None:
+        running.counted = True
+        seen, running.seen = running.seen, []
+        for measured in seen:
+            self._add(*measured)
 
     def _hook(self, module: nn.Module, args: Any, output: Any) -> None:
         if module is self._root and self._running:
-            self._running[-1].returned = True
+            running = self._running[-1]
+            running.returned = True
+            if torch.is_grad_enabled() and not in_transform():
+                for out in tensors_in(output):
+                    if out.grad_fn is not None:
+                        out.register_hook(functools.partial(_reached, self, running))
+                        running.waits = True
         name = self._names.get(id(module))
         if name is None:
             if (
@@ -214,19 +246,50 @@ class ActivationProbe:
         dim = channel_dim(module, tensor)
         if tensor.numel() < 2 * tensor.shape[dim]:  # one value per channel: proves nothing
             return
-        if module.training:
+        training = module.training
+        if not training and name in self._trained:  # a validation pass beside training ones
+            return
+        forward = torch._C._current_graph_task_id() == -1  # not inside backward
+        if not forward and name in self._forward:  # a checkpoint's recomputation
+            return
+        high, low = channel_extremes(tensor.detach(), dim)  # no graph
+        measured = (
+            name,
+            training,
+            forward,
+            high,
+            low,
+            tensor.numel() // tensor.shape[dim],
+            tensor.dtype,
+        )
+        if self._running and forward:  # inside a forward pass of the model: counted later
+            self._running[-1].seen.append(measured)
+        else:
+            self._add(*measured)
+
+    def _add(
+        self,
+        name: str,
+        training: bool,
+        forward: bool,
+        high: torch.Tensor,
+        low: torch.Tensor,
+        values: int,
+        dtype: torch.dtype,
+    ) -> None:
+        """Take one module output's statistics into the check's."""
+        if training:
             if name not in self._trained:  # what eval-mode passes left is dropped
                 self._trained.add(name)
                 self._forget(name)
         elif name in self._trained:  # a validation pass beside training ones: not judged
             return
-        if torch._C._current_graph_task_id() == -1:  # not inside backward
+        if forward:
             self._forward.add(name)
         elif name in self._forward:  # a checkpoint's recomputation of a pass already seen
             return
-        high, low = channel_extremes(tensor.detach(), dim)  # no graph
-        self.values[name] = self.values.get(name, 0) + tensor.numel() // tensor.shape[dim]
-        self.dtypes.add(tensor.dtype)
+        self.values[name] = self.values.get(name, 0) + values
+        self.dtypes.add(dtype)
         if name in self.maxima:
             self.maxima[name] = torch.maximum(self.maxima[name], high)
             self.minima[name] = torch.minimum(self.minima[name], low)
@@ -239,10 +302,28 @@ class ActivationProbe:
         self.values.pop(name, None)
 
     def remove(self) -> None:
-        """Remove every hook."""
+        """Remove every hook; passes not counted by now never count."""
+        self._removed = True
+        self._running.clear()
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
+
+
+def _reached(probe: ActivationProbe, running: _Pass, grad: torch.Tensor) -> None:
+    """The tensor hook on a pass's output (a function, so that the hook holds no frame)."""
+    probe._reached(running)
+
+
+def tensors_in(value: Any) -> list[torch.Tensor]:
+    """Every tensor in a module's output (a tensor, or tuples, lists and dicts of them)."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for item in value for t in tensors_in(item)]
+    if isinstance(value, dict):
+        return [t for item in value.values() for t in tensors_in(item)]
+    return []
 
 
 @dataclass

@@ -20,8 +20,10 @@ dropped (its nodes are in no loss graph; kept, each of its ReLUs looked like a s
 consumer of its layer, and the producers lost their certificate and repair for the whole
 run). A forward-hook with ``always_call`` notices the exception: torch runs it for an
 ``Exception``, not for a ``KeyboardInterrupt`` (caught in a notebook, training then
-resumed: that pass's calls stay). Passes are those of the model's ``__call__``: a model run
-piecewise, or through ``model.forward(x)``, has none, and every call is taken.
+resumed); such a pass is found at the next pass of the model or at the check, its frame no
+longer on the stack (:func:`drop_ended`), and forgotten then. Passes are those of the
+model's ``__call__``: a model run piecewise, or through ``model.forward(x)``, has none, and
+every call is taken.
 
 Activation checkpointing runs modules again inside backward. Those recomputations are not
 forward passes and are left out. Reentrant checkpointing (``use_reentrant=True``) runs its
@@ -34,7 +36,9 @@ gradients: its structure is learnt as without a checkpoint.
 from __future__ import annotations
 
 import itertools
+import sys
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any, cast
 
 import torch
@@ -254,7 +258,28 @@ class _Running:
 
     calls: int
     ends: int
+    frame: FrameType | None  # the frame that called the model's hooks: live while it runs
     returned: bool = False
+
+
+def drop_ended(running: list[Any]) -> list[Any]:
+    """Pop from the top of ``running`` (forward passes of the model begun and not ended,
+    innermost last, each with the ``frame`` that called its pre-hook) the passes whose
+    frame is no longer on the stack; return them, innermost first. torch calls its
+    always-called forward hooks for an ``Exception`` only: a pass that a
+    ``KeyboardInterrupt`` ended (Ctrl+C, caught by the loop, training then resumed) is
+    found here, at the next pass of the model or at the check."""
+    if not running:
+        return []
+    live: set[int] = set()
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        live.add(id(frame))
+        frame = frame.f_back
+    ended = []
+    while running and id(running[-1].frame) not in live:
+        ended.append(running.pop())
+    return ended
 
 
 class StructureProbe:
@@ -267,6 +292,7 @@ class StructureProbe:
         self._outputs: list[torch.Tensor] = []
         self._ends: list[int] = []  # len(calls) at the end of each forward pass of the model
         self._running: list[_Running] = []  # the model's forward passes begun, not ended
+        self._recorded: list[_Call] | None = None  # every call, once finish() began
         self._names: dict[int, str] = {}
         self.transformed = False  # a forward pass ran under a torch.func transform: unseen
         self._in_backward: set[str] = set()  # modules run again inside backward
@@ -291,7 +317,9 @@ class StructureProbe:
 
     def _pre(self, module: nn.Module, args: Any) -> None:
         if module is self._root_module:
-            self._running.append(_Running(len(self.calls), len(self._ends)))
+            for ended in drop_ended(self._running):  # Ctrl+C ended it: no hook saw that
+                self._forget(ended)
+            self._running.append(_Running(len(self.calls), len(self._ends), sys._getframe(1)))
         if id(module) not in self._names or not torch.is_grad_enabled():
             return
         if in_transform():
@@ -330,11 +358,19 @@ class StructureProbe:
         or retries the batch) is forgotten. Its nodes are in no loss graph: kept, they made
         each of its ReLUs look like a second consumer of its layer and every module look
         called twice, for the whole run."""
-        if module is not self._root_module or not self._running:
+        if module is not self._root_module:
+            return
+        for ended in drop_ended(self._running):  # (Ctrl+C inside this pass, caught in it)
+            self._forget(ended)
+        if not self._running:
             return
         running = self._running.pop()
-        if running.returned:
-            return
+        running.frame = None
+        if not running.returned:
+            self._forget(running)
+
+    def _forget(self, running: _Running) -> None:
+        """Forget a forward pass of the model that did not return, and what followed it."""
         del self.calls[running.calls :]
         del self._ends[running.ends :]
         del self._outputs[running.ends :]
@@ -384,8 +420,14 @@ class StructureProbe:
         self._handles.clear()
 
     def finish(self, loss: torch.Tensor | None) -> Structure:
-        """Remove the hooks and work out the structure from what was recorded."""
+        """Remove the hooks and work out the structure from what was recorded (again when
+        called again: Ctrl+C during a check that is then run again)."""
         self.remove()
+        for ended in drop_ended(self._running):  # no pass is running at a check
+            self._forget(ended)
+        if self._recorded is None:
+            self._recorded = self.calls
+        self.calls = self._recorded
         structure = Structure()
         roots: list[Any] = []
         if loss is not None and loss.grad_fn is not None:
