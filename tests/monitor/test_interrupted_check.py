@@ -24,7 +24,9 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from tests.monitor.conftest import TinyCNN
+from tests.monitor.conftest import TinyCNN, batches, metrics, read_run
+from tests.monitor.test_aborted_pass import said
+from tests.monitor.test_events import sgd, zero_block2
 from trainrecord.diary import verify
 from trainrecord.monitor import Monitor
 
@@ -98,3 +100,96 @@ def test_ctrl_c_while_a_check_writes_then_training_on_leaves_a_whole_record(
         del events["run_start"], events["run_end"]
         assert counts == dict(events), landed
     assert point > 40 * stride  # the writing was driven through
+
+
+def _zeroed_block_run(run_dir: Path, point: int | None) -> tuple[str | None, list[int]]:
+    """The zeroed-block scenario (block 2 zeroed at step 10, checks every 2 steps: the check
+    of step 10 writes a certificate, channels, a repair and four alarms) with Ctrl+C at the
+    ``point``-th signal point of that check (None: none), caught by the loop, which calls
+    ``step()`` again at once; return where it landed (None: fewer points) and the seq of
+    every line the callback received."""
+    seen = 0
+    landed: str | None = None
+
+    def interrupt(frame: FrameType, event: str, arg: object) -> None:
+        nonlocal seen, landed
+        if event not in ("call", "c_return") or "/trainrecord/" not in frame.f_code.co_filename:
+            return
+        outer: FrameType | None = frame
+        while outer is not None and outer.f_code.co_name != "_check":
+            outer = outer.f_back
+        if outer is None:
+            return
+        seen += 1
+        if seen == point:
+            name = getattr(arg, "__qualname__", None) or frame.f_code.co_qualname
+            landed = f"{event} {name} (line {frame.f_lineno})"
+            raise KeyboardInterrupt
+
+    delivered: list[int] = []
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = sgd(model)
+    with Monitor(
+        model,
+        optimizer,
+        run_dir,
+        check_every=2,
+        warmup=3,
+        repair=True,
+        callback=lambda line: delivered.append(line["seq"]),
+    ) as monitor:
+        for step, (x, y) in enumerate(ZEROED_BLOCK_DATA):
+            if step == 10:
+                zero_block2(model, optimizer)
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            if step == 10 and point is not None:
+                sys.setprofile(interrupt)
+            try:
+                monitor.step(loss.detach())
+            except KeyboardInterrupt:
+                sys.setprofile(None)
+                monitor.step(loss.detach())  # the same step again
+            finally:
+                sys.setprofile(None)
+            optimizer.step()
+            optimizer.zero_grad()
+    return landed, delivered
+
+
+ZEROED_BLOCK_DATA = batches(14, batch=16)
+
+
+def test_a_check_interrupted_anywhere_and_run_again_writes_each_event_once(
+    tmp_path: Path,
+) -> None:
+    """Before: an event the interrupted check had written was written again by the run
+    again (a second certificate, channels or alarm line, or a second repair, of other
+    weights), and one it had decided but not written was lost (an alarm, a channels event);
+    the run again also lost the check's channel statistics (its hooks were gone)."""
+    _, control_delivered = _zeroed_block_run(tmp_path / "control", None)
+    control = said(read_run(tmp_path / "control"))
+    assert [line["event"] for line in control if line.get("step") == 10] == [
+        "certificate",
+        "channels",
+        "repair",
+        "channels",
+        "alarm",
+        "alarm",
+        "alarm",
+        "alarm",
+    ]
+    control_rows = metrics(tmp_path / "control")
+    point = 0
+    while True:
+        point += 29  # about 1650 points in that check: every 29th
+        run_dir = tmp_path / str(point)
+        landed, delivered = _zeroed_block_run(run_dir, point)
+        if landed is None:
+            break
+        lines = read_run(run_dir)  # (verified)
+        assert said(lines) == control, landed
+        assert metrics(run_dir) == control_rows, landed
+        assert sorted(delivered) == sorted(control_delivered), landed  # each line once
+    assert point > 40 * 29  # the check was driven through

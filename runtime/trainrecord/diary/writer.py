@@ -352,6 +352,7 @@ class DiaryWriter:
         self.seq = 0
         self.head = GENESIS
         self.last_event: str | None = None
+        self.last_line: dict[str, Any] | None = None  # the last line this writer wrote
         self.resumed_start: dict[str, Any] | None = None
         """The last run_start of the diary this writer resumed (its latest session), None
         for a new diary."""
@@ -560,6 +561,7 @@ class DiaryWriter:
                 self.seq += 1
                 self.head = digest
                 self.last_event = event
+                self.last_line = line
         return line
 
     def _body(self, event: str, fields: dict[str, Any]) -> tuple[dict[str, Any], str]:

@@ -128,10 +128,13 @@ class Repairer:
         channels: list[int],
         consumer: tuple[str, nn.Module] | None,
         block: int = 1,
+        undo: list[Callable[[], None]] | None = None,
     ) -> dict[str, Any]:
         """Repair ``channels`` of ``producer``; returns the repair event's fields. The
         ``consumer``'s input columns of channel ``c`` are ``c * block`` to
-        ``c * block + block - 1`` (``block`` > 1: the channels were flattened)."""
+        ``c * block + block - 1`` (``block`` > 1: the channels were flattened). ``undo``:
+        before anything changes, a function that puts back everything the repair changes
+        is appended to it (a check interrupted by Ctrl+C is undone and run again)."""
         module, bn = producer.module, producer.bn_module
         weight, bias, affine = weight_of(module), bias_of(module), affine_of(bn)
         index = torch.tensor(channels, dtype=torch.long, device=weight.device)
@@ -151,6 +154,8 @@ class Repairer:
                 columns = (index.unsqueeze(1) * block + offsets).flatten()
             touched.append((weight_of(consumer[1]), in_axis(consumer[1]), columns))
             labels.append(f"{consumer[0]} weight")
+        if undo is not None:
+            undo.append(self._saved(touched, bn, weight.device))
         before = [t.detach().clone() for t, _, _ in touched]
         copies = self._copies(touched)
         with torch.no_grad():
@@ -238,6 +243,51 @@ class Repairer:
             "relative_change": delta / norm_before if norm_before > 0 else None,
             "rng": self.rng,
         }
+
+    def _saved(
+        self,
+        touched: list[tuple[torch.Tensor, int, torch.Tensor]],
+        bn: nn.Module | None,
+        device: torch.device,
+    ) -> Callable[[], None]:
+        """A function that puts back what a repair of ``touched`` changes: those tensors,
+        the BatchNorm's running statistics, the parameters' gradients and optimizer state
+        (factored state too), and the generator the new weights come from."""
+        tensors = [t for t, _, _ in touched]
+        running = running_stats_of(bn) if bn is not None else None
+        if running is not None:
+            tensors += list(running)
+        for param, _, _ in touched:
+            if param.grad is not None:
+                tensors.append(param.grad)
+            tensors += [value for _, value, _ in self._state(param)]
+            tensors += [value for _, value, _ in self._state(param, shaped=False)]
+        saved = [(t, t.detach().clone()) for t in tensors]
+        generator = self._generator
+        drawn = generator.get_state() if generator is not None else None
+        host = torch.get_rng_state() if self.seed is None else None
+        accelerator = (
+            torch.cuda.get_rng_state(device)
+            if self.seed is None and device.type == "cuda"
+            else None
+        )
+
+        def put_back() -> None:
+            with torch.no_grad():
+                for tensor, value in saved:
+                    tensor.copy_(value)
+            if self.seed is not None:
+                if drawn is None:
+                    self._generator = None  # made again from the seed at the next draw
+                elif self._generator is not None:
+                    self._generator.set_state(drawn)
+            else:
+                assert host is not None
+                torch.set_rng_state(host)
+                if accelerator is not None:
+                    torch.cuda.set_rng_state(accelerator, device)
+
+        return put_back
 
     def _state(
         self, param: torch.Tensor, shaped: bool = True
