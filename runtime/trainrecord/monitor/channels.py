@@ -11,7 +11,9 @@ see :class:`ActivationProbe`). A channel is, in this order of precedence:
 * **silent** (observed): its ReLU input was <= 0 everywhere, so the ReLU output was all
   zeros, at consecutive checks whose batches showed it at least ``silent_min_values``
   values in all (only for producers followed by a ReLU; a unit that is off for the 8
-  samples of one small batch is ordinary sparsity, not a silent unit);
+  samples of one small batch is ordinary sparsity, not a silent unit; a channel reported
+  silent that fired again needs twice the longest such silence, and while it is silent
+  in between its producer keeps its level: see ``Monitor._silence``);
 * **flat**: its input to the ReLU was the same value everywhere in the batch (a constant
   channel carries no information, whatever its value);
 * **decayed**: its scale (|gamma| with a BatchNorm, else the norm of its incoming weights)
@@ -457,14 +459,21 @@ class ChannelTracker:
         batchnorm: str | None,
         counts: ChannelCounts,
         values: int | None = None,
+        pending: bool = False,
     ) -> tuple[str, dict[str, Any]] | None:
         """The event to write for this producer at this check, if any (``values``: the
-        values per channel this check showed; None: a clear is not held back)."""
+        values per channel this check showed; None: a clear is not held back;
+        ``pending``: a channel reported silent that fired since is silent again, not yet
+        for long enough to count: the producer keeps its level and the values with
+        nothing stuck start afresh, as for a stuck channel, unless a repair released it)."""
         new = (counts.level, tuple(counts.certified))
         old = self.state.get(layer, ("none", ()))
         if new == old or (new[1] == old[1] and held(old[0], counts)):
             if counts.level != "none":
                 self.quiet.pop(layer, None)  # stuck again: the quiet values start afresh
+            return None
+        if new[0] == "none" and old[0] != "none" and pending and layer not in self.released:
+            self.quiet.pop(layer, None)  # a sparse unit between its inputs: not cleared
             return None
         if (
             new[0] == "none"

@@ -363,6 +363,9 @@ class Monitor:
         self._transformed = False  # the last check's forward pass ran under torch.func
         self._refused_events: set[tuple[str, str]] = set()  # (event, rule) logged once
         self._silent_streak: dict[str, dict[int, tuple[int, int]]] = {}  # checks, values
+        # per producer and channel: the longest silence (values) after which a channel
+        # reported silent fired again (a sparse unit, not a dead one: see _silence)
+        self._revived_after: dict[str, dict[int, int]] = {}
         self._relu_cache: np.ndarray | None = None
         self._scale_sources: tuple[list[torch.Tensor], list[nn.Module]] | None = None
         self._pad_index: dict[tuple[int, ...], torch.Tensor] = {}
@@ -977,7 +980,8 @@ class Monitor:
 
     def _judging_state(self) -> dict[str, Any]:
         """Copies of what a check changes as it judges (see :class:`_Attempt`): the loss
-        rule, the alarms, the channel states, certificates and silent streaks, the
+        rule, the alarms, the channel states, certificates, silent streaks and revived
+        channels, the
         parameters' version counters and the checks-without-gradients tally."""
         return {
             "loss": _copied(vars(self.loss)),
@@ -987,6 +991,7 @@ class Monitor:
                 {k: v for k, v in vars(self.certifier).items() if k != "optimizer"}
             ),
             "streak": _copied(self._silent_streak),
+            "revived": _copied(self._revived_after),
             "versions": self.norms._versions,
             "without": self.counts["checks_without_gradients"],
         }
@@ -1005,6 +1010,7 @@ class Monitor:
         vars(self.channels).update(_copied(state["channels"]))
         vars(self.certifier).update(_copied(state["certifier"]))
         self._silent_streak = _copied(state["streak"])
+        self._revived_after = _copied(state["revived"])
         self.norms._versions = state["versions"]
         self.counts["checks_without_gradients"] = state["without"]
 
@@ -1183,6 +1189,7 @@ class Monitor:
             self.channels.quiet,
             self.certifier.certified,
             self._silent_streak,
+            self._revived_after,
         )
         for state in states:
             for name in [n for n in state if now.get(n) != self._producer_modules.get(n)]:
@@ -1495,12 +1502,18 @@ class Monitor:
                 relu,
                 channel_scale(info.module, info.bn_module),
                 self.decay_ratio,
-                self._silence(name, silent, values.get(measured, 0))
+                self._silence(name, silent, values.get(measured, 0), high)
                 | (silent & self.certifier.silent_by_weights.get(name, set())),
             )
             out[name] = counts.row()
+            revived = self._revived_after.get(name, {})
             change = self.channels.observe(
-                step, name, info.batchnorm, counts, values.get(measured, 0)
+                step,
+                name,
+                info.batchnorm,
+                counts,
+                values.get(measured, 0),
+                pending=bool(revived) and any(c in revived for c in self._silent_streak[name]),
             )
             if change is not None:
                 self._emit(*change)
@@ -1508,18 +1521,34 @@ class Monitor:
                 self._maybe_repair(step, info, counts)
         return out
 
-    def _silence(self, name: str, silent: set[int], values: int) -> set[int]:
+    def _silence(
+        self, name: str, silent: set[int], values: int, high: torch.Tensor | None = None
+    ) -> set[int]:
         """The channels of producer ``name`` silent now (``silent``) whose silence rests on
-        ``silent_min_values`` values: seen silent at this check and the checks in a row
-        before it, which showed them that many values in all (``values``: this check's
-        values per channel, on every rank)."""
+        enough values: seen silent at this check and the checks in a row before it, which
+        showed them that many values in all (``values``: this check's values per channel,
+        on every rank; ``high``: this check's channel maxima, None when not measured).
+
+        Enough is ``silent_min_values``, or, for a channel that was reported silent and
+        then fired (its maximum above 0), twice the longest such silence: a unit that
+        fires on one input in a few hundred is sparse, not dead (a contrastive encoder's
+        and a GAN generator's such units went ``channels`` / ``channels_cleared`` a dozen
+        times in 200 checks, and were repaired while alive). A unit that dies stays
+        silent and is reported once its silence is twice its longest healthy one."""
         streak = self._silent_streak.setdefault(name, {})
+        revived = self._revived_after.setdefault(name, {})
         for c in [c for c in streak if c not in silent]:
-            del streak[c]
+            _, seen = streak.pop(c)
+            if high is not None and seen >= self._silence_needed(revived, c) and high[c] > 0:
+                revived[c] = seen  # reported silent, and it fired: sparse
         for c in silent:
             checks, seen = streak.get(c, (0, 0))
             streak[c] = (checks + 1, seen + values)
-        return {c for c in silent if streak[c][1] >= self.silent_min_values}
+        return {c for c in silent if streak[c][1] >= self._silence_needed(revived, c)}
+
+    def _silence_needed(self, revived: dict[int, int], channel: int) -> int:
+        """Values of silence in a row that make ``channel`` silent (see :meth:`_silence`)."""
+        return max(self.silent_min_values, 2 * revived.get(channel, 0))
 
     def _quiet_rows(self) -> dict[str, list[int]]:
         """The stuck counts of a check where no producer has a stuck channel."""
@@ -1737,8 +1766,10 @@ class Monitor:
         block = self.structure.consumer_block.get(info.name, 1) if self.structure else 1
         undo = self._attempt.undo if self._attempt is not None else None
         fields = self.repairer.repair(step, info, chosen, consumer, block, undo=undo)
+        revived = self._revived_after.get(info.name, {})
         for c in chosen:
             streak.pop(c, None)
+            revived.pop(c, None)  # a new unit: its silence is judged afresh
         self.certifier.certified.pop(info.name, None)
         self.channels.released.add(info.name)  # its clear is not held back: see channels.py
         self._emit("repair", fields)
