@@ -1,8 +1,11 @@
-"""Healthy training that the Monitor used to report as faulty (probe s11/fa: F1, F2, F3).
+"""Healthy training that the Monitor used to report as faulty (probe s11/fa: F1, F2, F3;
+session 12: round-robin heads under ``zero_grad(set_to_none=False)``, a sparse unit's
+flapping, the gradient rule's lowest loss kept across a replaced head).
 
 Each test trains a real model; on the code before the fixes each scenario wrote the false
 or noisy report named in its test, and the fixed rules still report the real fault next to
-it (a fault after the head replacement, a blip the loss rule calls a spike).
+it (a fault after the head replacement, a blip the loss rule calls a spike, a detached
+head, a sparse unit that dies).
 """
 
 from __future__ import annotations
@@ -156,3 +159,161 @@ def test_a_spike_that_lasts_becomes_the_new_level_and_a_later_fault_is_reported(
     assert 1.99 < spikes[1]["baseline"] < 2.01  # measured against the new level
     recovered = events(lines, "loss_recovered")
     assert [r["step"] for r in recovered if r["step"] > 452] != [], recovered
+
+
+def _round_robin(run_dir: Path, set_to_none: bool, check_every: int) -> list[dict[str, Any]]:
+    """Three task heads trained in turn (step k trains head k % 3) on one trunk; head 3 is
+    trained with the others until step 60, then still run but detached from the loss (a
+    branch cut by mistake: its output computed, no gradient); head 4 is never trained."""
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(512, 20, generator=g)
+    y = (x @ torch.randn(20, 4, generator=g)).argmax(-1)
+    trunk = nn.Sequential(nn.Linear(20, 32), nn.ReLU())
+    heads = nn.ModuleList(nn.Linear(32, 4) for _ in range(5))
+    model = nn.ModuleDict({"trunk": trunk, "heads": heads})
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    with Monitor(model, optimizer, run_dir, check_every=check_every, log=False) as monitor:
+        for step in range(150):
+            i = slice(step * 32 % 512, step * 32 % 512 + 32)
+            h = trunk(x[i])
+            loss = F.cross_entropy(heads[step % 3](h), y[i])
+            cut = heads[3](h)
+            loss = loss + 0.1 * F.cross_entropy(cut if step < 60 else cut.detach(), y[i])
+            loss.backward()
+            monitor.step(loss)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=set_to_none)
+    return read_run(run_dir)
+
+
+def test_round_robin_heads_sitting_out_with_set_to_none_false_are_not_no_gradient(
+    run_dir: Path,
+) -> None:
+    """After ``zero_grad(set_to_none=False)`` a head that sat the check step out has a zero
+    gradient, not None, and SGD updated it at every step (momentum): before, it was a
+    ``no_gradient`` alarm held for the whole run (heads 1 and 2 at check_every=3, whose
+    turns the checks never land on). Its module did not run in the check step's forward
+    pass: it sat the step out. Head 3, run but detached, is ``no_gradient`` (its module
+    ran), and so is head 4, never trained (no gradient, never updated)."""
+    alarms = events(_round_robin(run_dir, set_to_none=False, check_every=3), "alarm")
+    assert {(a["layer"], a["diagnosis"]) for a in alarms} == {
+        ("heads.3", "no_gradient"),
+        ("heads.4", "no_gradient"),
+    }, alarms
+    [cut] = [a for a in alarms if a["layer"] == "heads.3"]
+    assert cut["step"] == 60 and cut["grad_norm"] == 0.0  # zero, not None: set_to_none=False
+
+
+def test_round_robin_heads_at_every_check_step_with_set_to_none_false(run_dir: Path) -> None:
+    """The same at check_every=2: every head sits out two checks in three and runs at the
+    third; no alarm but the detached head's and the never-trained one's."""
+    lines = _round_robin(run_dir, set_to_none=False, check_every=2)
+    alarms = events(lines, "alarm")
+    assert {a["layer"] for a in alarms} == {"heads.3", "heads.4"}, alarms
+    assert events(lines, "alarm_cleared") == []
+
+
+def _sparse_unit(run_dir: Path, steps: int, kill_at: int | None = None) -> list[dict[str, Any]]:
+    """A Linear layer of 32 units, one of them (unit 0) firing on about one input in 550
+    (unit-norm weights, bias -2.88), trained at check_every=1 on batches of 32; at
+    ``kill_at`` unit 0 dies for good (bias -100: it never fires again)."""
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(8192, 20, generator=g)
+    y = (x @ torch.randn(20, 4, generator=g)).argmax(-1)
+    model = nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 4))
+    with torch.no_grad():
+        model[0].weight[0] /= model[0].weight[0].norm()
+        model[0].bias[0] = -2.88
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with Monitor(model, optimizer, run_dir, check_every=1, log=False) as monitor:
+        for step in range(steps):
+            if step == kill_at:
+                with torch.no_grad():
+                    model[0].bias[0] = -100.0
+            index = torch.randint(0, x.shape[0], (32,), generator=g)
+            loss = F.cross_entropy(model(x[index]), y[index])
+            loss.backward()
+            monitor.step(loss)
+            optimizer.step()
+            optimizer.zero_grad()
+    if kill_at is None:
+        with torch.no_grad():  # alive: it fires on some of the training inputs
+            assert bool((model[0](x)[:, 0] > 0).any())
+    return read_run(run_dir)
+
+
+def test_a_sparse_units_metrics_rows_count_what_its_events_say(run_dir: Path) -> None:
+    """A unit firing on about one input in 550 is silent over 256 values (8 checks of 32)
+    more often than not: on the code of session 11 its layer went ``channels`` /
+    ``channels_cleared`` 71 times in 1000 checks; a unit reported silent that fires again
+    now needs twice its longest such silence, and its layer keeps its level meanwhile.
+    metrics.jsonl counts silent channels by the same rule: at each event's check the
+    row's counts are the event's, and the row counts the unit silent only where that rule
+    does (a few checks), while the diary holds the layer at ``some``."""
+    lines = _sparse_unit(run_dir, 1000)
+    flips = [e for e in lines if e["event"] in ("channels", "channels_cleared")]
+    assert 1 <= len(flips) <= 6, [(e["step"], e["event"]) for e in flips]
+    assert flips[0]["event"] == "channels" and flips[0]["observed"] == [0]
+    rows = {r["step"]: r for r in metrics(run_dir)}
+    for event in flips:  # the row of an event's check counts what the event says
+        stuck = [event["n_certified"], event["n_flat"], event["n_observed"], event["n_decayed"]]
+        assert rows[event["step"]]["stuck"]["0"] == stuck
+    assert all(r["stuck"]["0"][2] == 0 for s, r in rows.items() if s < flips[0]["step"])
+    silent = [s for s, r in rows.items() if r["stuck"]["0"][2]]
+    assert 0 < len(silent) < 100, len(silent)  # not every check the diary says "some" at
+
+
+def test_a_sparse_unit_that_dies_is_still_reported(run_dir: Path) -> None:
+    """The other side: the sparse unit of the test above dies at step 500 (it never fires
+    again); its rows count it silent again once its silence is twice its longest healthy
+    one, and from then on at every check, and the diary's last word on the layer is the
+    ``channels`` event naming it."""
+    lines = _sparse_unit(run_dir, 700, kill_at=500)
+    flips = [e for e in lines if e["event"] in ("channels", "channels_cleared")]
+    assert flips[-1]["event"] == "channels" and flips[-1]["observed"] == [0], flips
+    rows = {r["step"]: r for r in metrics(run_dir)}
+    assert all(rows[s]["stuck"]["0"][2] == 1 for s in range(620, 700))
+
+
+def test_a_network_wide_fall_after_a_replaced_head_is_judged_against_the_new_model(
+    run_dir: Path,
+) -> None:
+    """The gradient rule tells convergence from a failing network by the loss now against
+    the lowest loss of the run; that lowest loss was kept across a replaced head (the
+    loss rule's baseline starts anew there). Here the head is replaced at step 300 for a
+    task whose labels the inputs do not predict (the loss sits at chance, ln 4, from the
+    start), and at step 600 the batch grows from 16 to 8192: every layer's gradient, the
+    batch's noise, falls together, the loss unchanged. Without the head replacement that
+    is no alarm; with it, before the fix, the old model's lowest loss (0.13) made the
+    same fall a network failing, and ``fc0`` was ``vanishing``."""
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(8192, 20, generator=g)
+    first = (x @ torch.randn(20, 4, generator=g)).argmax(-1)
+    chance = torch.randint(0, 4, (8192,), generator=g)  # labels the inputs do not predict
+    model = nn.Sequential()
+    model.fc0, model.act0, model.fc1 = nn.Linear(20, 32), nn.Tanh(), nn.Linear(32, 32)
+    model.act1, model.head = nn.Tanh(), nn.Linear(32, 4)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    with Monitor(model, optimizer, run_dir, check_every=2, log=False) as monitor:
+        for step in range(620):
+            if step == 300:
+                model.head = nn.Linear(32, 4)
+                optimizer.add_param_group({"params": model.head.parameters()})
+                for group in optimizer.param_groups:
+                    group["lr"] = 0.005
+            y = first if step < 300 else chance
+            index = torch.randint(0, 8192, (16 if step < 600 else 8192,), generator=g)
+            loss = F.cross_entropy(model(x[index]), y[index])
+            loss.backward()
+            monitor.step(loss)
+            optimizer.step()
+            optimizer.zero_grad()
+    lines = read_run(run_dir)
+    assert [e["step"] for e in events(lines, "structure")] == [0, 302]
+    rows = {r["step"]: r for r in metrics(run_dir)}
+    assert rows[298]["loss"] < 0.3 and 1.3 < rows[602]["loss"] < 1.5  # chance: ln 4
+    assert rows[602]["grad"]["fc1"] < 0.2 * rows[598]["grad"]["fc1"]  # the fall did happen
+    assert events(lines, "alarm") == []

@@ -124,6 +124,7 @@ class _Pass:
     returned: bool = False
     waits: bool = False  # its output needs a gradient: it counts when backward reaches it
     counted: bool = False
+    called: set[int] = field(default_factory=set)  # modules it ran with gradients (ids)
 
 
 class ActivationProbe:
@@ -160,7 +161,13 @@ class ActivationProbe:
     measured as they come.
 
     ``note_compiled``: a ``torch.compile`` wrapper of ``root`` being called is noted in
-    ``compiled_call``."""
+    ``compiled_call``.
+
+    ``called`` holds the ids of every module (watched or not) run with gradients enabled,
+    in passes that count: a layer whose module did not run in the check step's forward
+    pass sat that step out (a task head of round-robin multi-task training), which its
+    gradient, zero after ``zero_grad(set_to_none=False)``, cannot tell from a detached
+    layer's."""
 
     def __init__(
         self,
@@ -179,6 +186,7 @@ class ActivationProbe:
         self._forward: set[str] = set()  # modules measured outside backward
         self.transformed = False  # a forward pass ran under a torch.func transform: unseen
         self.dtypes: set[torch.dtype] = set()  # of the outputs measured (autocast shows here)
+        self.called: set[int] = set()  # ids of the modules run with gradients enabled
         self._modules = list(modules.values())  # held, so that their ids stay theirs
         self._names = {id(m): n for n, m in modules.items()}
         self._removed = False
@@ -215,6 +223,7 @@ class ActivationProbe:
 
     def _count(self, running: _Pass) -> None:
         running.counted = True
+        self.called |= running.called
         seen, running.seen = running.seen, []
         for measured in seen:
             self._add(*measured)
@@ -228,6 +237,11 @@ class ActivationProbe:
                     if out.grad_fn is not None:
                         out.register_hook(functools.partial(_reached, self, running))
                         running.waits = True
+        if torch.is_grad_enabled():  # (inside a forward pass of the model: counted with it)
+            if self._running and torch._C._current_graph_task_id() == -1:
+                self._running[-1].called.add(id(module))
+            else:
+                self.called.add(id(module))
         name = self._names.get(id(module))
         if name is None:
             if (

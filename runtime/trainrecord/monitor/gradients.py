@@ -23,9 +23,10 @@ checks raises one ``alarm`` (diagnosis ``vanishing`` or ``exploding``; ``no_grad
 at once, when its norm is exactly zero or it has no gradient at all; its grad_norm is
 null when it has no gradient at all, as its metrics.jsonl value is, and 0 when its
 gradient is all zero; its baseline is null when the layer never had a finite non-zero
-norm; a layer without a gradient whose
-parameters were updated since the last check is not judged: see
-:meth:`GradientNorms.trained_between`) and one ``alarm_cleared`` when it
+norm; a layer that sat the check step out is not judged: no gradient, or an all-zero one
+while its modules did not run in the check step's forward pass, and its parameters
+updated since the last check, see :meth:`GradientNorms.trained_between`) and one
+``alarm_cleared`` when it
 comes back. A fall below the band that the network explains is no ``vanishing``: the
 loss fell by at least ``loss_share`` of as many decades below its mean over the same
 checks (a converging network), or every layer fell with it (the layer is within its band
@@ -144,6 +145,9 @@ class GradientNorms:
                 self.params.append(p)
                 self.owner.append(index)
         self._versions: list[int] | None = None
+        self.moved: set[str] = set()
+        """Layers whose parameters changed in place between the last two calls of
+        :meth:`trained_between`, with a gradient or without."""
 
     def trained_between(self, grads: list[torch.Tensor | None]) -> set[str]:
         """Layers without any gradient now (``grads`` as :meth:`grads` gave them) whose
@@ -154,6 +158,7 @@ class GradientNorms:
         parameter clamped in place under no_grad() every step would count as trained.)"""
         versions = [p._version for p in self.params]
         before, self._versions = self._versions, versions
+        self.moved = set()
         if before is None or len(before) != len(versions):
             return set()
         gradless = [True] * len(self.names)
@@ -161,8 +166,9 @@ class GradientNorms:
         for owner, g, was, now in zip(self.owner, grads, before, versions, strict=True):
             if g is not None:
                 gradless[owner] = False
-            elif was != now:
+            if was != now:
                 moved[owner] = True
+        self.moved = {name for name, b in zip(self.names, moved, strict=True) if b}
         return {name for name, a, b in zip(self.names, gradless, moved, strict=True) if a and b}
 
     def compute(self, scale: float = 1.0) -> tuple[dict[str, float | None], bool]:
@@ -382,9 +388,10 @@ class GradientAlarms:
         loss_above: bool = False,
     ) -> list[tuple[str, dict[str, Any]]]:
         """Update baselines with this check's norms (``loss``: the check's loss value, when
-        there is one); return the alarm events to write. A layer in ``trained_between`` (no
-        gradient now, updated since the last check) is not judged at this check: its alarm
-        state stays. ``loss_above``: the loss rule found this check's loss above its margin
+        there is one); return the alarm events to write. A layer in ``trained_between``
+        (updated since the last check, and no gradient now, or an all-zero one while its
+        modules did not run in this step's forward pass) is not judged at this check when
+        its norm is None or 0: its alarm state stays. ``loss_above``: the loss rule found this check's loss above its margin
         (a spike, or above it once); a rise above the band that the loss explains is
         ``exploding`` only then (see :meth:`_rise_explained`)."""
         self.checks += 1
@@ -398,7 +405,7 @@ class GradientAlarms:
         for layer, norm in norms.items():
             if norm is not None and not math.isfinite(norm):
                 continue  # a non-finite gradient is its own event; the alarm state stays
-            if norm is None and layer in trained_between:
+            if (norm is None or norm == 0.0) and layer in trained_between:
                 continue  # trained at other steps (round-robin tasks): nothing to judge now
             base = self.baselines.get(layer)
             if base is None:  # (setdefault would build a LayerBaseline per layer per check)
@@ -477,6 +484,15 @@ class GradientAlarms:
                     )
                 )
         return events
+
+    def new_loss_series(self) -> None:
+        """Forget the losses of the model before a change of its modules (a replaced head):
+        the lowest median the loss now is compared with is the new model's (the old
+        model's lower loss made every network-wide fall after it look like a network
+        failing, see :meth:`_explained`). The layers' baselines are kept or dropped by the
+        caller."""
+        self._losses.clear()
+        self._best = None
 
     def _band(self, base: LayerBaseline) -> float:
         return max(self.sigma_band * base.std, self.min_decades)

@@ -366,6 +366,7 @@ class Monitor:
         # per producer and channel: the longest silence (values) after which a channel
         # reported silent fired again (a sparse unit, not a dead one: see _silence)
         self._revived_after: dict[str, dict[int, int]] = {}
+        self._layers_ran: set[str] = set()  # layers whose module ran at some check step
         self._relu_cache: np.ndarray | None = None
         self._scale_sources: tuple[list[torch.Tensor], list[nn.Module]] | None = None
         self._pad_index: dict[tuple[int, ...], torch.Tensor] = {}
@@ -976,13 +977,14 @@ class Monitor:
             if not self.dist.active:
                 values = dict(probe.values) if probe else {}
             rows = self._channels(step, names, stats, host[4], quiet, values)
-        self._gradients(step, value, read, scale, rows, trained_between)  # (counts it)
+        ran = probe.called if probe is not None and probe.called else None
+        self._gradients(step, value, read, scale, rows, trained_between, ran)  # (counts it)
 
     def _judging_state(self) -> dict[str, Any]:
         """Copies of what a check changes as it judges (see :class:`_Attempt`): the loss
         rule, the alarms, the channel states, certificates, silent streaks and revived
-        channels, the
-        parameters' version counters and the checks-without-gradients tally."""
+        channels, the layers seen run, the parameters' version counters and the
+        checks-without-gradients tally."""
         return {
             "loss": _copied(vars(self.loss)),
             "alarms": _copied({k: v for k, v in vars(self.alarms).items() if k != "kinds"}),
@@ -992,6 +994,7 @@ class Monitor:
             ),
             "streak": _copied(self._silent_streak),
             "revived": _copied(self._revived_after),
+            "ran": _copied(self._layers_ran),
             "versions": self.norms._versions,
             "without": self.counts["checks_without_gradients"],
         }
@@ -1011,6 +1014,7 @@ class Monitor:
         vars(self.certifier).update(_copied(state["certifier"]))
         self._silent_streak = _copied(state["streak"])
         self._revived_after = _copied(state["revived"])
+        self._layers_ran = _copied(state["ran"])
         self.norms._versions = state["versions"]
         self.counts["checks_without_gradients"] = state["without"]
 
@@ -1022,12 +1026,16 @@ class Monitor:
         scale: tuple[float, float] | None,
         rows: dict[str, list[int]],
         trained_between: set[str],
+        ran: set[int] | None = None,
     ) -> None:
         """A check's gradient norms, their events and the loss's, and its metrics row
         (``read``: each gradient's owner and sum of squares; ``rows``: the producers' stuck
         counts; ``trained_between``: layers without a gradient now that were updated since
-        the last check)."""
+        the last check; ``ran``: the ids of the modules run with gradients in the check
+        step's forward pass, None when not known)."""
         norms, any_grad = self.norms.group(read, 1.0 if scale is None else scale[1])
+        if ran is not None:
+            trained_between = trained_between | self._sat_out(norms, ran)
         all_zero = any_grad and all(v == 0.0 for v in norms.values() if v is not None)
         if all_zero:
             any_grad = False  # every gradient exactly zero: after zero_grad(), or nothing flows
@@ -1085,6 +1093,38 @@ class Monitor:
         self._attempt = None
         if written:
             self._sinks.put("metrics", row)
+
+    def _sat_out(self, norms: dict[str, float | None], ran: set[int]) -> set[str]:
+        """Layers with an all-zero gradient, updated since the last check, whose modules did
+        not run in the check step's forward pass (``ran``: the ids of the modules that did):
+        they sat this step out, as a task head of round-robin multi-task training does, and
+        ``zero_grad(set_to_none=False)`` left them a zero gradient instead of None. A layer
+        that ran and got no gradient (a detached branch) is not one of them. A module never
+        seen run at any check while the module holding it ran
+        (``MultiheadAttention.out_proj``, whose weight its holder uses directly) counts as
+        run when its holder did."""
+        for name in self.layers:  # (layers seen run at any check: see the last sentence)
+            module = self.modules.get(name)
+            if module is not None and id(module) in ran:
+                self._layers_ran.add(name)
+        out: set[str] = set()
+        for name in self.norms.moved:
+            module = self.modules.get(name)
+            if norms.get(name) != 0.0 or module is None or id(module) in ran:
+                continue
+            if name not in self._layers_ran and self._holder_ran(name, ran):
+                continue
+            out.add(name)
+        return out
+
+    def _holder_ran(self, name: str, ran: set[int]) -> bool:
+        """Whether the nearest module holding module ``name``, below the model, ran."""
+        while "." in name:
+            name = name.rsplit(".", 1)[0]
+            holder = self.modules.get(name)
+            if holder is not None:
+                return id(holder) in ran
+        return False
 
     def _repair_limits(self, structure: Structure, owners: dict[int, list[str]]) -> dict[str, str]:
         """Producers a repair must not touch, with why; and, in ``structure.consumer``, only
@@ -1226,11 +1266,14 @@ class Monitor:
                     if self.modules.get(name) is not module:
                         self.alarms.baselines.pop(name, None)
                         self.alarms.active.pop(name, None)
+                        self._layers_ran.discard(name)
                 self.modules = modules
                 changed = True
                 # The loss of another model is a new series (a replaced head starts at
-                # chance): a new tracker, as the replaced layers' baselines are new.
+                # chance): a new tracker, as the replaced layers' baselines are new, and
+                # the gradient rule's lowest loss of the run is the new model's.
                 self.loss = LossTracker(warmup=self.loss.warmup)
+                self.alarms.new_loss_series()
             self._parameters = list(self.model.parameters())
             self._tree = self._tree_now() if changed else tree
         trainable = self._trainable_now()
