@@ -12,7 +12,8 @@ see :class:`ActivationProbe`). A channel is, in this order of precedence:
   zeros, at consecutive checks whose batches showed it at least ``silent_min_values``
   values in all (only for producers followed by a ReLU; a unit that is off for the 8
   samples of one small batch is ordinary sparsity, not a silent unit; a channel reported
-  silent that fired again needs twice the longest such silence, and while it is silent
+  silent that fired again needs twice the longest such silence, at most
+  ``REVIVED_SILENCE_CAP`` x ``silent_min_values``, and while it is silent
   in between its producer keeps its level: see ``Monitor._silence``);
 * **flat**: its input to the ReLU was the same value everywhere in the batch (a constant
   channel carries no information, whatever its value);

@@ -1577,7 +1577,8 @@ class Monitor:
         fires on one input in a few hundred is sparse, not dead (a contrastive encoder's
         and a GAN generator's such units went ``channels`` / ``channels_cleared`` a dozen
         times in 200 checks, and were repaired while alive). A unit that dies stays
-        silent and is reported once its silence is twice its longest healthy one."""
+        silent and is reported once its silence is twice its longest healthy one, or
+        ``REVIVED_SILENCE_CAP`` x ``silent_min_values`` values (2048) if that is less."""
         streak = self._silent_streak.setdefault(name, {})
         revived = self._revived_after.setdefault(name, {})
         for c in [c for c in streak if c not in silent]:
@@ -1590,8 +1591,11 @@ class Monitor:
         return {c for c in silent if streak[c][1] >= self._silence_needed(revived, c)}
 
     def _silence_needed(self, revived: dict[int, int], channel: int) -> int:
-        """Values of silence in a row that make ``channel`` silent (see :meth:`_silence`)."""
-        return max(self.silent_min_values, 2 * revived.get(channel, 0))
+        """Values of silence in a row that make ``channel`` silent (see :meth:`_silence`): at
+        most ``REVIVED_SILENCE_CAP`` times ``silent_min_values``, so that a unit whose
+        silences grew (each doubled what it needed next) is still found once it dies."""
+        needed = max(self.silent_min_values, 2 * revived.get(channel, 0))
+        return min(needed, REVIVED_SILENCE_CAP * self.silent_min_values)
 
     def _quiet_rows(self) -> dict[str, list[int]]:
         """The stuck counts of a check where no producer has a stuck channel."""
@@ -2168,6 +2172,11 @@ class _StepMark:
         except (AttributeError, RuntimeError):
             return False
 
+
+REVIVED_SILENCE_CAP = 8
+"""A channel reported silent that fired again needs at most this many times
+``silent_min_values`` values of silence to be silent again (2048 by default): its silences
+may grow (one in a few thousand inputs), its death must still be found."""
 
 _FINGERPRINT = 16
 """Values of a parameter a step mark keeps (a copy of a few elements, once per check)."""
