@@ -193,3 +193,71 @@ def test_a_check_interrupted_anywhere_and_run_again_writes_each_event_once(
         assert metrics(run_dir) == control_rows, landed
         assert sorted(delivered) == sorted(control_delivered), landed  # each line once
     assert point > 40 * 29  # the check was driven through
+
+
+def test_a_check_run_again_after_the_loop_trained_on_keeps_that_training(
+    tmp_path: Path,
+) -> None:
+    """Ctrl+C in the check of step 10 after its repair of conv2's channels 0-3 (before its
+    row), caught by the loop, which trains on (``optimizer.step()``, the next batch's
+    backward); the next ``step()`` runs the check again. Before: the run again put back
+    the whole weights of conv2, bn2 and head and their momentum as the repair had found
+    them, undoing the optimizer step on channels 4-7 too, and rewound the global RNG to
+    before the repair's draw (the numbers the loop drew since came again)."""
+    landed: list[str] = []
+
+    def interrupt(frame: FrameType, event: str, arg: object) -> None:
+        if event == "call" and frame.f_code.co_name == "_gradients" and not landed:
+            landed.append(frame.f_code.co_qualname)
+            raise KeyboardInterrupt  # the repair is made, the row not written
+
+    def run(run_dir: Path, interrupted: bool) -> dict[str, torch.Tensor]:
+        torch.manual_seed(0)
+        model = TinyCNN()
+        optimizer = sgd(model)
+        after: dict[str, torch.Tensor] = {}
+        with Monitor(model, optimizer, run_dir, check_every=2, warmup=3, repair=True) as monitor:
+            for step, (x, y) in enumerate(ZEROED_BLOCK_DATA[:12]):
+                if step == 10:  # channels 0-3 of block 2 die
+                    with torch.no_grad():
+                        for p in [model.conv2.weight, model.bn2.weight, model.bn2.bias]:
+                            p[:4].zero_()
+                            optimizer.state[p]["momentum_buffer"][:4].zero_()
+                loss = F.cross_entropy(F.dropout(model(x), 0.1), y)  # (draws from the RNG)
+                loss.backward()
+                if step == 11:
+                    tensors = {
+                        "conv2": model.conv2.weight,
+                        "head": model.head.weight.t(),
+                        "head momentum": optimizer.state[model.head.weight]["momentum_buffer"].t(),
+                    }
+                    before = {k: t.detach()[4:].clone() for k, t in tensors.items()}
+                    rng = torch.get_rng_state()
+                if step == 10 and interrupted:
+                    sys.setprofile(interrupt)
+                try:
+                    monitor.step(loss.detach())
+                except KeyboardInterrupt:
+                    pass  # the loop goes on
+                finally:
+                    sys.setprofile(None)
+                if step == 11:  # what this step() changed outside channels 0-3
+                    after = {
+                        k: (t.detach()[4:] - before[k]).abs().amax() for k, t in tensors.items()
+                    }
+                    after["rng"] = (torch.get_rng_state() != rng).sum()
+                optimizer.step()
+                optimizer.zero_grad()
+        return after
+
+    control = run(tmp_path / "control", False)
+    assert all(float(v) == 0 for v in control.values()), control
+    changed = run(tmp_path / "interrupted", True)
+    assert landed
+    assert all(float(v) == 0 for v in changed.values()), changed
+    repairs = [
+        (line["step"], line["layer"], line["channels"])
+        for line in read_run(tmp_path / "interrupted")
+        if line["event"] == "repair"
+    ]
+    assert repairs == [(10, "conv2", [0, 1, 2, 3])]

@@ -1001,8 +1001,10 @@ class Monitor:
 
     def _undo(self, attempt: _Attempt) -> None:
         """Back to how the check found things, for a run again at its step: its repairs
-        undone (weights, optimizer state, gradients and the generator they drew from), its
-        state changes put back (the lines it wrote stay; the run again does not repeat them)."""
+        undone (the repaired channels' slices of the weights, optimizer state and gradients;
+        what the loop trained since stays), its state changes put back (the lines it wrote
+        stay; the run again does not repeat them, and repeats a repair with the same new
+        weights, ``drawn``, under the same line, ``repairs``)."""
         assert attempt.state is not None
         while attempt.undo:
             attempt.undo[-1]()
@@ -1811,8 +1813,18 @@ class Monitor:
         consumer_name = self.structure.consumer.get(info.name) if self.structure else None
         consumer = (consumer_name, self.modules[consumer_name]) if consumer_name else None
         block = self.structure.consumer_block.get(info.name, 1) if self.structure else 1
-        undo = self._attempt.undo if self._attempt is not None else None
-        fields = self.repairer.repair(step, info, chosen, consumer, block, undo=undo)
+        attempt = self._attempt
+        fields = self.repairer.repair(
+            step,
+            info,
+            chosen,
+            consumer,
+            block,
+            undo=attempt.undo if attempt is not None else None,
+            drawn=attempt.drawn if attempt is not None else None,
+        )
+        if attempt is not None:  # a run again: the repair as first made (its line, if any)
+            fields = attempt.repairs.setdefault((info.name, tuple(chosen)), fields)
         revived = self._revived_after.get(info.name, {})
         for c in chosen:
             streak.pop(c, None)
@@ -2200,7 +2212,10 @@ class _Attempt:
     run again): the next ``step()`` runs the check again at the same step. It measures the
     forward pass the first attempt's hooks saw (``probe``, ``structure_probe``,
     ``learnt``), starts from the state the first attempt found (``state``; the repairs it
-    made are undone by ``undo``, newest first), and does not write again a line the
+    made are undone by ``undo``, newest first, on the repaired slices only: the loop may
+    have taken an optimizer step since, which stays; a repair made again takes the first
+    attempt's new weights, ``drawn``, and fields, ``repairs``: one line, and the loop's
+    random numbers are not drawn again), and does not write again a line the
     earlier attempts wrote (``lines``, matched by event and fields): each event is written
     once, and one an attempt had decided but not written is written by the run again."""
 
@@ -2210,6 +2225,8 @@ class _Attempt:
     learnt: tuple[Structure, set[str]] | None = None
     state: dict[str, Any] | None = None
     undo: list[Callable[[], None]] = field(default_factory=list)
+    drawn: dict[tuple[str, tuple[int, ...]], torch.Tensor] = field(default_factory=dict)
+    repairs: dict[tuple[str, tuple[int, ...]], dict[str, Any]] = field(default_factory=dict)
     lines: list[_Written] = field(default_factory=list)
     unmatched: Counter[str] = field(default_factory=Counter)
 

@@ -129,12 +129,15 @@ class Repairer:
         consumer: tuple[str, nn.Module] | None,
         block: int = 1,
         undo: list[Callable[[], None]] | None = None,
+        drawn: dict[tuple[str, tuple[int, ...]], torch.Tensor] | None = None,
     ) -> dict[str, Any]:
         """Repair ``channels`` of ``producer``; returns the repair event's fields. The
         ``consumer``'s input columns of channel ``c`` are ``c * block`` to
         ``c * block + block - 1`` (``block`` > 1: the channels were flattened). ``undo``:
-        before anything changes, a function that puts back everything the repair changes
-        is appended to it (a check interrupted by Ctrl+C is undone and run again)."""
+        before anything changes, a function that puts back the slices the repair changes
+        is appended to it (a check interrupted by Ctrl+C is undone and run again).
+        ``drawn``: the new weights drawn, by producer and channels; a repair found there (a
+        check run again) takes those instead of drawing again (see :meth:`_saved`)."""
         module, bn = producer.module, producer.bn_module
         weight, bias, affine = weight_of(module), bias_of(module), affine_of(bn)
         index = torch.tensor(channels, dtype=torch.long, device=weight.device)
@@ -154,8 +157,9 @@ class Repairer:
                 columns = (index.unsqueeze(1) * block + offsets).flatten()
             touched.append((weight_of(consumer[1]), in_axis(consumer[1]), columns))
             labels.append(f"{consumer[0]} weight")
+        key = (producer.name, tuple(channels))
         if undo is not None:
-            undo.append(self._saved(touched, bn, weight.device))
+            undo.append(self._saved(touched, bn, weight.device, key, drawn))
         before = [t.detach().clone() for t, _, _ in touched]
         copies = self._copies(touched)
         with torch.no_grad():
@@ -163,7 +167,11 @@ class Repairer:
             bound = 1.0 / math.sqrt(fan_in) if fan_in else 0.0
             shape = list(weight.shape)
             shape[axis] = len(channels)
-            new = self._draw(torch.Size(shape), bound, weight)
+            new = drawn.get(key) if drawn is not None else None
+            if new is None:
+                new = self._draw(torch.Size(shape), bound, weight)
+                if drawn is not None:
+                    drawn[key] = new
             weight.index_copy_(axis, index, new)
             if bias is not None:
                 bias.index_fill_(0, index, 0.0)
@@ -249,22 +257,47 @@ class Repairer:
         touched: list[tuple[torch.Tensor, int, torch.Tensor]],
         bn: nn.Module | None,
         device: torch.device,
+        key: tuple[str, tuple[int, ...]],
+        drawn: dict[tuple[str, tuple[int, ...]], torch.Tensor] | None,
     ) -> Callable[[], None]:
-        """A function that puts back what a repair of ``touched`` changes: those tensors,
-        the BatchNorm's running statistics, the parameters' gradients and optimizer state
-        (factored state too), and the generator the new weights come from."""
-        tensors = [t for t, _, _ in touched]
+        """A function that puts back what a repair of ``touched`` changes: the channels'
+        slices of those tensors, of the BatchNorm's running statistics, of the parameters'
+        optimizer state (factored state too) and of their gradients, and the generator the
+        new weights come from.
+
+        Only the slices: the loop may have trained on between the interrupted check and
+        its run again (Ctrl+C caught, ``optimizer.step()``, the next batch), and what it
+        changed elsewhere in those tensors stays (putting the whole tensors back undid that
+        optimizer step on the repaired layers and their momentum). A gradient slice is put
+        back only while it is as the repair left it (zero: no backward since, whose
+        gradient is the one the check reads now). The generator is put back only when the
+        new weights were not kept in ``drawn`` (the run again takes those; drawing again
+        from a global generator put back would replay the numbers the loop drew since)."""
+        slices: list[tuple[torch.Tensor, int, torch.Tensor, torch.Tensor]] = []
+        grads: list[tuple[torch.Tensor, torch.Tensor, int, torch.Tensor, torch.Tensor]] = []
+
+        def keep(tensor: torch.Tensor, dim: int, index: torch.Tensor) -> None:
+            at = index.to(tensor.device)
+            slices.append((tensor, dim, at, tensor.detach().index_select(dim, at).clone()))
+
+        for param, dim, index in touched:
+            keep(param, dim, index)
+            for _, value, _ in self._state(param):
+                keep(value, dim, index)
+            for _, value, _ in self._state(param, shaped=False):
+                if _factored(value, param) is not None and value.shape[dim] == param.shape[dim]:
+                    keep(value, dim, index)
+            grad = param.grad
+            if grad is not None:
+                at = index.to(grad.device)
+                grads.append((param, grad, dim, at, grad.index_select(dim, at).clone()))
         running = running_stats_of(bn) if bn is not None else None
         if running is not None:
-            tensors += list(running)
-        for param, _, _ in touched:
-            if param.grad is not None:
-                tensors.append(param.grad)
-            tensors += [value for _, value, _ in self._state(param)]
-            tensors += [value for _, value, _ in self._state(param, shaped=False)]
-        saved = [(t, t.detach().clone()) for t in tensors]
+            channels = touched[0][2]
+            for stat in running:
+                keep(stat, 0, channels)
         generator = self._generator
-        drawn = generator.get_state() if generator is not None else None
+        state = generator.get_state() if generator is not None else None
         host = torch.get_rng_state() if self.seed is None else None
         accelerator = (
             torch.cuda.get_rng_state(device)
@@ -274,13 +307,18 @@ class Repairer:
 
         def put_back() -> None:
             with torch.no_grad():
-                for tensor, value in saved:
-                    tensor.copy_(value)
+                for tensor, dim, at, values in slices:
+                    tensor.index_copy_(dim, at, values)
+                for param, grad, dim, at, values in grads:
+                    if param.grad is grad and not bool(grad.index_select(dim, at).any()):
+                        grad.index_copy_(dim, at, values)
+            if drawn is not None and key in drawn:
+                return  # the run again takes the same new weights: nothing drawn again
             if self.seed is not None:
-                if drawn is None:
+                if state is None:
                     self._generator = None  # made again from the seed at the next draw
                 elif self._generator is not None:
-                    self._generator.set_state(drawn)
+                    self._generator.set_state(state)
             else:
                 assert host is not None
                 torch.set_rng_state(host)
