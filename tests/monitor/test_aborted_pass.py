@@ -219,3 +219,32 @@ def test_an_aborted_forward_pass_adds_nothing_to_the_channel_statistics(
     found = [e for e in events(read_run(run), "channels") if e["layer"] == "fc1"]
     assert [(e["step"], e["n_observed"], e["observed"]) for e in found[:1]] == [(7, 1, [0])]
     assert [row["stuck"]["fc1"] for row in metrics(run)][6:8] == [[0, 0, 0, 0], [0, 0, 1, 0]]
+
+
+def test_a_loss_on_features_a_hook_captured_counts_the_pass(tmp_path: Path) -> None:
+    """The loss is computed from fc1's activations, captured by a forward hook (metric
+    learning on a stock classifier: its own output is computed and unused); fc1's unit 0
+    is silent (bias -50): proven at step 7, as when the loss is on the output. Before: a
+    pass counted only once backward reached the model's output, so no pass counted and
+    the silent unit was never found."""
+    torch.manual_seed(0)
+    model = TinyMLP()
+    with torch.no_grad():
+        model.fc1.bias[0] = -50.0
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+    captured: list[torch.Tensor] = []
+    model.relu.register_forward_hook(lambda module, args, out: captured.append(out))
+    run = tmp_path / "run"
+    with Monitor(model, optimizer, run, check_every=1, silent_min_values=256) as monitor:
+        for x, y in batches(9, batch=32):
+            captured.clear()
+            model(x)  # the logits are not used
+            features = F.normalize(captured[0], dim=1)
+            same = (y[:, None] == y[None]).float()
+            loss = (features @ features.t() - same).square().mean()
+            loss.backward()
+            monitor.step(loss)
+            optimizer.step()
+            optimizer.zero_grad()
+    found = [e for e in events(read_run(run), "channels") if e["layer"] == "fc1"]
+    assert [(e["step"], e["n_observed"], e["observed"]) for e in found[:1]] == [(7, 1, [0])]

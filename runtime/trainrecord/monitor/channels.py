@@ -4,7 +4,7 @@ For each producer (Conv, ConvTranspose, Linear) the monitor measures the tensor 
 paired BatchNorm's output, or the producer's own output. Forward hooks, installed only for
 the forward pass of a check step, reduce it to a per-channel maximum and minimum over the
 batch and every position (a forward pass of the model counts once a backward pass reaches
-its output: one that raised, caught by the loop, or whose loss was discarded adds nothing;
+its output, or a measured module's output in it: one that raised, caught by the loop, or whose loss was discarded adds nothing;
 see :class:`ActivationProbe`). A channel is, in this order of precedence:
 
 * **certified**: proven dead from the weights and the structure (``certificate.py``);
@@ -149,7 +149,8 @@ class ActivationProbe:
 
     A forward pass of ``root`` (the model) counts when it is trained on: what its modules
     showed is kept apart until a backward pass (``loss.backward()``, ``autograd.grad``)
-    reaches its output, and then added. So a pass that raises (a bad batch, an
+    reaches its output, or the output of one of the modules measured in it (a loss computed
+    from features a forward hook captured, the model's own output unused), and then added. So a pass that raises (a bad batch, an
     out-of-memory error the loop catches, then skips or retries the batch; also a
     ``KeyboardInterrupt`` caught in a notebook, training then resumed), and a pass whose
     output no backward reaches before the check (a loss discarded: an evaluation pass in
@@ -218,8 +219,9 @@ class ActivationProbe:
         # (a pass that raised is dropped: what its modules showed never counts)
 
     def _reached(self, running: _Pass) -> None:
-        """A backward pass reached the output of ``running``: it counts (once)."""
-        if not running.counted and not self._removed:
+        """A backward pass reached the output of ``running``, or of a module measured in
+        it: it counts (once; a pass that raised never does)."""
+        if running.returned and not running.counted and not self._removed:
             self._count(running)
 
     def _count(self, running: _Pass) -> None:
@@ -280,7 +282,12 @@ class ActivationProbe:
             tensor.dtype,
         )
         if self._running and forward:  # inside a forward pass of the model: counted later
-            self._running[-1].seen.append(measured)
+            running = self._running[-1]
+            running.seen.append(measured)
+            if tensor.grad_fn is not None and not running.counted:
+                # a loss may be computed from an intermediate (a hook's capture) rather than
+                # from the model's output: a backward pass reaching this counts the pass too
+                tensor.register_hook(functools.partial(_reached, self, running))
         else:
             self._add(*measured)
 
