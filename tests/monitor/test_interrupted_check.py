@@ -261,3 +261,55 @@ def test_a_check_run_again_after_the_loop_trained_on_keeps_that_training(
         if line["event"] == "repair"
     ]
     assert repairs == [(10, "conv2", [0, 1, 2, 3])]
+
+
+def test_a_check_run_again_after_the_next_batch_reports_its_own_step(tmp_path: Path) -> None:
+    """The loss is 50 times larger from step 10 on (a spike at the check of step 12);
+    Ctrl+C right after that check wrote its loss_spike, caught by the loop, which trains
+    on; the next ``step()`` (with the next batch's loss and gradients) runs the check of
+    step 12 again. Before: the run again judged the next batch's loss, and wrote a second
+    loss_spike at step 12 with another value; its row had that batch's loss and norms."""
+    landed: list[str] = []
+
+    def interrupt(frame: FrameType, event: str, arg: object) -> None:
+        if (
+            event == "return"
+            and frame.f_code.co_name == "_emit"
+            and frame.f_locals.get("event") == "loss_spike"
+            and not landed
+        ):
+            landed.append("loss_spike")
+            raise KeyboardInterrupt
+
+    def run(run_dir: Path, interrupted: bool) -> None:
+        torch.manual_seed(0)
+        model = TinyCNN()
+        optimizer = sgd(model)
+        with Monitor(model, optimizer, run_dir, check_every=2, warmup=3) as monitor:
+            for step, (x, y) in enumerate(batches(16, batch=16)):
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                if interrupted:
+                    sys.setprofile(interrupt)
+                try:
+                    monitor.step(loss.detach() * (50 if step >= 10 else 1))
+                except KeyboardInterrupt:
+                    pass  # the loop goes on
+                finally:
+                    sys.setprofile(None)
+                optimizer.step()
+                optimizer.zero_grad()
+
+    run(tmp_path / "control", False)
+    control = said(read_run(tmp_path / "control"))
+    assert [(line["event"], line["step"]) for line in control if line.get("step") == 12] == [
+        ("loss_spike", 12)
+    ]
+    run(tmp_path / "interrupted", True)
+    assert landed
+    lines = said(read_run(tmp_path / "interrupted"))
+    assert lines[-1]["steps"] == control[-1]["steps"] - 1  # (the interrupted call: no step)
+    lines[-1]["steps"] = control[-1]["steps"]
+    assert lines == control
+    rows = metrics(tmp_path / "interrupted")
+    assert [row for row in rows if row["step"] <= 12] == metrics(tmp_path / "control")[:7]

@@ -936,36 +936,43 @@ class Monitor:
             attempt.state = self._judging_state()
         else:
             self._undo(attempt)
-        # everything the check reads, gathered on the device and read back in one transfer
-        loss_part, value = self._loss_part(step, loss)
-        scale = self._scale(at_check=True)
-        grads = self.norms.grads()
-        gathered = self.norms.gather(grads)
-        trained_between = self.norms.trained_between(grads)
-        squares = None if gathered is None else gathered.squares
-        names: list[str] = []
-        values: dict[str, int] = {}
-        if self.dist.active:  # the same collectives on every rank, whatever it measured
-            summed, maxed = self._reduce(step, probe, loss_part)
-            parts = [summed, squares, maxed, None]
-            measured = self.structure is not None
+        if attempt.reads is not None:  # a run again: what the first attempt read (below)
+            value, scale, trained_between, names, values, host, read, versions = attempt.reads
+            self.norms._versions = versions
         else:
-            names, stats = self._stat_parts(probe) if self.structure is not None else ([], None)
-            parts = [loss_part, squares, *(stats or (None, None))]
-            measured = stats is not None
-        parts.append(self._scale_vector() if measured else None)
-        host = to_host(parts)
-        if self.dist.active:
-            assert host[0] is not None and host[2] is not None
-            value, names, values, host[2], host[3] = self._reduced(step, host[0], host[2])
-            if self._checks_stopped:  # a rank's record stopped: every rank stops here
-                return
-        elif host[0] is not None:
-            value = float(host[0].item())
-        read = None
-        if gathered is not None:
-            assert host[1] is not None
-            read = (gathered.owners, gathered.exact(host[1].tolist()))
+            # everything the check reads, gathered on the device and read back in one transfer
+            loss_part, value = self._loss_part(step, loss)
+            scale = self._scale(at_check=True)
+            grads = self.norms.grads()
+            gathered = self.norms.gather(grads)
+            trained_between = self.norms.trained_between(grads)
+            squares = None if gathered is None else gathered.squares
+            names = []
+            values = {}
+            if self.dist.active:  # the same collectives on every rank, whatever it measured
+                summed, maxed = self._reduce(step, probe, loss_part)
+                parts = [summed, squares, maxed, None]
+                measured = self.structure is not None
+            else:
+                names, stats = self._stat_parts(probe) if self.structure is not None else ([], None)
+                parts = [loss_part, squares, *(stats or (None, None))]
+                measured = stats is not None
+            parts.append(self._scale_vector() if measured else None)
+            host = to_host(parts)
+            if self.dist.active:
+                assert host[0] is not None and host[2] is not None
+                value, names, values, host[2], host[3] = self._reduced(step, host[0], host[2])
+                if self._checks_stopped:  # a rank's record stopped: every rank stops here
+                    return
+            elif host[0] is not None:
+                value = float(host[0].item())
+            read = None
+            if gathered is not None:
+                assert host[1] is not None
+                read = (gathered.owners, gathered.exact(host[1].tolist()))
+            if not self.dist.active:  # (under DDP every rank reads again: the same collectives)
+                reads = (value, scale, trained_between, names, values, host, read)
+                attempt.reads = (*reads, self.norms._versions)
         rows: dict[str, list[int]] = {}
         if self.structure is not None:
             stats = (host[2], host[3]) if host[2] is not None and host[3] is not None else None
@@ -2211,7 +2218,11 @@ class _Attempt:
     Ctrl+C in the middle of a check, caught by the loop (a notebook cell interrupted, then
     run again): the next ``step()`` runs the check again at the same step. It measures the
     forward pass the first attempt's hooks saw (``probe``, ``structure_probe``,
-    ``learnt``), starts from the state the first attempt found (``state``; the repairs it
+    ``learnt``) and what it read (``reads``: the loss, the gradient norms, the channel
+    statistics; not under DDP, whose ranks read again together), so a loop that trained on
+    between (Ctrl+C caught, ``optimizer.step()``, the next batch) gets the check of its
+    step, not of the next batch's loss and gradients (a spike said twice, with two
+    values). It starts from the state the first attempt found (``state``; the repairs it
     made are undone by ``undo``, newest first, on the repaired slices only: the loop may
     have taken an optimizer step since, which stays; a repair made again takes the first
     attempt's new weights, ``drawn``, and fields, ``repairs``: one line, and the loop's
@@ -2227,6 +2238,7 @@ class _Attempt:
     undo: list[Callable[[], None]] = field(default_factory=list)
     drawn: dict[tuple[str, tuple[int, ...]], torch.Tensor] = field(default_factory=dict)
     repairs: dict[tuple[str, tuple[int, ...]], dict[str, Any]] = field(default_factory=dict)
+    reads: tuple[Any, ...] | None = None
     lines: list[_Written] = field(default_factory=list)
     unmatched: Counter[str] = field(default_factory=Counter)
 
