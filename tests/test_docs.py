@@ -138,3 +138,83 @@ def test_the_api_table_names_every_export() -> None:
             n for n in importlib.import_module(module).__all__ if f"`{n}" not in rows[module]
         ]
         assert not missing, (module, missing)
+
+
+def _read(*parts: str) -> str:
+    path = ROOT.joinpath(*parts)
+    return path.read_text(encoding="utf-8") if path.is_file() else ""
+
+
+MONITOR_DOCS = README + _read("docs", "monitor.md")
+
+
+def _table(text: str, header: str) -> list[list[str]]:
+    """The rows of the Markdown table under ``header``: the lines that follow it without a
+    break (a paragraph between two rows ends the table where a renderer ends it)."""
+    lines = text.splitlines()
+    start = lines.index(header)
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split(" | ")])
+    return rows
+
+
+def test_the_event_table_is_one_table_of_every_event() -> None:
+    # The table sat in README with a paragraph on metrics.jsonl between its channels_cleared
+    # and certificate rows: rendered, the last twelve rows were a loose paragraph of pipes
+    from trainrecord.diary import EVENT_TYPES
+
+    rows = _table(MONITOR_DOCS, "| event | what it means | what to do |")
+    assert [row[0].strip("`") for row in rows] == list(EVENT_TYPES)
+    assert all(len(row) == 3 for row in rows), [row[0] for row in rows if len(row) != 3]
+    assert f"these {len(EVENT_TYPES)} event types" in _flat(MONITOR_DOCS)
+
+
+def test_the_readme_names_every_event_the_monitor_writes() -> None:
+    # The README's short "What you get" list: a reader who never opens docs/ sees them all
+    from trainrecord.diary import EVENT_TYPES
+
+    section = README[README.index("\n## Monitor\n") : README.index("\n## Diary\n")]
+    assert f"The {len(EVENT_TYPES)} event types" in section
+    missing = [name for name in EVENT_TYPES if f"`{name}`" not in section]
+    assert not missing, missing
+
+
+def test_the_docs_index_lists_every_document() -> None:
+    listed = set(re.findall(r"\]\(([\w.-]+\.md)\)", DOCS_README))
+    documents = {p.name for p in (ROOT / "docs").glob("*.md") if p.name != "README.md"}
+    assert documents <= listed, documents - listed
+
+
+def _anchors(text: str) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation but - and _ dropped, spaces to -."""
+    headings = re.findall(r"^#{1,6} (.+)$", re.sub(r"```.*?```", "", text, flags=re.S), re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+def test_every_relative_link_in_the_documents_resolves() -> None:
+    documents = [ROOT / "README.md", ROOT / "bench" / "README.md", ROOT / "spec" / "README.md"]
+    documents += sorted((ROOT / "docs").glob("*.md"))
+    broken = []
+    for doc in documents:
+        text = doc.read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)\s]+)\)", re.sub(r"```.*?```", "", text, flags=re.S)):
+            if re.match(r"[a-z]+:", target):
+                continue
+            path, _, anchor = target.partition("#")
+            linked = (doc.parent / path).resolve() if path else doc
+            if not linked.exists() or (
+                anchor and anchor not in _anchors(linked.read_text(encoding="utf-8"))
+            ):
+                broken.append((doc.name, target))
+    assert not broken, broken
+
+
+def test_the_readme_s_links_to_the_checkout_say_where_they_point() -> None:
+    # README.md is the package index's page, where a relative link leads nowhere: the text
+    # of each such link is its path in the source repository
+    for text, target in re.findall(r"\[([^\]]+)\]\(([^)\s]+)\)", README):
+        if not re.match(r"[a-z]+:", target):
+            assert text == target, (text, target)
