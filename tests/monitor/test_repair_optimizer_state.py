@@ -12,6 +12,7 @@ Adam trained the model. Real training of the tiny models; each test failed befor
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -251,36 +252,95 @@ def test_a_lookahead_is_not_looked_through_and_certifies_nothing(
     assert (model.bn2.weight[dead] > 0.1).all()
 
 
+def _slow(optimizer: Any, param: torch.Tensor) -> torch.Tensor:
+    """The slow weights of ``param`` in either Lookahead: its own state, or its list."""
+    if isinstance(optimizer, ListLookahead):
+        [slow] = [
+            s
+            for group, slows in zip(optimizer.param_groups, optimizer.slow_weights, strict=True)
+            for p, s in zip(group["params"], slows, strict=True)
+            if p is param
+        ]
+        return slow
+    return optimizer.state[param]["slow_param"]
+
+
+@pytest.mark.parametrize("wrapper", [Lookahead, ListLookahead], ids=["state", "list"])
 def test_a_repair_under_a_lookahead_gives_its_slow_weights_the_new_values(
-    run_dir: Path,
+    run_dir: Path, wrapper: type[torch.optim.Optimizer]
 ) -> None:
-    """A repair under torch_optimizer's Lookahead: the slow weights of the repaired
-    channels (``slow_param``, in the Lookahead's own state) take the new values, the inner
-    SGD's momentum of them is zeroed, so the next synchronisation keeps the repair."""
+    """A repair under a Lookahead: the slow weights of the repaired channels (torch_optimizer's
+    ``slow_param`` in the Lookahead's own state, or lonePatient's ``slow_weights`` list
+    beside it, matched to the parameters by position in the param groups) take the new
+    values and the inner SGD's momentum of them is zeroed, so the next synchronisation keeps
+    the repair. Before (the list): its slow weights kept the dead values, and the first
+    synchronisation after the repair pulled bn2's new gamma of 1 halfway back to 0."""
     torch.manual_seed(0)
     model = TinyCNN()
     inner = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    optimizer = Lookahead(inner, k=3)
+    optimizer = wrapper(inner, k=3)
     dead = [0, 1, 2, 3]
 
     def kill() -> None:  # dead for good: the slow weights and the momentum too
         with torch.no_grad():
             for p, value in ((model.bn2.weight, 0.0), (model.bn2.bias, -0.1)):
                 p[dead] = value
-                optimizer.state[p]["slow_param"][dead] = value
+                _slow(optimizer, p)[dead] = value
                 inner.state[p]["momentum_buffer"][dead] = 0.0
 
-    before, after, losses = _run_until_repair(model, optimizer, run_dir, kill)
     gamma = model.bn2.weight
-    assert torch.equal(after[gamma]["slow_param"][dead], torch.ones(4))  # the new gamma
-    assert torch.equal(before[gamma]["slow_param"][dead], torch.zeros(4))
+    slow_before: list[torch.Tensor] = []
+    original_step = optimizer.step
+
+    def step(closure: Any = None) -> Any:  # the slow gamma as each step found it
+        if isinstance(optimizer, ListLookahead) or "slow_param" in optimizer.state[gamma]:
+            slow_before.append(_slow(optimizer, gamma)[dead].clone())
+        return original_step(closure)
+
+    optimizer.step = step  # type: ignore[method-assign]
+    _run_until_repair(model, optimizer, run_dir, kill)
     [repair] = events(read_run(run_dir), "repair")
     assert repair["layer"] == "conv2" and repair["channels"] == dead
     assert "copies of the weights in the optimizer state" in repair["method"]
-    assert sum(losses[-5:]) < sum(losses[:5])
-    assert (model.bn2.weight[dead] - 1.0).abs().max() < 0.2  # not pulled back to 0
-    slow = optimizer.state[model.head.weight]["slow_param"]
-    assert (slow[:, dead] != 0).all()  # the zeroed outgoing weights learn, slow ones too
+    assert "left as they were" not in repair["method"]
+    # the step right after the repair found the slow gamma at the new value 1, not 0
+    assert any(
+        torch.equal(then, torch.zeros(4)) and torch.equal(now, torch.ones(4))
+        for then, now in itertools.pairwise(slow_before)
+    )
+    assert (gamma[dead] - 1.0).abs().max() < 0.2  # not pulled back to 0
+    assert (_slow(optimizer, model.head.weight)[:, dead] != 0).all()  # the outgoing ones learn
+
+
+def test_a_repair_names_a_lookahead_list_it_cannot_match_to_the_parameters(
+    run_dir: Path,
+) -> None:
+    """A list of slow weights not laid out as the param groups (here in reverse order):
+    which of its tensors is a repaired parameter's is not known, so the repair leaves the
+    list as it is and its event's ``method`` names it (and the layers it was not updated
+    for)."""
+    torch.manual_seed(0)
+    model = TinyMLP()
+    inner = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    optimizer = ListLookahead(inner, k=1000)  # no synchronisation in the test
+    optimizer.slow_weights = [list(reversed(optimizer.slow_weights[0]))]
+    before = [s.clone() for s in optimizer.slow_weights[0]]
+
+    def kill() -> None:
+        with torch.no_grad():
+            model.fc1.bias[[0, 1, 2, 3]] = -100.0
+
+    _run_until_repair(model, optimizer, run_dir, kill)
+    [repair] = events(read_run(run_dir), "repair")
+    assert repair["layer"] == "fc1"
+    assert (
+        "3 tensors in lists an optimizer keeps beside its state, not one per parameter as "
+        "its param groups hold them, whose part for these channels is not known, left as "
+        "they were (slow_weights of fc1 weight, slow_weights of fc1 bias, slow_weights of "
+        "fc2 weight)" in repair["method"]
+    )
+    for now, then in zip(optimizer.slow_weights[0], before, strict=True):
+        assert torch.equal(now, then)
 
 
 def test_a_repairing_monitor_given_no_optimizer_follows_the_one_stepping_the_model(

@@ -82,7 +82,7 @@ def passes_through(wrapper: Any, inner: torch.optim.Optimizer) -> bool:
     for name, value in own.items():
         if value is inner or value is inner_attributes.get(name, _MISSING):
             continue
-        if _holds_tensor(value, 3):
+        if holds_tensor(value, 3):
             return False
     return True
 
@@ -90,7 +90,7 @@ def passes_through(wrapper: Any, inner: torch.optim.Optimizer) -> bool:
 _MISSING = object()
 
 
-def _holds_tensor(value: Any, depth: int) -> bool:
+def holds_tensor(value: Any, depth: int) -> bool:
     """Whether ``value`` is a tensor or a list, tuple or dict holding one (``depth`` deep)."""
     if isinstance(value, torch.Tensor):
         return True
@@ -99,7 +99,7 @@ def _holds_tensor(value: Any, depth: int) -> bool:
     if isinstance(value, dict):
         value = list(value.values())
     if isinstance(value, (list, tuple)):
-        return any(_holds_tensor(v, depth - 1) for v in value[:64])
+        return any(holds_tensor(v, depth - 1) for v in value[:64])
     return False
 
 

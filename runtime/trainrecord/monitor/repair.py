@@ -14,7 +14,13 @@ it wraps (SAM's ``base_optimizer`` holds the momentum). A state tensor that is t
 parameter itself (SAM's ``old_p`` after its restore, ``p.data = old_p``) is left alone:
 zeroing it would zero the new weights; one that is a copy of the parameter (SAM's
 ``old_p`` before the restore, slow weights: known by name, ``COPY_KEYS``, or else by its
-distance to the parameter) gets the new values, so that restoring it keeps the repair.
+distance to the parameter) gets the new values, so that restoring it keeps the repair. So
+does a copy an optimizer keeps in a list attribute of its own beside its state (a Lookahead's
+``self.slow_weights = [[p.clone() for p in g["params"]] for g in param_groups]``): matched to
+the parameters by position, only when the list mirrors the param groups exactly (one tensor
+of each parameter's shape per parameter, per group or flat in the groups' order); a list
+laid out otherwise that holds tensors of a repaired parameter's shape is left as it is and
+named in the repair's ``method`` (its next synchronisation may pull the channels back).
 
 A factored state entry (torch's ``Adafactor`` keeps ``row_var`` and ``col_var``, the
 parameter's shape with the last dimension, or the one before it, reduced to 1) has the
@@ -38,6 +44,7 @@ from torch import nn
 
 from trainrecord.monitor.certificate import Producer
 from trainrecord.monitor.distributed import Distributed
+from trainrecord.monitor.optimizers import holds_tensor
 from trainrecord.monitor.structure import (
     affine_of,
     bias_of,
@@ -82,11 +89,18 @@ COPY_KEYS = frozenset(
         "z",  # schedule-free optimizers: the base sequence of weights
         "x0",  # D-Adaptation: the initial weights
         "p0",  # Prodigy: the initial weights
+        "slow_weights",  # Lookahead kept in a list beside the state (lonePatient, others)
+        "slow_params",
     }
 )
 """State entries known to be copies of the parameter (weights, not moments): given the
 new values on the repaired slices, however far they are from the parameter (SAM's
 ``old_p`` after a large ascent step, a producer whose whole weight is zero)."""
+
+LIST_DEPTH = 2
+"""How deep in an optimizer's own attribute a list of per-parameter tensors is looked for:
+one list per param group (``[[p.clone() for p in g["params"]] for g in param_groups]``) or
+one flat list in the groups' order."""
 
 COPY_DISTANCE = 0.5
 """A parameter-shaped state tensor of another name (neither a moment nor a known copy)
@@ -192,6 +206,11 @@ class Repairer:
         if self.dist is not None:
             self.dist.broadcast([t for t, _, _ in touched])
         slices, copied, kept, unknown = self._reset_state(touched, labels, copies)
+        lists = [
+            f"{name} of {label}"
+            for (param, _, _), label in zip(touched, labels, strict=True)
+            for name in self.unmatched_lists(param)
+        ]
         delta = math.sqrt(
             sum(
                 float((t.detach() - b).double().square().sum())
@@ -233,6 +252,12 @@ class Repairer:
                 f"; {len(unknown)} optimizer-state entries laid out unlike the parameter, "
                 f"whose part for these channels is not known, left as they were "
                 f"({', '.join(unknown)})"
+            )
+        if lists:
+            kind += (
+                f"; {len(lists)} tensors in lists an optimizer keeps beside its state, not "
+                f"one per parameter as its param groups hold them, whose part for these "
+                f"channels is not known, left as they were ({', '.join(lists)})"
             )
         return {
             "step": step,
@@ -338,11 +363,12 @@ class Repairer:
         seen: set[int] = set()
         for optimizer in self.optimizers:
             state = optimizer.state.get(param, {})
-            if not isinstance(state, dict):
-                continue
             groups: list[dict[str, Any]] = getattr(optimizer, "param_groups", [])
             group = next((g for g in groups if _holds(g, param)), {})
-            for key, value in state.items():
+            items = list(state.items()) if isinstance(state, dict) else []
+            if shaped:  # a list-held copy (a Lookahead's slow_weights) is parameter-shaped
+                items += [(key, value) for key, value in _listed(optimizer, param)]
+            for key, value in items:
                 if (
                     isinstance(value, torch.Tensor)
                     and (value.shape == param.shape) == shaped
@@ -352,6 +378,15 @@ class Repairer:
                     seen.add(id(value))
                     out.append((str(key), value, group))
         return out
+
+    def unmatched_lists(self, param: torch.Tensor) -> list[str]:
+        """The optimizers' own list attributes that hold tensors but not one per parameter
+        laid out as the param groups (see :func:`_listed`): what they hold for ``param`` is
+        not known, so a repair leaves them as they are and names them."""
+        names: list[str] = []
+        for optimizer in self.optimizers:
+            names += [key for key, value in _listed(optimizer, param) if value is None]
+        return names
 
     def _copies(self, touched: list[tuple[torch.Tensor, int, torch.Tensor]]) -> set[int]:
         """The ids of the state tensors that are copies of their parameter: those of a
@@ -419,6 +454,65 @@ class Repairer:
                         value.index_fill_(dim, at, fresh(group) if fresh else 0.0)
                         zeroed += 1
         return zeroed, copied, kept, unknown
+
+
+def _listed(optimizer: Any, param: torch.Tensor) -> list[tuple[str, torch.Tensor | None]]:
+    """The tensors for ``param`` in lists that ``optimizer`` keeps as attributes of its own
+    beside its ``state`` (a Lookahead's ``self.slow_weights = [[p.clone() for p in
+    g["params"]] for g in param_groups]``), as ``(attribute, tensor)``. A list is matched
+    to the parameters by position only when it mirrors them exactly: one list per param
+    group holding as many tensors as the group holds parameters (or one flat list of every
+    group's parameters in order), each of its parameter's shape. A list laid out otherwise
+    (a group added since, ``add_param_group``) that holds a tensor of ``param``'s shape,
+    not a parameter itself, gives ``(attribute, None)``: its part for ``param`` is not
+    known. ``param_groups``, ``state`` and ``defaults`` are not looked at."""
+    try:
+        own = vars(optimizer)
+        params = [list(g["params"]) for g in optimizer.param_groups]
+    except (TypeError, AttributeError, KeyError):
+        return []
+    flat = [p for group in params for p in group]
+    where = [(i, j) for i, group in enumerate(params) for j, p in enumerate(group) if p is param]
+    if not where:
+        return []
+    held = {id(p) for p in flat}
+    out: list[tuple[str, torch.Tensor | None]] = []
+    for name, value in own.items():
+        if name in ("param_groups", "state", "defaults") or not isinstance(value, list):
+            continue
+        if not value or not holds_tensor(value, LIST_DEPTH):
+            continue
+        if _mirrors(value, params):
+            out.append((name, value[where[0][0]][where[0][1]]))
+        elif _mirrors([value], [flat]):
+            out.append((name, value[next(k for k, p in enumerate(flat) if p is param)]))
+        elif _shaped_like(value, param, held, LIST_DEPTH):
+            out.append((name, None))
+    return out
+
+
+def _shaped_like(value: Any, param: torch.Tensor, params: set[int], depth: int) -> bool:
+    """Whether ``value`` is, or holds in lists and tuples ``depth`` deep, a tensor of
+    ``param``'s shape that is none of the parameters (ids in ``params``)."""
+    if isinstance(value, torch.Tensor):
+        return value.shape == param.shape and id(value) not in params
+    if depth <= 0 or not isinstance(value, (list, tuple)):
+        return False
+    return any(_shaped_like(v, param, params, depth - 1) for v in value)
+
+
+def _mirrors(lists: list[Any], params: list[list[torch.Tensor]]) -> bool:
+    """Whether ``lists`` holds, for each list of ``params``, a list (or tuple) of as many
+    tensors, each of its parameter's shape."""
+    if len(lists) != len(params):
+        return False
+    for held, group in zip(lists, params, strict=True):
+        if not isinstance(held, (list, tuple)) or len(held) != len(group):
+            return False
+        for value, p in zip(held, group, strict=True):
+            if not isinstance(value, torch.Tensor) or value.shape != p.shape:
+                return False
+    return True
 
 
 def _factored(value: torch.Tensor, param: torch.Tensor) -> torch.Size | None:
