@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from trainrecord.errors import (
     MonitorClosed,
+    MonitorMisuseWarning,
     Problem,
     RecordRefused,
     RecordWriteError,
@@ -55,6 +56,7 @@ _LAZY = {
 
 __all__ = [
     "MonitorClosed",
+    "MonitorMisuseWarning",
     "Problem",
     "RecordRefused",
     "RecordWriteError",

@@ -192,6 +192,15 @@ class MonitorClosed(TrainrecordError, RuntimeError):
     ended (run_end written). Make a new Monitor on a new run folder for a new run."""
 
 
+class MonitorMisuseWarning(UserWarning):
+    """The Monitor is called in a way that makes its record count wrong: ``step()`` twice
+    per optimizer step, or once per micro-batch of gradient accumulation. Issued with
+    :func:`warnings.warn` (once per Monitor, pointing at the ``monitor.step()`` call), so it
+    can be filtered (``warnings.filterwarnings("error", category=MonitorMisuseWarning)``
+    fails a test run on it), caught with ``pytest.warns`` or routed to logging with
+    :func:`logging.captureWarnings`. Not an error: training and the record go on."""
+
+
 class WriterClosed(TrainrecordError, ValueError):
     """A write to a diary or metrics writer after its ``close()`` (a ``ValueError``, as a
     write to a closed file is); nothing was written. Open a new writer on the folder to

@@ -319,10 +319,11 @@ def key_on_rank_zero(
 ) -> list[str]:
     """The signing key file exists on rank 0's node only (rank 1 is given a path that does
     not exist there); both ranks call step() twice at step 0. Returns this rank's
-    warnings from the ``trainrecord.monitor`` logger."""
+    warnings from the ``trainrecord.monitor`` logger and its ``MonitorMisuseWarning``s."""
     import logging
+    import warnings
 
-    from trainrecord.monitor import Monitor
+    from trainrecord.monitor import Monitor, MonitorMisuseWarning
 
     said: list[str] = []
 
@@ -331,6 +332,15 @@ def key_on_rank_zero(
             said.append(record.getMessage())
 
     logging.getLogger("trainrecord.monitor").addHandler(Keep(logging.WARNING))
+    shown = warnings.showwarning
+
+    def keep(message: Warning | str, category: type[Warning], *rest: Any, **kw: Any) -> None:
+        if issubclass(category, MonitorMisuseWarning):
+            said.append(str(message))
+        else:
+            shown(message, category, *rest, **kw)
+
+    warnings.showwarning = keep
 
     def body() -> list[str]:
         torch.manual_seed(0)

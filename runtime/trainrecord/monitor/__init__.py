@@ -4,9 +4,12 @@ See :class:`trainrecord.monitor.monitor.Monitor` for the loop, and the modules b
 for each concept: gradients (norms, baselines, alarms), structure (pairing from the
 dataflow), channels (stuck-channel statistics), certificate (proofs of dead channels),
 repair, loss, sinks and distributed. ``UnsupportedModel`` (a ``TypeError``) is what the
-Monitor raises for a model it cannot observe (FSDP).
+Monitor raises for a model it cannot observe (FSDP); ``MonitorMisuseWarning`` (a
+``UserWarning``, issued with :func:`warnings.warn`) what it warns when ``step()`` is called
+more often than the optimizer steps.
 """
 
+from trainrecord.errors import MonitorMisuseWarning
 from trainrecord.extras import missing_extra
 
 try:
@@ -22,4 +25,4 @@ except ModuleNotFoundError as exc:  # torch or numpy: say which extra, not a bar
         raise
     raise ModuleNotFoundError(line, name=exc.name) from None
 
-__all__ = ["Monitor", "UnsupportedModel"]
+__all__ = ["Monitor", "MonitorMisuseWarning", "UnsupportedModel"]

@@ -53,7 +53,7 @@ from trainrecord import __version__, arguments, sigterm
 from trainrecord.diary.architecture import architecture_sha256
 from trainrecord.diary.durability import FsyncPolicy, check_fsync_policy
 from trainrecord.diary.writer import check_event, signing_key_from
-from trainrecord.errors import MonitorClosed, RecordRefused
+from trainrecord.errors import MonitorClosed, MonitorMisuseWarning, RecordRefused
 from trainrecord.folders import blocked_by, in_the_way
 from trainrecord.monitor.certificate import Certifier, Producer, producers_from
 from trainrecord.monitor.channels import (
@@ -528,40 +528,44 @@ class Monitor:
         """Warn (once) that step() was called at ``step`` right after the check before it
         with a backward between and no optimizer step: once per micro-batch of gradient
         accumulation. Checks then read partial sums and one micro-batch's activations. Said
-        once, apart from the step-twice warning (which stays on). Under DDP the writing
-        rank alone says it (every rank makes the same calls)."""
+        once, apart from the step-twice warning (which stays on), as a
+        :class:`~trainrecord.errors.MonitorMisuseWarning` (``warnings.warn``, pointing at
+        the loop's ``monitor.step()`` call). Under DDP the writing rank alone says it
+        (every rank makes the same calls)."""
         self._said_micro = True
         if not self.dist.writer:
             return
-        LOGGER.warning(
-            "trainrecord.Monitor: step() was called at steps %d and %d with a backward "
-            "between but no optimizer step (the gradients grew, the parameters did not "
-            "change): under gradient accumulation call monitor.step(loss) once per optimizer "
-            "step, after the last micro-batch's backward() and before optimizer.step(). Every "
-            "call counts as a step: steps, checks and metrics rows now run ahead of the "
-            "optimizer's, and a check reads a partial sum of the gradients. (An optimizer "
-            "step skipped on purpose looks the same: then ignore this.)",
-            step - 1,
-            step,
+        warnings.warn(
+            f"trainrecord.Monitor: step() was called at steps {step - 1} and {step} with a "
+            "backward between but no optimizer step (the gradients grew, the parameters did "
+            "not change): under gradient accumulation call monitor.step(loss) once per "
+            "optimizer step, after the last micro-batch's backward() and before "
+            "optimizer.step(). Every call counts as a step: steps, checks and metrics rows "
+            "now run ahead of the optimizer's, and a check reads a partial sum of the "
+            "gradients. (An optimizer step skipped on purpose looks the same: then ignore "
+            "this.)",
+            MonitorMisuseWarning,
+            stacklevel=3,  # the loop's monitor.step() (this is called from step())
         )
 
     def _warn_twice(self, step: int) -> None:
         """Warn (once) that step() was called at ``step`` right after the check before it
         with nothing done between: the gradient the check read, the same tensor unchanged,
         and no optimizer step (the parameter unchanged). Looked at in the step after each
-        check only (the other steps pay nothing for it). Under DDP the writing rank alone
-        says it."""
+        check only (the other steps pay nothing for it). A
+        :class:`~trainrecord.errors.MonitorMisuseWarning`, as the micro-batch one. Under
+        DDP the writing rank alone says it."""
         self._said_twice = True
         if not self.dist.writer:
             return
-        LOGGER.warning(
-            "trainrecord.Monitor: step() was called at steps %d and %d with nothing between "
-            "(the same gradients, unchanged, and no optimizer step): call monitor.step(loss) "
-            "once per optimizer step, after backward() and before optimizer.step(). Every "
-            "call counts as a step: steps, checks and metrics rows now run ahead of the "
-            "optimizer's",
-            step - 1,
-            step,
+        warnings.warn(
+            f"trainrecord.Monitor: step() was called at steps {step - 1} and {step} with "
+            "nothing between (the same gradients, unchanged, and no optimizer step): call "
+            "monitor.step(loss) once per optimizer step, after backward() and before "
+            "optimizer.step(). Every call counts as a step: steps, checks and metrics rows "
+            "now run ahead of the optimizer's",
+            MonitorMisuseWarning,
+            stacklevel=3,  # the loop's monitor.step() (this is called from step())
         )
 
     def _warn_other_model(self, start: dict[str, Any]) -> None:
