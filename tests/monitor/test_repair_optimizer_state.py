@@ -377,7 +377,8 @@ def test_a_repairing_monitor_without_optimizer_repairs_a_loop_updating_by_hand(
     run_dir: Path,
 ) -> None:
     """A loop updating the parameters itself (no torch optimizer, so no state to reset):
-    the check after the first step taken by no optimizer says so, and repairs go ahead."""
+    once the parameters changed in the steps before two checks in a row with no optimizer
+    stepping (the checks of steps 2 and 4), a manifest note says so, and repairs go ahead."""
     torch.manual_seed(0)
     model = TinyMLP()
     dead = [0, 1, 2, 3]
@@ -397,4 +398,40 @@ def test_a_repairing_monitor_without_optimizer_repairs_a_loop_updating_by_hand(
     [repair] = events(lines, "repair")
     assert repair["channels"] == dead and repair["optimizer_slices_reset"] == 0
     notes = [n for m in events(lines, "manifest") for n in m["notes"] if "optimizer:" in n]
-    assert "no torch optimizer stepped in the step before the check of step 2" in notes[-1]
+    assert (
+        "no torch optimizer stepped in the steps before the checks of steps 2 to 4 while the "
+        "model's parameters changed in them" in notes[-1]
+    )
+
+
+def test_a_nan_guard_skipping_the_step_before_a_check_is_no_sign_of_updates_by_hand(
+    run_dir: Path,
+) -> None:
+    """``Monitor(model, None, repair=True)`` while Adam trains the model, and the loop's own
+    NaN guard skips ``optimizer.step()`` at step 1, right before the check of step 2. Before:
+    that check concluded the loop updated the weights itself (no torch optimizer stepped in
+    its window) and repaired the dead units at once resetting nothing (count 0), leaving
+    Adam's moments of them. Now the parameters did not change in that window, so the
+    Monitor waits: Adam steps before the check of step 4, is followed, and the repair
+    there resets its moments (6 tensors, as with Adam given)."""
+    torch.manual_seed(0)
+    model = TinyMLP()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with torch.no_grad():
+        model.fc1.bias[[0, 1, 2, 3]] = -100.0  # dead from the start: due for repair at 2
+    with Monitor(model, None, run_dir, **SILENT_AFTER_TWO_CHECKS) as monitor:
+        for step, (x, y) in enumerate(batches(8)):
+            loss = F.cross_entropy(model(x), y)
+            if step == 1:
+                loss = loss * float("nan")  # a bad batch
+            loss.backward()
+            monitor.step(loss.detach())
+            if torch.isfinite(loss):  # the loop's NaN guard
+                optimizer.step()
+            optimizer.zero_grad()
+    lines = read_run(run_dir)
+    [repair] = events(lines, "repair")
+    assert (repair["step"], repair["optimizer_slices_reset"]) == (4, 6)
+    notes = [n for m in events(lines, "manifest") for n in m["notes"] if "optimizer:" in n]
+    assert not any("updated by the loop itself" in n for n in notes)
+    assert notes[-1].startswith("optimizer: Adam since the check of step 4")

@@ -302,10 +302,13 @@ class Monitor:
         self._optimizers = {id(o) for o in self._chain}
         self._optimizer_note: str | None = None  # the manifests' note on a new optimizer
         # given no optimizer, a repairing Monitor waits for the one seen stepping the model
-        # (a repair would reset no state); or, once a step before a check was taken by no
-        # torch optimizer, repairs with none (nothing to reset: the update is the loop's own)
+        # (a repair would reset no state); or, once the parameters changed in the steps
+        # before two checks in a row while no torch optimizer stepped, repairs with none
+        # (nothing to reset: the update is the loop's own; see _updated_by_hand)
         self._no_torch_optimizer = False
         self._window_has_step = False  # the armed window holds the loop's optimizer step
+        self._hand_marks: list[tuple[torch.Tensor, torch.Tensor]] | None = None
+        self._hand_windows: list[int] = []  # checks whose window showed a hand-made update
         if optimizer is None and repair:
             self._optimizer_note = (
                 "optimizer: none given to the Monitor: repairs wait until the optimizer "
@@ -837,6 +840,13 @@ class Monitor:
             watched, self.model, note_compiled=not self.compiled
         )
         self._held.step_watch.install()  # which optimizer steps the model, up to the check
+        self._hand_marks = None
+        if self._awaiting_optimizer():  # did the parameters change in the window? (below)
+            self._hand_marks = [
+                (p, p.detach().reshape(-1)[:_FINGERPRINT].clone())
+                for p in self._parameters
+                if p.requires_grad
+            ]
         self._stance.enter()  # compiled code runs eagerly until the check (see compiled.py)
         self._dynamo_at_arming = "torch._dynamo" in sys.modules
 
@@ -1314,23 +1324,12 @@ class Monitor:
         self._held.step_watch.remove()  # installed again when the next check is armed
         stepped = self._held.step_watch.take()
         has_step, self._window_has_step = self._window_has_step, False
+        marks, self._hand_marks = self._hand_marks, None
         if not stepped:
-            if (
-                not self._chain
-                and self.repair_enabled
-                and has_step
-                and self.scaler is None  # (a GradScaler skips optimizer steps at times)
-                and not self._no_torch_optimizer
-            ):
-                self._no_torch_optimizer = True
-                self._optimizer_said(
-                    f"optimizer: none given to the Monitor, and no torch optimizer stepped "
-                    f"in the step before the check of step {step}: the model is updated by "
-                    "the loop itself, so repairs from this check on reset no optimizer "
-                    "state (an optimizer seen stepping the model's parameters later is "
-                    "followed)"
-                )
+            if has_step and marks is not None and self._awaiting_optimizer():
+                self._updated_by_hand(step, marks)
             return
+        self._hand_windows = []
         model = self.model
         # every parameter, frozen or not: a frozen phase leaves the followed optimizer's
         # parameters in the model, and it is kept (only replaced parameters let any
@@ -1348,6 +1347,47 @@ class Monitor:
                 "model's parameters in the step before it; certificates and repairs read "
                 "its state again"
             )
+
+    def _awaiting_optimizer(self) -> bool:
+        """Whether a repairing Monitor given no optimizer still waits to learn what updates
+        the model (no optimizer seen stepping it, no update by hand concluded); a GradScaler
+        given says a torch optimizer steps it (the scaler skips its steps at times)."""
+        return (
+            not self._chain
+            and self.repair_enabled
+            and self.scaler is None
+            and not self._no_torch_optimizer
+        )
+
+    def _updated_by_hand(self, step: int, marks: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+        """The step before the check of ``step`` was taken by no torch optimizer: did the
+        loop update the parameters itself? Only when they changed in that window (``marks``:
+        a few values of each trainable parameter when the check was armed), at two checks
+        in a row, is that concluded, and repairs go ahead resetting no optimizer state.
+
+        One such window is no evidence: a loop's own NaN guard that skips
+        ``optimizer.step()`` right before a check leaves the parameters as they were, and
+        repairing then left Adam's moments of the repaired channels in place (the optimizer
+        had stepped at every other step). A window whose parameters did not change starts
+        the count again; one where an optimizer stepped is followed as usual."""
+        moved = any(
+            not torch.equal(param.detach().reshape(-1)[: len(seen)], seen) for param, seen in marks
+        )
+        if not moved:
+            self._hand_windows = []
+            return
+        self._hand_windows.append(step)
+        if len(self._hand_windows) < HAND_UPDATE_WINDOWS:
+            return
+        self._no_torch_optimizer = True
+        first = self._hand_windows[0]
+        self._optimizer_said(
+            f"optimizer: none given to the Monitor, and no torch optimizer stepped in the "
+            f"steps before the checks of steps {first} to {step} while the model's "
+            "parameters changed in them: the model is updated by the loop itself, so "
+            "repairs from this check on reset no optimizer state (an optimizer seen "
+            "stepping the model's parameters later is followed)"
+        )
 
     def _optimizer_name(self) -> str:
         return type(self.optimizer).__name__ if self.optimizer is not None else "none"
@@ -2200,6 +2240,11 @@ REVIVED_SILENCE_CAP = 8
 """A channel reported silent that fired again needs at most this many times
 ``silent_min_values`` values of silence to be silent again (2048 by default): its silences
 may grow (one in a few thousand inputs), its death must still be found."""
+
+HAND_UPDATE_WINDOWS = 2
+"""Checks in a row whose preceding step changed the parameters with no torch optimizer
+stepping, before a repairing Monitor given no optimizer concludes that the loop updates
+the weights itself (see ``Monitor._updated_by_hand``)."""
 
 _FINGERPRINT = 16
 """Values of a parameter a step mark keeps (a copy of a few elements, once per check)."""
