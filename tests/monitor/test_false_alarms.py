@@ -161,6 +161,55 @@ def test_a_spike_that_lasts_becomes_the_new_level_and_a_later_fault_is_reported(
     assert [r["step"] for r in recovered if r["step"] > 452] != [], recovered
 
 
+def _curriculum_then_explosion(run_dir: Path, weight: float) -> list[dict[str, Any]]:
+    """TinyMLP under Adam on labels drawn at random (the loss stays near ln 4, the
+    gradients at a steady level), the loss weighted ``weight`` x from step 40 on (a
+    curriculum step: loss and gradients rise together and stay; Adam's steps do not
+    change), then at steps 100-103 every gradient 20 x (an explosion the loss does not
+    show, as a layer's own): check_every=1."""
+    torch.manual_seed(0)
+    model = TinyMLP()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    g = torch.Generator().manual_seed(1)
+    with Monitor(model, optimizer, run_dir, check_every=1, log=False) as monitor:
+        for step in range(106):
+            x = torch.randn(32, 3, 8, 8, generator=g)
+            y = torch.randint(0, 4, (32,), generator=g)
+            loss = (weight if step >= 40 else 1.0) * F.cross_entropy(model(x), y)
+            (loss * (20.0 if 100 <= step < 104 else 1.0)).backward()
+            monitor.step(loss.detach())
+            optimizer.step()
+            optimizer.zero_grad()
+    return read_run(run_dir)
+
+
+def test_a_gradient_explosion_after_a_curriculum_step_is_exploding(run_dir: Path) -> None:
+    """A curriculum step raises the loss and the gradients 30 x for good at step 40: one
+    ``loss_spike`` and ``exploding`` alarms (flagged by design), and 20 checks later the
+    loss rule takes the new level and the alarms clear. 60 checks later the gradients
+    explode 20 x with the loss unchanged: ``exploding`` at the second check, as without
+    the curriculum. Before, the layers' baselines stayed at the old task's level (the
+    rise the loss explained never entered them), so the explosion, 2.8 decades above the
+    old level with the loss 1.5 decades above it, was taken for the loss's own rise."""
+    lines = _curriculum_then_explosion(run_dir, 30.0)
+    assert [s["step"] for s in events(lines, "loss_spike")] == [41]
+    alarms = [(a["step"], a["layer"], a["diagnosis"]) for a in events(lines, "alarm")]
+    assert alarms == [
+        (41, "fc1", "exploding"),
+        (41, "fc2", "exploding"),
+        (101, "fc1", "exploding"),
+        (101, "fc2", "exploding"),
+    ]
+    cleared = [(c["step"], c["layer"]) for c in events(lines, "alarm_cleared")]
+    assert {layer for step, layer in cleared if step < 100} == {"fc1", "fc2"}
+    # the same explosion without the curriculum step: the same alarms, at the same check
+    control = _curriculum_then_explosion(run_dir.parent / "control", 1.0)
+    assert [(a["step"], a["layer"]) for a in events(control, "alarm")] == [
+        (101, "fc1"),
+        (101, "fc2"),
+    ]
+
+
 def _round_robin(run_dir: Path, set_to_none: bool, check_every: int) -> list[dict[str, Any]]:
     """Three task heads trained in turn (step k trains head k % 3) on one trunk; head 3 is
     trained with the others until step 60, then still run but detached from the loss (a

@@ -372,6 +372,13 @@ class GradientAlarms:
     of 10 checks of the run for a fall the whole network shares to be explained (Adam at
     100 x its learning rate after convergence: every layer's gradient fell two decades as
     the loss climbed to chance)."""
+    rebase_min: int = 10
+    """Checks in a row a layer's norm must have stood above its band before the loss rule
+    took a lasting spike as the loss's new level, for its baseline to take the new level
+    too (half the loss rule's window of 20)."""
+    held: dict[str, list[tuple[float, float | None]]] = field(default_factory=dict)
+    """Per layer, the log10 norms (and log10 losses) of its latest checks in a row above
+    its band, kept out of its baseline (see ``new_level`` in :meth:`observe`)."""
     _losses: deque[float] = field(default_factory=lambda: deque(maxlen=10))
     _best: float | None = None
     baselines: dict[str, LayerBaseline] = field(default_factory=dict)
@@ -386,6 +393,7 @@ class GradientAlarms:
         loss: float | None = None,
         trained_between: set[str] | frozenset[str] = frozenset(),
         loss_above: bool = False,
+        new_level: bool = False,
     ) -> list[tuple[str, dict[str, Any]]]:
         """Update baselines with this check's norms (``loss``: the check's loss value, when
         there is one); return the alarm events to write. A layer in ``trained_between``
@@ -393,8 +401,18 @@ class GradientAlarms:
         modules did not run in this step's forward pass) is not judged at this check when
         its norm is None or 0: its alarm state stays. ``loss_above``: the loss rule found this check's loss above its margin
         (a spike, or above it once); a rise above the band that the loss explains is
-        ``exploding`` only then (see :meth:`_rise_explained`)."""
+        ``exploding`` only then (see :meth:`_rise_explained`). ``new_level``: at this check
+        the loss rule took a spike that lasted as the loss's new level (a curriculum step):
+        a layer whose norm stood above its band at the last ``rebase_min`` checks or more
+        takes the level of those norms (and their losses) as its baseline's mean, its
+        spread kept, before this check is judged. Before, those norms, a rise the loss
+        explains, never entered the baseline, which stayed at the old task's level for
+        good: a later gradient explosion of up to the loss's rise in decades (15-25 x
+        after a curriculum step of 30 x) was taken for the loss's own rise, and no
+        ``exploding`` was raised."""
         self.checks += 1
+        if new_level:
+            self._rebase()
         log_loss = math.log10(loss) if loss is not None and 0.0 < loss < math.inf else None
         if log_loss is not None:
             self._losses.append(loss)  # type: ignore[arg-type]
@@ -423,6 +441,12 @@ class GradientAlarms:
         events: list[tuple[str, dict[str, Any]]] = []
         for layer, norm, base, distance in seen:
             diagnosis, sigma = self._diagnose(norm, base, distance)
+            if diagnosis == "exploding" and norm is not None:  # kept out of the baseline
+                above = self.held.setdefault(layer, [])
+                above.append((math.log10(norm), log_loss))
+                del above[: -2 * self.rebase_min]
+            else:
+                self.held.pop(layer, None)
             explained = diagnosis == "vanishing" and self._explained(
                 distance, base, log_loss, shift
             )
@@ -484,6 +508,21 @@ class GradientAlarms:
                     )
                 )
         return events
+
+    def _rebase(self) -> None:
+        """The loss's new level is taken (see ``new_level`` in :meth:`observe`): each layer
+        whose norm stood above its band at ``rebase_min`` checks in a row or more takes the
+        median of those norms as its baseline's mean (and of their losses as the loss
+        level it formed at); its spread is kept (a level that moved is not a noisier one)."""
+        for layer, above in self.held.items():
+            base = self.baselines.get(layer)
+            if base is None or len(above) < self.rebase_min:
+                continue
+            base.mean = statistics.median(n for n, _ in above)
+            losses = [loss for _, loss in above if loss is not None]
+            if losses:
+                base.loss_mean = statistics.median(losses)
+        self.held.clear()
 
     def new_loss_series(self) -> None:
         """Forget the losses of the model before a change of its modules (a replaced head):

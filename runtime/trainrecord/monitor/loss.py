@@ -21,7 +21,8 @@ spike that lasts ``window`` (20) checks without recovering is the loss's new lev
 loss term added, harder data, a curriculum step): its values become the windows, with no
 event (the ``loss_spike`` said when it began), and a later spike is measured against that
 level (before, the tracker stayed ``spiking`` for the rest of the run and reported no
-later fault).
+later fault). The gradient baselines take the layers' new level at that check too
+(:attr:`LossTracker.new_level`).
 
 The Monitor starts a new tracker when modules are added, removed or replaced: another
 model's loss is a new series (a head replaced for a new task starts at chance; against
@@ -67,6 +68,9 @@ class LossTracker:
     _above: int = 0  # checks in a row above the margin (while not spiking)
     _held: list[float] = field(default_factory=list)  # their values: a spike's, or the spread's
     _lasting: list[float] = field(default_factory=list)  # the values of a spike that lasts
+    new_level: bool = False
+    """Whether the last check's value made a spike that lasted the loss's new level (the
+    gradient alarms then take the layers' new level too: see ``GradientAlarms.observe``)."""
 
     @property
     def above(self) -> bool:
@@ -95,6 +99,7 @@ class LossTracker:
     def observe(self, step: int, value: float) -> list[tuple[str, dict[str, Any]]]:
         """Events for this check's loss value."""
         self.checks += 1
+        self.new_level = False
         if not math.isfinite(value):
             return [
                 (
@@ -117,6 +122,7 @@ class LossTracker:
                     self.values = deque(self._lasting)
                     self._lasting.clear()
                     self.spiking = False
+                    self.new_level = True
                     return events
         elif self.checks > self.warmup and len(self.values) >= 3:
             if not self._above:

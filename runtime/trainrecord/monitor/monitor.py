@@ -1074,9 +1074,11 @@ class Monitor:
                 else NO_GRADIENTS
             )
             self._once("no_gradients", {"step": step, "severity": "warning", "message": message})
+        new_level = False
         if value is not None:
             for event, fields in self.loss.observe(step, value):
                 self._emit(event, fields)
+            new_level = self.loss.new_level
         bad = [n for n, v in norms.items() if v is not None and not math.isfinite(v)]
         if bad:
             if scale is not None and scale[0] > 0:  # the scaler skips optimizer.step() now
@@ -1091,7 +1093,7 @@ class Monitor:
         if any_grad:
             above = value is not None and self.loss.above
             for event, fields in self.alarms.observe(
-                step, norms, value, trained_between, loss_above=above
+                step, norms, value, trained_between, loss_above=above, new_level=new_level
             ):
                 self._emit(event, fields)
         row = {"step": step, "loss": value, "grad": norms, "stuck": rows}
