@@ -2279,7 +2279,15 @@ class _Attempt:
     attempt's new weights, ``drawn``, and fields, ``repairs``: one line, and the loop's
     random numbers are not drawn again), and does not write again a line the
     earlier attempts wrote (``lines``, matched by event and fields): each event is written
-    once, and one an attempt had decided but not written is written by the run again."""
+    once, and one an attempt had decided but not written is written by the run again.
+
+    Under DDP this is a known limit, not a supported pattern: every rank reads again (the
+    collectives are made again together), so a run again after the loop trained on judges
+    the next batch, and a rank other than the writer counts both attempts' events in its
+    own (never written) ``counts``. ``torchrun`` sends SIGINT to every rank, which as a
+    rule leaves some rank inside a collective another has left, so the group cannot train
+    on; a notebook's interrupt does not reach the workers it launched (see spec/README.md,
+    "Ctrl+C in a check under DDP")."""
 
     step: int
     probe: ActivationProbe | None = None
