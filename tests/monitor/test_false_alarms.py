@@ -210,6 +210,38 @@ def test_a_gradient_explosion_after_a_curriculum_step_is_exploding(run_dir: Path
     ]
 
 
+def test_a_layer_exploding_at_a_curriculum_step_stays_exploding(run_dir: Path) -> None:
+    """A curriculum step (the loss 30 x, 1.5 decades, for good at step 40) and, at the same
+    step, fc1's own gradient explosion (10**4 x through a tensor hook, as a gradient
+    mis-scaled for one layer): when the loss rule takes the new level, fc2, whose rise the
+    loss explains, takes it too and clears; fc1, 5.5 decades above its old level, more
+    than twice the loss's rise, keeps its ``exploding``. Before, every layer above its band
+    for 10 checks took the new level, and fc1's explosion was cleared at step 59 with
+    the gradient still 10**5.5 x its old baseline."""
+    torch.manual_seed(0)
+    model = TinyMLP()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    g = torch.Generator().manual_seed(1)
+    with Monitor(model, optimizer, run_dir, check_every=1, log=False) as monitor:
+        for step in range(80):
+            if step == 40:
+                model.fc1.weight.register_hook(lambda grad: grad * 1e4)
+            x = torch.randn(32, 3, 8, 8, generator=g)
+            y = torch.randint(0, 4, (32,), generator=g)
+            loss = (30.0 if step >= 40 else 1.0) * F.cross_entropy(model(x), y)
+            loss.backward()
+            monitor.step(loss.detach())
+            optimizer.step()
+            optimizer.zero_grad()
+    lines = read_run(run_dir)
+    assert [s["step"] for s in events(lines, "loss_spike")] == [41]
+    alarms = [(a["step"], a["layer"], a["diagnosis"]) for a in events(lines, "alarm")]
+    assert alarms == [(41, "fc1", "exploding"), (41, "fc2", "exploding")]
+    cleared = [(c["step"], c["layer"]) for c in events(lines, "alarm_cleared")]
+    assert [layer for _, layer in cleared] == ["fc2"], cleared
+    assert 55 <= cleared[0][0] <= 60, cleared
+
+
 def _round_robin(run_dir: Path, set_to_none: bool, check_every: int) -> list[dict[str, Any]]:
     """Three task heads trained in turn (step k trains head k % 3) on one trunk; head 3 is
     trained with the others until step 60, then still run but detached from the loss (a

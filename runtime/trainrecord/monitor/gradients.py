@@ -511,17 +511,31 @@ class GradientAlarms:
 
     def _rebase(self) -> None:
         """The loss's new level is taken (see ``new_level`` in :meth:`observe`): each layer
-        whose norm stood above its band at ``rebase_min`` checks in a row or more takes the
-        median of those norms as its baseline's mean (and of their losses as the loss
-        level it formed at); its spread is kept (a level that moved is not a noisier one)."""
+        whose norm stood above its band at ``rebase_min`` checks in a row or more, by a rise
+        the loss's own rise explains (:meth:`_rise_explained` at the medians of those norms
+        and of their losses), takes the median of those norms as its baseline's mean (and
+        of their losses as the loss level it formed at); its spread is kept (a level that
+        moved is not a noisier one). A loss that is not positive has no decades to compare:
+        the layer takes the new level. A layer that rose by more than the loss explains
+        exploded on its own at the curriculum step: its baseline and its alarm stay (before,
+        a fc1 whose gradient went 10**4 x at the same step as a 30 x loss step was cleared,
+        at 10**5.5 x its old level, when the loss rule took the new level)."""
         for layer, above in self.held.items():
             base = self.baselines.get(layer)
             if base is None or len(above) < self.rebase_min:
                 continue
-            base.mean = statistics.median(n for n, _ in above)
+            level = statistics.median(n for n, _ in above)
             losses = [loss for _, loss in above if loss is not None]
-            if losses:
-                base.loss_mean = statistics.median(losses)
+            loss_level = statistics.median(losses) if losses else None
+            if (
+                loss_level is not None
+                and base.loss_count >= 2
+                and not self._rise_explained(level - base.mean, base, loss_level)
+            ):
+                continue  # its own explosion, not the loss's new level
+            base.mean = level
+            if loss_level is not None:
+                base.loss_mean = loss_level
         self.held.clear()
 
     def new_loss_series(self) -> None:
