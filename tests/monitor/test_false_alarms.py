@@ -161,18 +161,24 @@ def test_a_spike_that_lasts_becomes_the_new_level_and_a_later_fault_is_reported(
     assert [r["step"] for r in recovered if r["step"] > 452] != [], recovered
 
 
-def _curriculum_then_explosion(run_dir: Path, weight: float) -> list[dict[str, Any]]:
+def _curriculum_then_explosion(
+    run_dir: Path, weight: float, steps: int = 106, fc1_at_40: float = 1.0
+) -> list[dict[str, Any]]:
     """TinyMLP under Adam on labels drawn at random (the loss stays near ln 4, the
     gradients at a steady level), the loss weighted ``weight`` x from step 40 on (a
     curriculum step: loss and gradients rise together and stay; Adam's steps do not
     change), then at steps 100-103 every gradient 20 x (an explosion the loss does not
-    show, as a layer's own): check_every=1."""
+    show, as a layer's own), for ``steps`` steps; from step 40 on, fc1's gradient also
+    ``fc1_at_40`` x (through a tensor hook: a gradient mis-scaled for one layer):
+    check_every=1."""
     torch.manual_seed(0)
     model = TinyMLP()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     g = torch.Generator().manual_seed(1)
     with Monitor(model, optimizer, run_dir, check_every=1, log=False) as monitor:
-        for step in range(106):
+        for step in range(steps):
+            if step == 40 and fc1_at_40 != 1.0:
+                model.fc1.weight.register_hook(lambda grad: grad * fc1_at_40)
             x = torch.randn(32, 3, 8, 8, generator=g)
             y = torch.randint(0, 4, (32,), generator=g)
             loss = (weight if step >= 40 else 1.0) * F.cross_entropy(model(x), y)
@@ -218,22 +224,7 @@ def test_a_layer_exploding_at_a_curriculum_step_stays_exploding(run_dir: Path) -
     than twice the loss's rise, keeps its ``exploding``. Before, every layer above its band
     for 10 checks took the new level, and fc1's explosion was cleared at step 59 with
     the gradient still 10**5.5 x its old baseline."""
-    torch.manual_seed(0)
-    model = TinyMLP()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    g = torch.Generator().manual_seed(1)
-    with Monitor(model, optimizer, run_dir, check_every=1, log=False) as monitor:
-        for step in range(80):
-            if step == 40:
-                model.fc1.weight.register_hook(lambda grad: grad * 1e4)
-            x = torch.randn(32, 3, 8, 8, generator=g)
-            y = torch.randint(0, 4, (32,), generator=g)
-            loss = (30.0 if step >= 40 else 1.0) * F.cross_entropy(model(x), y)
-            loss.backward()
-            monitor.step(loss.detach())
-            optimizer.step()
-            optimizer.zero_grad()
-    lines = read_run(run_dir)
+    lines = _curriculum_then_explosion(run_dir, 30.0, steps=80, fc1_at_40=1e4)
     assert [s["step"] for s in events(lines, "loss_spike")] == [41]
     alarms = [(a["step"], a["layer"], a["diagnosis"]) for a in events(lines, "alarm")]
     assert alarms == [(41, "fc1", "exploding"), (41, "fc2", "exploding")]

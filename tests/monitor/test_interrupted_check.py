@@ -34,26 +34,35 @@ WRITING = ("_emit", "_learn", "append")
 TALLIES = ("checks_without_gradients", "sink_errors")  # run_end counts that are not lines
 
 
-def _run(run_dir: Path, check: int, point: int) -> str | None:
-    """Train 7 steps (checks at 0, 2, 4, 6) with Ctrl+C at the ``point``-th signal point of
-    the writing in step ``check``; return where it landed (None: fewer points)."""
-    seen = 0
-    landed: str | None = None
+class Interrupter:
+    """A profile function that raises KeyboardInterrupt at the ``point``-th signal point
+    (a call, or a C function's return) of trainrecord's code run inside a function named
+    in ``within``; ``landed`` says where (None until it has)."""
 
-    def interrupt(frame: FrameType, event: str, arg: object) -> None:
-        nonlocal seen, landed
+    def __init__(self, point: int, within: tuple[str, ...]) -> None:
+        self.point, self.within = point, within
+        self.seen = 0
+        self.landed: str | None = None
+
+    def __call__(self, frame: FrameType, event: str, arg: object) -> None:
         if event not in ("call", "c_return") or "/trainrecord/" not in frame.f_code.co_filename:
             return
         outer: FrameType | None = frame
-        while outer is not None and outer.f_code.co_name not in WRITING:
+        while outer is not None and outer.f_code.co_name not in self.within:
             outer = outer.f_back
         if outer is None:
             return
-        seen += 1
-        if seen == point:
+        self.seen += 1
+        if self.seen == self.point:
             name = getattr(arg, "__qualname__", None) or frame.f_code.co_qualname
-            landed = f"{event} {name} (line {frame.f_lineno})"
+            self.landed = f"{event} {name} (line {frame.f_lineno})"
             raise KeyboardInterrupt
+
+
+def _run(run_dir: Path, check: int, point: int) -> str | None:
+    """Train 7 steps (checks at 0, 2, 4, 6) with Ctrl+C at the ``point``-th signal point of
+    the writing in step ``check``; return where it landed (None: fewer points)."""
+    interrupt = Interrupter(point, WRITING)
 
     torch.manual_seed(0)
     model = TinyCNN()
@@ -72,7 +81,7 @@ def _run(run_dir: Path, check: int, point: int) -> str | None:
                 sys.setprofile(None)
             optimizer.step()
             optimizer.zero_grad()
-    return landed
+    return interrupt.landed
 
 
 @pytest.mark.parametrize(("check", "stride"), [(0, 4), (2, 1)])
@@ -108,23 +117,7 @@ def _zeroed_block_run(run_dir: Path, point: int | None) -> tuple[str | None, lis
     ``point``-th signal point of that check (None: none), caught by the loop, which calls
     ``step()`` again at once; return where it landed (None: fewer points) and the seq of
     every line the callback received."""
-    seen = 0
-    landed: str | None = None
-
-    def interrupt(frame: FrameType, event: str, arg: object) -> None:
-        nonlocal seen, landed
-        if event not in ("call", "c_return") or "/trainrecord/" not in frame.f_code.co_filename:
-            return
-        outer: FrameType | None = frame
-        while outer is not None and outer.f_code.co_name != "_check":
-            outer = outer.f_back
-        if outer is None:
-            return
-        seen += 1
-        if seen == point:
-            name = getattr(arg, "__qualname__", None) or frame.f_code.co_qualname
-            landed = f"{event} {name} (line {frame.f_lineno})"
-            raise KeyboardInterrupt
+    interrupt = Interrupter(point, ("_check",))
 
     delivered: list[int] = []
     torch.manual_seed(0)
@@ -155,7 +148,7 @@ def _zeroed_block_run(run_dir: Path, point: int | None) -> tuple[str | None, lis
                 sys.setprofile(None)
             optimizer.step()
             optimizer.zero_grad()
-    return landed, delivered
+    return interrupt.landed, delivered
 
 
 ZEROED_BLOCK_DATA = batches(14, batch=16)
