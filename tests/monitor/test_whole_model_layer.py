@@ -11,6 +11,7 @@ schema and the record verified (``read_run``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -32,10 +33,18 @@ class LogisticRegression(nn.Module):
         return x @ self.w
 
 
-def _train(model: nn.Module, run: Path, data: list[torch.Tensor], steps: int = 6) -> None:
+def _train(
+    model: nn.Module,
+    run: Path,
+    data: list[torch.Tensor],
+    steps: int = 6,
+    before: Callable[[int], None] | None = None,
+) -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     with Monitor(model, optimizer, run, check_every=2, log=False) as monitor:
         for i in range(steps):
+            if before is not None:
+                before(i)
             out = model(data[i % len(data)])
             loss = (
                 out.flatten(1).pow(2).mean()
@@ -67,17 +76,21 @@ def test_a_bare_linear_is_one_producer_layer_named_model(tmp_path: Path) -> None
 def test_a_bare_conv_has_its_flat_channels_found(tmp_path: Path) -> None:
     torch.manual_seed(0)
     conv = nn.Conv2d(3, 4, 3)
-    with torch.no_grad():
-        conv.weight[1:3] = 0.0  # channels 1 and 2: their bias, everywhere: constant
+
+    def zero(step: int) -> None:
+        if step == 2:  # weights zeroed in the run (zeroed before, they start from zero)
+            with torch.no_grad():
+                conv.weight[1:3] = 0.0  # channels 1 and 2: their bias, everywhere: constant
+
     data = [torch.randn(8, 3, 6, 6) for _ in range(3)]
-    _train(conv, tmp_path / "run", data)
+    _train(conv, tmp_path / "run", data, before=zero)
     lines = read_run(tmp_path / "run")
     (start,) = events(lines, "run_start")
     assert start["layers"] == ["model"] and start["model"] == "Conv2d"
     channels = events(lines, "channels")
     assert channels and channels[0]["layer"] == "model" and channels[0]["flat"] == [1, 2]
-    # the first check (step 0): the zeroed weights learn afterwards, and the channels return
-    assert metrics(tmp_path / "run")[0]["stuck"] == {"model": [0, 2, 0, 0]}
+    # the check of step 2: the zeroed weights learn afterwards, and the channels return
+    assert metrics(tmp_path / "run")[1]["stuck"] == {"model": [0, 2, 0, 0]}
 
 
 def test_a_module_holding_only_a_parameter_is_one_layer_of_its_class(tmp_path: Path) -> None:

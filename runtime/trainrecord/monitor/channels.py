@@ -16,7 +16,11 @@ see :class:`ActivationProbe`). A channel is, in this order of precedence:
   ``REVIVED_SILENCE_CAP`` x ``silent_min_values``, and while it is silent
   in between its producer keeps its level: see ``Monitor._silence``);
 * **flat**: its input to the ReLU was the same value everywhere in the batch (a constant
-  channel carries no information, whatever its value);
+  channel carries no information, whatever its value), unless it starts from zero: flat
+  at every check since its producer was first checked, its scale (below) exactly 0 and its
+  gradient not (LoRA's ``lora_B``, a zero-initialised output layer, ``zero_init_residual``'s
+  BatchNorm gamma), so the optimizer step moves it off zero (see
+  :func:`starting_from_zero`; weights zeroed later in the run are flat);
 * **decayed**: its scale (|gamma| with a BatchNorm, else the norm of its incoming weights)
   is below ``decay_ratio`` times the median over the layer's channels.
 
@@ -404,10 +408,13 @@ def classify(
     scale: torch.Tensor | None,
     decay_ratio: float,
     proven: set[int] | None = None,
+    starting: set[int] | None = None,
 ) -> ChannelCounts:
     """Sort a producer's channels into the four categories (see the module docstring);
     ``proven``: the channels silent now whose silence rests on enough values (None: every
-    channel silent now). A channel silent now but not proven yet is in no category.
+    channel silent now). A channel silent now but not proven yet is in no category, nor is
+    one of ``starting`` (zero scale, non-zero gradient: see :func:`starting_from_zero`)
+    that is not silent.
 
     Works on tensors; only the (usually empty) index lists become Python lists."""
     counts = ChannelCounts(total=total, certified=sorted(certified))
@@ -417,6 +424,11 @@ def classify(
     if high is not None and low is not None and high.numel() == total:
         silent = (high <= 0) & ~taken if relu else torch.zeros(total, dtype=torch.bool)
         flat = (high == low) & ~taken & ~silent
+        if starting:
+            moving = torch.zeros(total, dtype=torch.bool)
+            moving[sorted(starting)] = True
+            flat &= ~moving
+            taken |= moving & ~silent  # (its scale is 0: not decayed either)
         counts.observed = silent.nonzero().flatten().tolist()
         if proven is not None:
             counts.observed = [c for c in counts.observed if c in proven]
@@ -427,6 +439,36 @@ def classify(
         if median > 0:
             counts.decayed = ((scale < decay_ratio * median) & ~taken).nonzero().flatten().tolist()
     return counts
+
+
+def starting_from_zero(
+    producer: nn.Module, batchnorm: nn.Module | None, channels: list[int]
+) -> set[int]:
+    """The channels among ``channels`` (flat since their producer was first checked) that
+    start from zero: their scale, the BatchNorm's gamma or else the producer's incoming
+    weights, is exactly 0 while its gradient is not, so the coming optimizer step moves
+    them off zero and their output stops being one value. A zero-initialised layer is built so (LoRA's ``lora_B``, whose
+    zero product leaves the pretrained model's output unchanged at the start; a residual
+    branch's last layer or BatchNorm gamma set to 0, ``zero_init_residual``, ReZero): all
+    its channels are flat at the first check, and reporting them stuck was a false alarm
+    on every such healthy run. A channel whose scale is 0 and gets no gradient stays flat
+    (nothing moves it); one without a gradient to read (a parametrized weight) too."""
+    if not channels:
+        return set()
+    affine = affine_of(batchnorm)
+    param: Any = affine[0] if affine is not None else getattr(producer, "weight", None)
+    axis = 0 if affine is not None else out_axis(producer)
+    grad = getattr(param, "grad", None)
+    if not isinstance(param, torch.Tensor) or not isinstance(grad, torch.Tensor):
+        return set()
+    if grad.is_sparse or grad.shape != param.shape:
+        return set()
+    with torch.no_grad():
+        index = torch.tensor(channels, device=param.device)
+        rows = param.detach().movedim(axis, 0).index_select(0, index).reshape(len(channels), -1)
+        grads = grad.detach().movedim(axis, 0).index_select(0, index).reshape(len(channels), -1)
+        moving = (rows == 0).all(dim=1) & (grads != 0).any(dim=1)
+    return {c for c, m in zip(channels, moving.cpu().tolist(), strict=True) if m}
 
 
 def channel_scale(producer: nn.Module, batchnorm: nn.Module | None) -> torch.Tensor | None:

@@ -20,7 +20,9 @@ of ``log10`` of its gradient norm; ``s`` is the running standard deviation of th
 The layer's band is ``m ± max(sigma_band * s, min_decades)``. After a warm-up of
 ``warmup`` checks, a layer outside its band on the same side at ``checks_in_a_row`` (2)
 checks raises one ``alarm`` (diagnosis ``vanishing`` or ``exploding``; ``no_gradient``,
-at once, when its norm is exactly zero or it has no gradient at all; its grad_norm is
+at once, when its norm is exactly zero or it has no gradient at all, except an all-zero
+norm at the layer's first check, which needs the next check too (a zero-initialised layer
+after it, LoRA's ``lora_B``, zeroes its gradient until the first step); its grad_norm is
 null when it has no gradient at all, as its metrics.jsonl value is, and 0 when its
 gradient is all zero; its baseline is null when the layer never had a finite non-zero
 norm; a layer that sat the check step out is not judged: no gradient, or an all-zero one
@@ -420,6 +422,7 @@ class GradientAlarms:
                 recent = statistics.median(self._losses)
                 self._best = recent if self._best is None else min(self._best, recent)
         seen: list[tuple[str, float | None, LayerBaseline, float | None]] = []
+        fresh: set[str] = set()  # layers judged for the first time (new, or unfrozen again)
         for layer, norm in norms.items():
             if norm is not None and not math.isfinite(norm):
                 continue  # a non-finite gradient is its own event; the alarm state stays
@@ -428,6 +431,7 @@ class GradientAlarms:
             base = self.baselines.get(layer)
             if base is None:  # (setdefault would build a LayerBaseline per layer per check)
                 base = self.baselines[layer] = LayerBaseline()
+                fresh.add(layer)
             distance = None
             if norm is not None and norm > 0.0 and base.count >= 2:
                 distance = math.log10(norm) - base.mean
@@ -468,6 +472,11 @@ class GradientAlarms:
             else:
                 self.out.pop(layer, None)
             if self.checks <= self.warmup:
+                continue
+            if layer in fresh and norm == 0.0 and layer not in self.active:
+                # An all-zero gradient at a layer's first check is what a zero-initialised
+                # layer after it gives (LoRA's lora_A below lora_B = 0, whose first step
+                # moves B): no_gradient if it is still all zero at its next check.
                 continue
             current = self.active.get(layer)
             if (

@@ -63,6 +63,7 @@ from trainrecord.monitor.channels import (
     channel_scale,
     classify,
     incoming_norms,
+    starting_from_zero,
 )
 from trainrecord.monitor.compiled import EagerStance, is_compiled
 from trainrecord.monitor.config import record_config
@@ -369,6 +370,12 @@ class Monitor:
         # per producer and channel: the longest silence (values) after which a channel
         # reported silent fired again (a sparse unit, not a dead one: see _silence)
         self._revived_after: dict[str, dict[int, int]] = {}
+        # per producer (name, module id): the channels flat at every check since it was
+        # first checked (absent: not checked yet, every channel); a flat channel among them
+        # whose scale is 0 and gradient is not starts from zero (zero-initialised: LoRA's
+        # lora_B), and is not stuck. A rerun of an interrupted check intersects again with
+        # the same flat channels: nothing to undo.
+        self._flat_from_start: dict[tuple[str, int], set[int]] = {}
         self._layers_ran: set[str] = set()  # layers whose module ran at some check step
         self._relu_cache: np.ndarray | None = None
         self._scale_sources: tuple[list[torch.Tensor], list[nn.Module]] | None = None
@@ -1062,8 +1069,14 @@ class Monitor:
         all_zero = any_grad and all(v == 0.0 for v in norms.values() if v is not None)
         if all_zero:
             any_grad = False  # every gradient exactly zero: after zero_grad(), or nothing flows
+        # Every gradient exactly zero under a NaN or infinite loss: a loss over no elements
+        # (cross_entropy whose every target is ignore_index, a masked mean of an empty mask)
+        # is 0/0 with zero gradients; nonfinite_loss says so, and no_gradients, written once
+        # per run, is kept for a step() in the wrong place (its advice is wrong here).
+        explained = all_zero and value is not None and not math.isfinite(value)
         if not any_grad:
             self.counts["checks_without_gradients"] += 1
+        if not any_grad and not explained:
             message = (
                 NO_TRAINABLE
                 if not self.layers
@@ -1565,6 +1578,9 @@ class Monitor:
         (none when ``quiet``: see :meth:`_quiet`)."""
         assert self.structure is not None
         if quiet:
+            self._flat_from_start = {  # no channel flat now: none was from the start
+                (name, id(self.producer_info[name].module)): set() for name in self.producers
+            }
             return self._quiet_rows()
         stats: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
         if flat is not None:
@@ -1592,6 +1608,14 @@ class Monitor:
             if relu and high is not None:
                 silent = set((high <= 0).nonzero().flatten().tolist()) - certified
             measured = self.structure.pairs.get(name, name)
+            starting: set[int] = set()
+            if high is not None and low is not None:
+                flat_now = set((high == low).nonzero().flatten().tolist())
+                key = (name, id(info.module))
+                from_start = self._flat_from_start.get(key, flat_now) & flat_now
+                self._flat_from_start[key] = from_start
+                if from_start:
+                    starting = starting_from_zero(info.module, info.bn_module, sorted(from_start))
             counts = classify(
                 total,
                 certified,
@@ -1602,6 +1626,7 @@ class Monitor:
                 self.decay_ratio,
                 self._silence(name, silent, values.get(measured, 0), high)
                 | (silent & self.certifier.silent_by_weights.get(name, set())),
+                starting,
             )
             out[name] = counts.row()
             revived = self._revived_after.get(name, {})
@@ -1886,6 +1911,17 @@ class Monitor:
         self.channels.released.add(info.name)  # its clear is not held back: see channels.py
         self._emit("repair", fields)
 
+    def _frozen_layers(self) -> list[str]:
+        """Modules that own parameters, none of them trainable (a fine-tune's frozen base):
+        named in the manifest, which lists only the layers it checks. Parameters the model
+        itself owns are named as :func:`parameter_layers` names them."""
+        out: list[str] = []
+        for name, module in self.modules.items():
+            own = list(module.named_parameters(recurse=False))
+            if own and not any(p.requires_grad for _, p in own):
+                out.extend([name] if name else [n for n, _ in own])
+        return out
+
     def _tied_layers(self) -> list[list[str]]:
         """Groups of layers that own one trainable parameter together (GPT-2's wte and
         lm_head): their gradient norms cover its one gradient."""
@@ -2089,6 +2125,15 @@ class Monitor:
                 "constant and silent counts stay 0 and none is certified while that lasts "
                 "(their producers entries say measured: false); decayed channels are still "
                 "counted"
+            )
+        frozen = self._frozen_layers()
+        if frozen:
+            notes.append(
+                f"frozen, not checked (every parameter they own has requires_grad False; "
+                f"checked from the first check after they are unfrozen): {len(frozen)} "
+                + ("module" if len(frozen) == 1 else "modules")
+                + ": "
+                + ", ".join(frozen)
             )
         outside = self._outside_optimizer()
         if outside:
