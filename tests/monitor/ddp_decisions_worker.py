@@ -72,6 +72,8 @@ def float64_model(rank: int, world: int, init_file: str, run_dir: str, out_dir: 
         with torch.no_grad():
             model.fc1.weight.zero_()
             model.fc1.bias.fill_(1e-50)
+        # frozen at zero: nothing moves it (zero weights that get a gradient start from zero)
+        model.fc1.weight.requires_grad_(False)
         ddp = DistributedDataParallel(model)
         optimizer = torch.optim.SGD(ddp.parameters(), lr=0.0)
         with Monitor(ddp, optimizer, run_dir, check_every=1, silent_min_values=1) as monitor:
