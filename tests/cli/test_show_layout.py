@@ -206,3 +206,26 @@ def test_show_and_plot_read_an_alarm_whose_grad_norm_is_null(tmp_path: Path) -> 
     plotted = cli("plot", run, "--out", tmp_path / "plot.png")
     assert plotted.returncode == 0, plotted.stderr
     assert (tmp_path / "plot.png").stat().st_size > 0
+
+
+def test_the_loss_line_gives_the_first_lowest_and_last_loss_of_the_checks(
+    demo: tuple[Path, list[dict[str, Any]], str], tmp_path: Path
+) -> None:
+    # A user fine-tuning a model looked for the loss's course in show and found none,
+    # although metrics.jsonl holds a loss per check.
+    root, _, shown = demo
+    rows = [json.loads(x) for x in (root / "metrics.jsonl").read_text().splitlines()]
+    low = min(rows, key=lambda row: row["loss"])
+    assert (
+        f"loss at the checks: first {rows[0]['loss']:.4g} (step 0), lowest {low['loss']:.4g} "
+        f"(step {low['step']}), last {rows[-1]['loss']:.4g} (step {rows[-1]['step']})\n"
+    ) in shown
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "diary.jsonl").write_bytes((root / "diary.jsonl").read_bytes())
+    rows[0]["loss"] = rows[-1]["loss"] = None  # a NaN loss, or none given: null in the row
+    (copy / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    out = cli("show", "--no-verify", copy)
+    assert out.returncode == 0, out.stderr
+    assert f"loss at the checks: first {rows[1]['loss']:.4g} (step {rows[1]['step']})" in out.stdout
+    assert "; 2 checks without a finite loss\n" in out.stdout

@@ -25,6 +25,7 @@ error (no run directory, no diary.jsonl, a --key that is not a public key, --key
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import textwrap
 from collections import defaultdict
@@ -33,7 +34,7 @@ from typing import Any
 
 from trainrecord.canonical import loads_strict
 from trainrecord.commands import load_key_option, no_diary, plain, run_dir_problem
-from trainrecord.diary.read import DIARY, Summary, summarize
+from trainrecord.diary.read import DIARY, METRICS, Summary, summarize
 from trainrecord.diary.verifier import VerifyResult, verify
 from trainrecord.errors import escaped
 
@@ -252,8 +253,33 @@ def _without_relu(manifest: dict[str, Any] | None) -> list[str]:
     return [str(p.get("layer")) for p in producers if isinstance(p, dict) and p.get("relu") is None]
 
 
-def render(s: Summary) -> list[str]:
-    """The summary as lines of text."""
+def loss_line(rows: list[dict[str, Any]]) -> str | None:
+    """What metrics.jsonl's rows say of the loss: its first, lowest and last value at the
+    checks, with their steps, and the checks without a finite one (a NaN or infinite loss
+    is written as null, as is a loss not given to ``step()``); None without rows."""
+    if not rows:
+        return None
+    points = [
+        (row.get("step"), value)
+        for row in rows
+        if isinstance(value := row.get("loss"), (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+    ]
+    missing = len(rows) - len(points)
+    if not points:
+        return f"loss at the checks: none ({_n(missing, 'row')} without a finite loss)"
+    (first_step, first), (last_step, last) = points[0], points[-1]
+    low_step, low = min(points, key=lambda point: point[1])
+    return (
+        f"loss at the checks: first {_num(first)} (step {first_step}), lowest {_num(low)} "
+        f"(step {low_step}), last {_num(last)} (step {last_step})"
+        + (f"; {_n(missing, 'check')} without a finite loss" if missing else "")
+    )
+
+
+def render(s: Summary, rows: list[dict[str, Any]] | None = None) -> list[str]:
+    """The summary as lines of text (``rows``: metrics.jsonl's, for the loss line)."""
     out: list[str] = []
     if s.run:
         r = s.run
@@ -319,6 +345,9 @@ def render(s: Summary) -> list[str]:
         out.append(f"ended{how} after {_n(steps, 'step')}{span} and {_n(e.get('checks'), 'check')}")
     else:
         out.append("no run_end: the run is still going, or it crashed")
+    loss = loss_line(rows or [])
+    if loss is not None:
+        out.append(loss)
     out.append(f"alarms ({len(s.alarms)}):" if s.alarms else "alarms: none")
     together: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for (layer, diagnosis), spans in _alarm_episodes(s).items():
@@ -486,7 +515,11 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     summary = summarize(lines)
-    out = integrity(result) + findings(summary) + render(summary)
+    try:  # (the loss line only: verify has judged metrics.jsonl already)
+        rows = _read(args.run_dir / METRICS)[0] if (args.run_dir / METRICS).is_file() else []
+    except OSError:
+        rows = []
+    out = integrity(result) + findings(summary) + render(summary, rows)
     if unreadable:
         out.append(f"the summary stops before {unreadable}")
     text = "\n".join(escaped(line) for line in out) + "\n"
