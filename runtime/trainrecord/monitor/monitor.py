@@ -2384,12 +2384,22 @@ def _copied(value: Any) -> Any:
     if kind is set:
         return set(value)
     if kind is deque:
-        return deque((_copied(v) for v in value), maxlen=value.maxlen)
-    if is_dataclass(value) and not isinstance(value, type):
+        return deque([v if type(v) in _SHARED else _copied(v) for v in value], maxlen=value.maxlen)
+    plain = _DATACLASSES.get(kind)
+    if plain is None:  # (is_dataclass once per type: a check copies dozens of baselines)
+        plain = _DATACLASSES[kind] = is_dataclass(kind)
+    if plain:
         new = object.__new__(kind)
-        vars(new).update(_copied(vars(value)))
+        vars(new).update(
+            {k: v if type(v) in _SHARED else _copied(v) for k, v in vars(value).items()}
+        )
         return new
     return copy.deepcopy(value)
+
+
+_DATACLASSES: dict[type, bool] = {}
+"""Whether each type :func:`_copied` met is a dataclass (a class, as a value, is not one:
+its type is ``type``)."""
 
 
 @dataclass(eq=False)
