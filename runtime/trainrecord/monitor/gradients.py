@@ -279,7 +279,7 @@ def squared_norms(grads: list[torch.Tensor]) -> tuple[torch.Tensor, list[int]]:
     rest_at: list[int] = []
     for i, g in enumerate(grads):
         if (
-            g.device.type == "cpu"
+            g.is_cpu  # (not g.device.type: that makes a device object per gradient)
             and g.dtype in BLAS_DTYPES
             and g.layout == torch.strided
             and g.is_contiguous()
