@@ -421,8 +421,9 @@ class GradientAlarms:
             if len(self._losses) >= 3:
                 recent = statistics.median(self._losses)
                 self._best = recent if self._best is None else min(self._best, recent)
-        seen: list[tuple[str, float | None, LayerBaseline, float | None]] = []
+        seen: list[tuple[str, float | None, LayerBaseline, float | None, float, float]] = []
         fresh: set[str] = set()  # layers judged for the first time (new, or unfrozen again)
+        sigma_band, min_decades = self.sigma_band, self.min_decades
         for layer, norm in norms.items():
             if norm is not None and not math.isfinite(norm):
                 continue  # a non-finite gradient is its own event; the alarm state stays
@@ -435,16 +436,19 @@ class GradientAlarms:
             distance = None
             if norm is not None and norm > 0.0 and base.count >= 2:
                 distance = math.log10(norm) - base.mean
-            seen.append((layer, norm, base, distance))
-        distances = [d for *_, d in seen if d is not None]
+            # the baseline's spread and band, once per layer (as LayerBaseline.std and
+            # _band give them; no baseline changes before the layer is judged below)
+            std = math.sqrt(max(base.var, 0.0))
+            seen.append((layer, norm, base, distance, std, max(sigma_band * std, min_decades)))
+        distances = [d for _, _, _, d, _, _ in seen if d is not None]
         shift = statistics.median(distances) if len(distances) >= self.network_layers else None
         if shift is not None and any(
-            d is not None and d - shift > self._band(b) for _, _, b, d in seen
+            d is not None and d - shift > band for _, _, _, d, _, band in seen
         ):
             shift = None  # a layer kept its gradient (a dead head's): not the whole network
         events: list[tuple[str, dict[str, Any]]] = []
-        for layer, norm, base, distance in seen:
-            diagnosis, sigma = self._diagnose(norm, base, distance)
+        for layer, norm, base, distance, std, band in seen:
+            diagnosis, sigma = _diagnosis(norm, distance, std, band)
             if diagnosis == "exploding" and norm is not None:  # kept out of the baseline
                 above = self.held.setdefault(layer, [])
                 above.append((math.log10(norm), log_loss))
@@ -559,21 +563,6 @@ class GradientAlarms:
     def _band(self, base: LayerBaseline) -> float:
         return max(self.sigma_band * base.std, self.min_decades)
 
-    def _diagnose(
-        self, norm: float | None, base: LayerBaseline, distance: float | None
-    ) -> tuple[str | None, float | None]:
-        if norm is None or norm == 0.0:
-            return "no_gradient", None
-        if distance is None:
-            return None, None
-        band = self._band(base)
-        sigma = distance / base.std if base.std > 0 else (math.copysign(math.inf, distance))
-        if distance < -band:
-            return "vanishing", _finite_sigma(sigma)
-        if distance > band:
-            return "exploding", _finite_sigma(sigma)
-        return None, None
-
     def _explained(
         self,
         distance: float | None,
@@ -617,6 +606,24 @@ class GradientAlarms:
             return 0.0
         now = statistics.median(list(self._losses)[-3:])
         return math.log10(now) - math.log10(self._best)
+
+
+def _diagnosis(
+    norm: float | None, distance: float | None, std: float, band: float
+) -> tuple[str | None, float | None]:
+    """A layer's diagnosis at a check and its distance from the baseline in sigmas, from its
+    norm, the distance in decades of its log10 norm from the baseline's mean (None: no
+    baseline yet), the baseline's spread (``std``) and band (``GradientAlarms._band``)."""
+    if norm is None or norm == 0.0:
+        return "no_gradient", None
+    if distance is None:
+        return None, None
+    sigma = distance / std if std > 0 else (math.copysign(math.inf, distance))
+    if distance < -band:
+        return "vanishing", _finite_sigma(sigma)
+    if distance > band:
+        return "exploding", _finite_sigma(sigma)
+    return None, None
 
 
 def _finite_sigma(sigma: float) -> float | None:
