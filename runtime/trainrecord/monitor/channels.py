@@ -485,14 +485,30 @@ def channel_scale(producer: nn.Module, batchnorm: nn.Module | None) -> torch.Ten
 def incoming_norms(producer: nn.Module) -> torch.Tensor | None:
     """The norm of each output channel's incoming weights, float32, on the weight's device
     (None: the producer has no weight)."""
-    weight = getattr(producer, "weight", None)
-    if weight is None:
-        return None
+    return incoming_norms_of([producer])[0]
+
+
+def incoming_norms_of(producers: list[nn.Module]) -> list[torch.Tensor | None]:
+    """:func:`incoming_norms` of each of ``producers``, in order, under one ``no_grad`` (a
+    check takes those of every producer without a BatchNorm: a transformer's dozens)."""
+    out: list[torch.Tensor | None] = []
     with torch.no_grad():  # linalg.vector_norm: Tensor.norm goes through Python-level code
-        rows = weight.detach().movedim(out_axis(producer), 0).flatten(1)
-        if rows.dtype == torch.float64:  # dtype= may widen, never narrow
-            return torch.linalg.vector_norm(rows, dim=1).float()
-        return torch.linalg.vector_norm(rows, dim=1, dtype=torch.float32)
+        for producer in producers:
+            weight = getattr(producer, "weight", None)
+            if weight is None:
+                out.append(None)
+                continue
+            rows = weight.detach()
+            axis = out_axis(producer)
+            if axis:
+                rows = rows.movedim(axis, 0)
+            if rows.dim() != 2:  # (a 2-D tensor is its own flatten(1), as a Linear's)
+                rows = rows.flatten(1)
+            if rows.dtype == torch.float64:  # dtype= may widen, never narrow
+                out.append(torch.linalg.vector_norm(rows, dim=1).float())
+            else:
+                out.append(torch.linalg.vector_norm(rows, dim=1, dtype=torch.float32))
+    return out
 
 
 @dataclass

@@ -62,7 +62,7 @@ from trainrecord.monitor.channels import (
     ChannelTracker,
     channel_scale,
     classify,
-    incoming_norms,
+    incoming_norms_of,
     starting_from_zero,
 )
 from trainrecord.monitor.compiled import EagerStance, is_compiled
@@ -1736,7 +1736,7 @@ class Monitor:
                     others.append(self.producer_info[name].module)
             self._scale_sources = (gammas, others)
         gammas, modules = self._scale_sources
-        scales = [incoming_norms(module) for module in modules]
+        scales = incoming_norms_of(modules)
         return gammas, [t for t in scales if t is not None and t.numel()]
 
     def _padded_scales(self, values: torch.Tensor | None = None) -> torch.Tensor | None:
