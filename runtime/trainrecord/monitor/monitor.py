@@ -850,9 +850,7 @@ class Monitor:
         self._hand_marks = None
         if self._awaiting_optimizer():  # did the parameters change in the window? (below)
             self._hand_marks = [
-                (p, p.detach().reshape(-1)[:_FINGERPRINT].clone())
-                for p in self._parameters
-                if p.requires_grad
+                (p, _fingerprint(p).clone()) for p in self._parameters if p.requires_grad
             ]
         self._stance.enter()  # compiled code runs eagerly until the check (see compiled.py)
         self._dynamo_at_arming = "torch._dynamo" in sys.modules
@@ -1385,9 +1383,7 @@ class Monitor:
         repairing then left Adam's moments of the repaired channels in place (the optimizer
         had stepped at every other step). A window whose parameters did not change starts
         the count again; one where an optimizer stepped is followed as usual."""
-        moved = any(
-            not torch.equal(param.detach().reshape(-1)[: len(seen)], seen) for param, seen in marks
-        )
+        moved = any(not torch.equal(_fingerprint(param), seen) for param, seen in marks)
         if not moved:
             self._hand_windows = []
             return
@@ -2251,7 +2247,7 @@ class _StepMark:
                     versions = param._version, grad._version
                 except (AttributeError, RuntimeError):  # a tensor without a version counter
                     return None
-                values = param.detach().reshape(-1)[:_FINGERPRINT].clone()
+                values = _fingerprint(param).clone()
                 return cls(step, weakref.ref(param), weakref.ref(grad), *versions, values)
         return None
 
@@ -2269,8 +2265,7 @@ class _StepMark:
             return False
         # an optimizer writing through p.data moves no version counter: the values tell
         seen = self.values
-        now = param.detach().reshape(-1)[:_FINGERPRINT]
-        return seen is not None and bool(torch.equal(now, seen))
+        return seen is not None and bool(torch.equal(_fingerprint(param), seen))
 
     def same(self) -> bool:
         """Whether the parameter and its gradient are as they were (nothing happened)."""
@@ -2294,7 +2289,16 @@ stepping, before a repairing Monitor given no optimizer concludes that the loop 
 the weights itself (see ``Monitor._updated_by_hand``)."""
 
 _FINGERPRINT = 16
-"""Values of a parameter a step mark keeps (a copy of a few elements, once per check)."""
+"""Values of a parameter a fingerprint holds (see :func:`_fingerprint`)."""
+
+
+def _fingerprint(param: torch.Tensor) -> torch.Tensor:
+    """The first :data:`_FINGERPRINT` values of ``param`` (a view: ``clone()`` to keep
+    them), compared with ``torch.equal`` later to tell whether it changed: an optimizer
+    writing through ``p.data`` moves no version counter. A step mark keeps one parameter's
+    (once per check), a repairing Monitor given no optimizer every trainable one's while it
+    waits to learn what updates the model (``Monitor._updated_by_hand``)."""
+    return param.detach().reshape(-1)[:_FINGERPRINT]
 
 
 @dataclass
