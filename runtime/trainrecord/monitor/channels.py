@@ -58,6 +58,7 @@ from trainrecord.monitor.structure import (
     first_tensor,
     in_transform,
     out_axis,
+    tensors_in,
 )
 
 LEAVE_MOST = 0.4  # a producer at most (or all) leaves it below 40 % of its channels stuck
@@ -341,17 +342,6 @@ class ActivationProbe:
 def _reached(probe: ActivationProbe, running: _Pass, grad: torch.Tensor) -> None:
     """The tensor hook on a pass's output (a function, so that the hook holds no frame)."""
     probe._reached(running)
-
-
-def tensors_in(value: Any) -> list[torch.Tensor]:
-    """Every tensor in a module's output (a tensor, or tuples, lists and dicts of them)."""
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (tuple, list)):
-        return [t for item in value for t in tensors_in(item)]
-    if isinstance(value, dict):
-        return [t for item in value.values() for t in tensors_in(item)]
-    return []
 
 
 @dataclass

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, cast
@@ -197,21 +198,24 @@ def in_transform() -> bool:
     return torch._C._functorch.maybe_current_level() is not None
 
 
-def first_tensor(value: Any) -> torch.Tensor | None:
-    """The first tensor in a module's input or output (a tensor, tuple, list or dict)."""
+def tensors_in(value: Any) -> Iterator[torch.Tensor]:
+    """Every tensor in a module's input or output (a tensor, or tuples, lists and dicts of
+    them), in order."""
     if isinstance(value, torch.Tensor):
-        return value
-    if isinstance(value, (tuple, list)):
+        yield value
+    elif isinstance(value, (tuple, list)):
         for item in value:
-            found = first_tensor(item)
-            if found is not None:
-                return found
-    if isinstance(value, dict):
+            yield from tensors_in(item)
+    elif isinstance(value, dict):
         for item in value.values():
-            found = first_tensor(item)
-            if found is not None:
-                return found
-    return None
+            yield from tensors_in(item)
+
+
+def first_tensor(value: Any) -> torch.Tensor | None:
+    """The first tensor in a module's input or output (see :func:`tensors_in`)."""
+    if isinstance(value, torch.Tensor):  # (the usual case, without a generator)
+        return value
+    return next(tensors_in(value), None)
 
 
 @dataclass
