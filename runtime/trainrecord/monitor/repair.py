@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import nn
@@ -310,7 +310,7 @@ class Repairer:
             for _, value, _ in self._state(param):
                 keep(value, dim, index)
             for _, value, _ in self._state(param, shaped=False):
-                if _factored(value, param) is not None and value.shape[dim] == param.shape[dim]:
+                if _factor_layout(value, param, dim) == "channels":
                     keep(value, dim, index)
             grad = param.grad
             if grad is not None:
@@ -443,10 +443,10 @@ class Repairer:
                         value.index_fill_(dim, at, fresh(group) if fresh else 0.0)
                         zeroed += 1
                 for key, value, group in self._state(param, shaped=False):
-                    layout = _factored(value, param)
+                    layout = _factor_layout(value, param, dim)
                     if layout is None:
                         unknown.append(f"{key} of {label}")
-                    elif value.shape[dim] != param.shape[dim]:
+                    elif layout == "shared":
                         kept.append(f"{key} of {label}")
                     else:  # the factor keeps the channel axis: its slices are the channels'
                         fresh = FRESH.get(key)
@@ -515,15 +515,21 @@ def _mirrors(lists: list[Any], params: list[list[torch.Tensor]]) -> bool:
     return True
 
 
-def _factored(value: torch.Tensor, param: torch.Tensor) -> torch.Size | None:
-    """``value``'s shape when it is a factor of ``param``'s shape: as many dimensions, each
-    the parameter's size or reduced to 1 (Adafactor's ``row_var``: ``(out, 1)`` for an
-    ``(out, in)`` weight, ``(out, in, kh, 1)`` for a Conv's); None otherwise."""
+def _factor_layout(
+    value: torch.Tensor, param: torch.Tensor, dim: int
+) -> Literal["channels", "shared"] | None:
+    """How a state tensor not of ``param``'s shape lies along its channel axis ``dim``:
+    ``"channels"`` for a factor of the parameter's shape that keeps that axis (Adafactor's
+    ``row_var``: ``(out, 1)`` for an ``(out, in)`` weight, ``(out, in, kh, 1)`` for a
+    Conv's; the channels' slices are theirs), ``"shared"`` for one reduced over it (one
+    value for all the channels: a Linear weight's ``col_var`` along its output axis), None
+    for a tensor that is no factor (as many dimensions, each the parameter's size or
+    reduced to 1)."""
     if value.dim() != param.dim():
         return None
     if any(v not in (1, p) for v, p in zip(value.shape, param.shape, strict=True)):
         return None
-    return value.shape
+    return "channels" if value.shape[dim] == param.shape[dim] else "shared"
 
 
 def _holds(group: dict[str, Any], param: torch.Tensor) -> bool:
