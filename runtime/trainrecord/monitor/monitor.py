@@ -2359,14 +2359,8 @@ class _Attempt:
         matched in this run; None when there is none."""
         if not self.unmatched[key]:
             return None
-        self.unmatched[key] -= 1
-        seen = 0
-        for written in self.lines:
-            if written.key == key:
-                seen += 1
-                if seen > self.unmatched[key]:
-                    return written
-        return None
+        self.unmatched[key] -= 1  # (matched from the last such line back)
+        return [written for written in self.lines if written.key == key][self.unmatched[key]]
 
 
 _SHARED = frozenset({int, float, bool, str, type(None), tuple, frozenset})
