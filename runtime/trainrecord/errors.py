@@ -12,6 +12,13 @@ more :class:`Problem` objects. A problem names the rule it breaks (a stable id f
 rule registry in ``spec/rules/``), the field (a JSON path), the offending value (made safe
 for display: never a secret) and a sentence a person can act on. Validators collect every
 problem rather than stopping at the first, in the manner of python-jsonschema.
+
+Beside them: :class:`MonitorMisuseWarning`, a warning and no error (``step()`` called more
+often than the optimizer steps), and what makes text from a file or a client safe to
+show: :func:`safe_value` (a value in a message: one short line), :func:`printable`
+(surrogates escaped: text UTF-8 can write) and :func:`escaped` (control characters,
+bidirectional formatting characters and surrogates escaped: text a terminal or a log
+shows as it is, ``show``'s lines, a problem's field path, the receiver's log).
 """
 
 from __future__ import annotations

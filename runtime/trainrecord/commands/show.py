@@ -1,7 +1,8 @@
 """``trainrecord show RUN_DIR [--key PUBLIC_KEY]``: a human summary of a training record.
 
-The run, its layers, alarms with their steps, stuck channels, certificates, repairs, loss
-spikes, non-finite events and event counts. It verifies the record first, as ``trainrecord
+The run, its layers, the loss at the checks (first, lowest and last, from metrics.jsonl),
+alarms with their steps, stuck channels, certificates, repairs, loss spikes, non-finite
+events and event counts. It verifies the record first, as ``trainrecord
 verify`` does (``--key`` checks the signature of a signed record, as there), and its first
 line is that verdict: ``integrity: OK: 16 lines verified (ended with run_end, sealed ..., not
 signed)``, or ``integrity: FAILED: <file, line, rule>`` followed by which of the values
@@ -123,8 +124,9 @@ WIDTH = 100
 
 def _wrap(text: str, first: str, indent: str) -> list[str]:
     """``text`` after ``first``, wrapped at :data:`WIDTH` columns, the lines after the first
-    indented by ``indent``; escaped first (:func:`~trainrecord.errors.escaped`), so a newline or tab in the
-    record is shown as ``\\n`` and never taken for a place to break."""
+    indented by ``indent``; escaped first (:func:`~trainrecord.errors.escaped`), so a
+    newline or tab in the record is shown as ``\\n`` and never taken for a place to
+    break."""
     return textwrap.wrap(
         escaped(text),
         WIDTH,
@@ -466,8 +468,9 @@ made them."""
 
 
 def _read(path: Path) -> tuple[list[dict[str, Any]], str | None]:
-    """The complete lines of diary.jsonl up to the first one that is not a JSON object (a
-    torn last line left out), and what is wrong with that one, or None."""
+    """The complete lines of a JSON-lines file (diary.jsonl; metrics.jsonl for the loss
+    line) up to the first one that is not a JSON object (a torn last line left out), and
+    what is wrong with that one, or None."""
     data = path.read_bytes()
     lines: list[dict[str, Any]] = []
     for number, raw in enumerate(data[: data.rfind(b"\n") + 1].split(b"\n")[:-1], 1):

@@ -16,7 +16,10 @@ also compares one gradient with the check's, to say when ``step()`` is called tw
 optimizer step). Forward hooks are
 installed at the end of the step *before* a check (and at construction, for step 0), serve
 the forward pass of the check step, and are removed inside that step's ``step()``: the
-monitor needs no other call in the loop. With mixed precision pass the GradScaler
+monitor needs no other call in the loop. A check that Ctrl+C interrupts (the loop catches
+the ``KeyboardInterrupt`` and goes on, as in a notebook) is run again by the next
+``step()``, at its own step, judging what its first attempt read and writing each event
+once (see ``_Attempt``). With mixed precision pass the GradScaler
 (``Monitor(..., scaler=scaler)``) and call ``monitor.step(loss)`` after
 ``scaler.scale(loss).backward()``: norms are divided by the scale (unless the gradients
 were already unscaled with ``scaler.unscale_``) and a check that finds non-finite
