@@ -1,11 +1,12 @@
 """Channel statistics on check steps: certified, flat, silent and decayed channels.
 
-For each producer (Conv, ConvTranspose, Linear) the monitor measures the tensor its ReLU receives: the
-paired BatchNorm's output, or the producer's own output. Forward hooks, installed only for
-the forward pass of a check step, reduce it to a per-channel maximum and minimum over the
-batch and every position (a forward pass of the model counts once a backward pass reaches
-its output, or a measured module's output in it: one that raised, caught by the loop, or whose loss was discarded adds nothing;
-see :class:`ActivationProbe`). A channel is, in this order of precedence:
+For each producer (Conv, ConvTranspose, Linear) the monitor measures the tensor its ReLU
+receives: the paired BatchNorm's output, or the producer's own output. Forward hooks,
+installed only for the forward pass of a check step, reduce it to a per-channel maximum and
+minimum over the batch and every position (a forward pass of the model counts once a
+backward pass reaches its output, or a measured module's output in it: one that raised,
+caught by the loop, or whose loss was discarded adds nothing; see :class:`ActivationProbe`).
+A channel is, in this order of precedence:
 
 * **certified**: proven dead from the weights and the structure (``certificate.py``);
 * **silent** (observed): its ReLU input was <= 0 everywhere, so the ReLU output was all
@@ -155,17 +156,17 @@ class ActivationProbe:
     A forward pass of ``root`` (the model) counts when it is trained on: what its modules
     showed is kept apart until a backward pass (``loss.backward()``, ``autograd.grad``)
     reaches its output, or the output of one of the modules measured in it (a loss computed
-    from features a forward hook captured, the model's own output unused), and then added. So a pass that raises (a bad batch, an
-    out-of-memory error the loop catches, then skips or retries the batch; also a
-    ``KeyboardInterrupt`` caught in a notebook, training then resumed), and a pass whose
-    output no backward reaches before the check (a loss discarded: an evaluation pass in
-    training mode with gradients, a pass for logging) add nothing. Their modules saw a batch
-    no step trained on: a retried batch counted its values twice towards
-    ``silent_min_values``, a corrupt one made every unit look alive. A pass whose output
-    needs no gradient (no tensor of it has a ``grad_fn``: a model that keeps its loss as an
-    attribute) counts when it returns. Modules called outside a forward pass of ``root`` (a
-    model run piecewise, ``model.forward(x)``, a reentrant checkpoint's recomputation) are
-    measured as they come.
+    from features a forward hook captured, the model's own output unused), and then added.
+    So a pass that raises (a bad batch, an out-of-memory error the loop catches, then skips
+    or retries the batch; also a ``KeyboardInterrupt`` caught in a notebook, training then
+    resumed), and a pass whose output no backward reaches before the check (a loss
+    discarded: an evaluation pass in training mode with gradients, a pass for logging) add
+    nothing. Their modules saw a batch no step trained on: a retried batch counted its
+    values twice towards ``silent_min_values``, a corrupt one made every unit look alive. A
+    pass whose output needs no gradient (no tensor of it has a ``grad_fn``: a model that
+    keeps its loss as an attribute) counts when it returns. Modules called outside a forward
+    pass of ``root`` (a model run piecewise, ``model.forward(x)``, a reentrant checkpoint's
+    recomputation) are measured as they come.
 
     ``note_compiled``: a ``torch.compile`` wrapper of ``root`` being called is noted in
     ``compiled_call``.
@@ -436,13 +437,14 @@ def starting_from_zero(
 ) -> set[int]:
     """The channels among ``channels`` (flat since their producer was first checked) that
     start from zero: their scale, the BatchNorm's gamma or else the producer's incoming
-    weights, is exactly 0 while its gradient is not, so the coming optimizer step moves
-    them off zero and their output stops being one value. A zero-initialised layer is built so (LoRA's ``lora_B``, whose
-    zero product leaves the pretrained model's output unchanged at the start; a residual
-    branch's last layer or BatchNorm gamma set to 0, ``zero_init_residual``, ReZero): all
-    its channels are flat at the first check, and reporting them stuck was a false alarm
-    on every such healthy run. A channel whose scale is 0 and gets no gradient stays flat
-    (nothing moves it); one without a gradient to read (a parametrized weight) too."""
+    weights, is exactly 0 while its gradient is not, so the coming optimizer step moves them
+    off zero and their output stops being one value. A zero-initialised layer is built so
+    (LoRA's ``lora_B``, whose zero product leaves the pretrained model's output unchanged at
+    the start; a residual branch's last layer or BatchNorm gamma set to 0,
+    ``zero_init_residual``, ReZero): all its channels are flat at the first check, and
+    reporting them stuck was a false alarm on every such healthy run. A channel whose scale
+    is 0 and gets no gradient stays flat (nothing moves it); one without a gradient to read
+    (a parametrized weight) too."""
     if not channels:
         return set()
     affine = affine_of(batchnorm)

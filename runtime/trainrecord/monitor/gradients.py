@@ -401,9 +401,10 @@ class GradientAlarms:
         there is one); return the alarm events to write. A layer in ``trained_between``
         (updated since the last check, and no gradient now, or an all-zero one while its
         modules did not run in this step's forward pass) is not judged at this check when
-        its norm is None or 0: its alarm state stays. ``loss_above``: the loss rule found this check's loss above its margin
-        (a spike, or above it once); a rise above the band that the loss explains is
-        ``exploding`` only then (see :meth:`_rise_explained`). ``new_level``: at this check
+        its norm is None or 0: its alarm state stays. ``loss_above``: the loss rule found
+        this check's loss above its margin (a spike, or above it once); a rise above the
+        band that the loss explains is ``exploding`` only then (see
+        :meth:`_rise_explained`). ``new_level``: at this check
         the loss rule took a spike that lasted as the loss's new level (a curriculum step):
         a layer whose norm stood above its band at the last ``rebase_min`` checks or more
         takes the level of those norms (and their losses) as its baseline's mean, its
