@@ -1891,17 +1891,12 @@ class Monitor:
         consumer = (consumer_name, self.modules[consumer_name]) if consumer_name else None
         block = self.structure.consumer_block.get(info.name, 1) if self.structure else 1
         attempt = self._attempt
+        assert attempt is not None  # (a repair is made inside a check: see _check)
         fields = self.repairer.repair(
-            step,
-            info,
-            chosen,
-            consumer,
-            block,
-            undo=attempt.undo if attempt is not None else None,
-            drawn=attempt.drawn if attempt is not None else None,
+            step, info, chosen, consumer, block, undo=attempt.undo, drawn=attempt.drawn
         )
-        if attempt is not None:  # a run again: the repair as first made (its line, if any)
-            fields = attempt.repairs.setdefault((info.name, tuple(chosen)), fields)
+        # a check run again repeats the repair as first made: its fields, so its one line
+        fields = attempt.repairs.setdefault((info.name, tuple(chosen)), fields)
         revived = self._revived_after.get(info.name, {})
         for c in chosen:
             streak.pop(c, None)
