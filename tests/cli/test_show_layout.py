@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.diary.helpers import cli, rechain, write_run
+from trainrecord.commands.show import loss_line
 from trainrecord.monitor.demo import run_demo
 
 LAYERS = "conv1.0, conv1.1, conv2.0, conv2.1, conv3.0, conv3.1"
@@ -229,3 +230,28 @@ def test_the_loss_line_gives_the_first_lowest_and_last_loss_of_the_checks(
     assert out.returncode == 0, out.stderr
     assert f"loss at the checks: first {rows[1]['loss']:.4g} (step {rows[1]['step']})" in out.stdout
     assert "; 2 checks without a finite loss\n" in out.stdout
+
+
+def test_the_loss_line_takes_the_rows_in_one_pass_and_stops_where_show_stops_reading(
+    demo: tuple[Path, list[dict[str, Any]], str], tmp_path: Path
+) -> None:
+    # show held every row of metrics.jsonl in memory for the loss line (a long run's
+    # file, read even with --no-verify, which is there for a huge record); the line is
+    # now made in one pass over the rows, read one at a time.
+    root, _, shown = demo
+    rows = [json.loads(x) for x in (root / "metrics.jsonl").read_text().splitlines()]
+    [line] = [x for x in shown.splitlines() if x.startswith("loss at the checks:")]
+    assert loss_line(iter(rows)) == line
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "diary.jsonl").write_bytes((root / "diary.jsonl").read_bytes())
+    before, after = rows[:3], rows[3:]
+    (copy / "metrics.jsonl").write_text(
+        "".join(json.dumps(row) + "\n" for row in before)
+        + "[]\n"  # not a JSON object: the rows after it are not read
+        + "".join(json.dumps(row) + "\n" for row in after)
+        + '{"step":'  # a torn last line
+    )
+    out = cli("show", "--no-verify", copy)
+    assert out.returncode == 0, out.stderr
+    assert loss_line(before) in out.stdout.splitlines()

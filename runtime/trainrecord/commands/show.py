@@ -30,6 +30,7 @@ import math
 import sys
 import textwrap
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -255,33 +256,40 @@ def _without_relu(manifest: dict[str, Any] | None) -> list[str]:
     return [str(p.get("layer")) for p in producers if isinstance(p, dict) and p.get("relu") is None]
 
 
-def loss_line(rows: list[dict[str, Any]]) -> str | None:
+def loss_line(rows: Iterable[dict[str, Any]]) -> str | None:
     """What metrics.jsonl's rows say of the loss: its first, lowest and last value at the
     checks, with their steps, and the checks without a finite one (a NaN or infinite loss
-    is written as null, as is a loss not given to ``step()``); None without rows."""
-    if not rows:
-        return None
-    points = [
-        (row.get("step"), value)
-        for row in rows
-        if isinstance(value := row.get("loss"), (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-    ]
-    missing = len(rows) - len(points)
-    if not points:
+    is written as null, as is a loss not given to ``step()``); None without rows. One pass
+    over ``rows``, none of them kept (a long run's metrics.jsonl need not fit in memory)."""
+    first: tuple[Any, float] | None = None  # (step, loss)
+    low: tuple[Any, float] | None = None
+    last: tuple[Any, float] | None = None
+    missing = 0
+    for row in rows:
+        value = row.get("loss")
+        if not (
+            isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        ):
+            missing += 1
+            continue
+        last = (row.get("step"), value)
+        if first is None:
+            first = last
+        if low is None or value < low[1]:  # (the first of equal lows)
+            low = last
+    if first is None or low is None or last is None:
+        if not missing:
+            return None
         return f"loss at the checks: none ({_n(missing, 'row')} without a finite loss)"
-    (first_step, first), (last_step, last) = points[0], points[-1]
-    low_step, low = min(points, key=lambda point: point[1])
     return (
-        f"loss at the checks: first {_num(first)} (step {first_step}), lowest {_num(low)} "
-        f"(step {low_step}), last {_num(last)} (step {last_step})"
+        f"loss at the checks: first {_num(first[1])} (step {first[0]}), lowest "
+        f"{_num(low[1])} (step {low[0]}), last {_num(last[1])} (step {last[0]})"
         + (f"; {_n(missing, 'check')} without a finite loss" if missing else "")
     )
 
 
-def render(s: Summary, rows: list[dict[str, Any]] | None = None) -> list[str]:
-    """The summary as lines of text (``rows``: metrics.jsonl's, for the loss line)."""
+def render(s: Summary, loss: str | None = None) -> list[str]:
+    """The summary as lines of text (``loss``: :func:`loss_line` of metrics.jsonl)."""
     out: list[str] = []
     if s.run:
         r = s.run
@@ -347,7 +355,6 @@ def render(s: Summary, rows: list[dict[str, Any]] | None = None) -> list[str]:
         out.append(f"ended{how} after {_n(steps, 'step')}{span} and {_n(e.get('checks'), 'check')}")
     else:
         out.append("no run_end: the run is still going, or it crashed")
-    loss = loss_line(rows or [])
     if loss is not None:
         out.append(loss)
     out.append(f"alarms ({len(s.alarms)}):" if s.alarms else "alarms: none")
@@ -468,9 +475,8 @@ made them."""
 
 
 def _read(path: Path) -> tuple[list[dict[str, Any]], str | None]:
-    """The complete lines of a JSON-lines file (diary.jsonl; metrics.jsonl for the loss
-    line) up to the first one that is not a JSON object (a torn last line left out), and
-    what is wrong with that one, or None."""
+    """The complete lines of diary.jsonl up to the first one that is not a JSON object (a
+    torn last line left out), and what is wrong with that one, or None."""
     data = path.read_bytes()
     lines: list[dict[str, Any]] = []
     for number, raw in enumerate(data[: data.rfind(b"\n") + 1].split(b"\n")[:-1], 1):
@@ -482,6 +488,23 @@ def _read(path: Path) -> tuple[list[dict[str, Any]], str | None]:
             return lines, f"line {number} is not a JSON object"
         lines.append(line)
     return lines, None
+
+
+def _rows(path: Path) -> Iterator[dict[str, Any]]:
+    """The complete lines of a JSON-lines file (metrics.jsonl), one at a time, up to the
+    first one that is not a JSON object (a torn last line left out): as :func:`_read`
+    takes them, without holding them all."""
+    with path.open("rb") as f:
+        for raw in f:
+            if not raw.endswith(b"\n"):
+                return  # torn
+            try:
+                line = loads_strict(raw[:-1])
+            except ValueError:
+                return
+            if not isinstance(line, dict):
+                return
+            yield line
 
 
 def run(args: argparse.Namespace) -> int:
@@ -519,10 +542,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     summary = summarize(lines)
     try:  # (the loss line only: verify has judged metrics.jsonl already)
-        rows = _read(args.run_dir / METRICS)[0] if (args.run_dir / METRICS).is_file() else []
+        metrics = args.run_dir / METRICS
+        loss = loss_line(_rows(metrics)) if metrics.is_file() else None
     except OSError:
-        rows = []
-    out = integrity(result) + findings(summary) + render(summary, rows)
+        loss = None
+    out = integrity(result) + findings(summary) + render(summary, loss)
     if unreadable:
         out.append(f"the summary stops before {unreadable}")
     text = "\n".join(escaped(line) for line in out) + "\n"
