@@ -238,16 +238,19 @@ class ActivationProbe:
             self._add(*measured)
 
     def _hook(self, module: nn.Module, args: Any, output: Any) -> None:
+        grad = torch.is_grad_enabled()
         if module is self._root and self._running:
             running = self._running[-1]
             running.returned = True
-            if torch.is_grad_enabled() and not in_transform():
+            if grad and not in_transform():
                 for out in tensors_in(output):
                     if out.grad_fn is not None:
                         out.register_hook(functools.partial(_reached, self, running))
                         running.waits = True
-        if torch.is_grad_enabled():  # (inside a forward pass of the model: counted with it)
-            if self._running and torch._C._current_graph_task_id() == -1:
+        # not inside backward (asked once a call: below too)
+        forward = grad and torch._C._current_graph_task_id() == -1
+        if grad:  # (inside a forward pass of the model: counted with it)
+            if self._running and forward:
                 self._running[-1].called.add(id(module))
             else:
                 self.called.add(id(module))
@@ -260,7 +263,7 @@ class ActivationProbe:
             ):
                 self.compiled_call |= getattr(module, "_orig_mod", None) is self._root
             return
-        if not torch.is_grad_enabled():
+        if not grad:
             return
         if in_transform():  # vmap's wrappers must not escape it (torch asserts on them)
             self.transformed = True
@@ -274,7 +277,6 @@ class ActivationProbe:
         training = module.training
         if not training and name in self._trained:  # a validation pass beside training ones
             return
-        forward = torch._C._current_graph_task_id() == -1  # not inside backward
         if not forward and name in self._forward:  # a checkpoint's recomputation
             return
         high, low = channel_extremes(tensor.detach(), dim)  # no graph
