@@ -38,16 +38,24 @@ def _is_integer(checker: Any, instance: Any) -> bool:
     return isinstance(instance, int) and not isinstance(instance, bool)
 
 
-def _is_number(checker: Any, instance: Any) -> bool:
-    if isinstance(instance, bool):
+def finite_number(value: Any) -> bool:
+    """Whether ``value`` (read from JSON) is a finite number: a finite float, or an int (not
+    a bool) whose nearest double is finite (``math.isfinite`` raises ``OverflowError`` on
+    ``10**400``). What the schemas' "number" is, and what a reader of a record that may
+    hold anything (``show``) takes for a number."""
+    if isinstance(value, bool):
         return False
-    if isinstance(instance, int):
+    if isinstance(value, int):
         try:
-            float(instance)  # an integer whose nearest double is infinite is not finite
+            float(value)  # an integer whose nearest double is infinite is not finite
         except OverflowError:
             return False
         return True
-    return isinstance(instance, float) and math.isfinite(instance)
+    return isinstance(value, float) and math.isfinite(value)
+
+
+def _is_number(checker: Any, instance: Any) -> bool:
+    return finite_number(instance)
 
 
 TYPE_CHECKER = Draft202012Validator.TYPE_CHECKER.redefine_many(

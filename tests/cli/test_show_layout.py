@@ -255,3 +255,21 @@ def test_the_loss_line_takes_the_rows_in_one_pass_and_stops_where_show_stops_rea
     out = cli("show", "--no-verify", copy)
     assert out.returncode == 0, out.stderr
     assert loss_line(before) in out.stdout.splitlines()
+
+
+def test_an_integer_loss_too_large_for_a_float_is_no_finite_loss_and_no_crash(
+    demo: tuple[Path, list[dict[str, Any]], str], tmp_path: Path
+) -> None:
+    # math.isfinite(10**400) raises OverflowError: show stopped with a traceback on a
+    # metrics.jsonl holding such a loss (JSON allows it), also under --no-verify.
+    root, _, _ = demo
+    rows = [json.loads(x) for x in (root / "metrics.jsonl").read_text().splitlines()]
+    rows[-1]["loss"] = 10**400
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "diary.jsonl").write_bytes((root / "diary.jsonl").read_bytes())
+    (copy / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    for args in (("--no-verify",), ()):
+        out = cli("show", *args, copy)
+        assert out.returncode in (0, 1) and "Traceback" not in out.stderr, out.stderr
+        assert "; 1 check without a finite loss\n" in out.stdout

@@ -26,7 +26,6 @@ error (no run directory, no diary.jsonl, a --key that is not a public key, --key
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import textwrap
 from collections import defaultdict
@@ -39,6 +38,7 @@ from trainrecord.commands import load_key_option, no_diary, plain, run_dir_probl
 from trainrecord.diary.read import DIARY, METRICS, Summary, summarize
 from trainrecord.diary.verifier import VerifyResult, verify
 from trainrecord.errors import escaped
+from trainrecord.schemas import finite_number
 
 EXIT = {"ok": 0, "failed": 1, "torn": 3}
 """Exit status by verdict, as trainrecord verify's."""
@@ -261,15 +261,13 @@ def loss_line(rows: Iterable[dict[str, Any]]) -> str | None:
     checks, with their steps, and the checks without a finite one (a NaN or infinite loss
     is written as null, as is a loss not given to ``step()``); None without rows. One pass
     over ``rows``, none of them kept (a long run's metrics.jsonl need not fit in memory)."""
-    first: tuple[Any, float] | None = None  # (step, loss)
-    low: tuple[Any, float] | None = None
-    last: tuple[Any, float] | None = None
+    first: tuple[Any, Any] | None = None  # (step, loss)
+    low: tuple[Any, Any] | None = None
+    last: tuple[Any, Any] | None = None
     missing = 0
     for row in rows:
-        value = row.get("loss")
-        if not (
-            isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-        ):
+        value: Any = row.get("loss")
+        if not finite_number(value):  # (an int past a double's range: none, not a crash)
             missing += 1
             continue
         last = (row.get("step"), value)
