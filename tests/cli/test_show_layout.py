@@ -273,3 +273,22 @@ def test_an_integer_loss_too_large_for_a_float_is_no_finite_loss_and_no_crash(
         out = cli("show", *args, copy)
         assert out.returncode in (0, 1) and "Traceback" not in out.stderr, out.stderr
         assert "; 1 check without a finite loss\n" in out.stdout
+
+
+def test_plot_takes_a_gradient_norm_too_large_for_a_float_as_no_point(
+    demo: tuple[Path, list[dict[str, Any]], str], tmp_path: Path
+) -> None:
+    # math.isfinite(10**400) raised OverflowError inside plot (a traceback) on a
+    # metrics.jsonl holding such a norm (JSON allows it); it is left out, as a NaN is.
+    pytest.importorskip("matplotlib")
+    root, _, _ = demo
+    rows = [json.loads(x) for x in (root / "metrics.jsonl").read_text().splitlines()]
+    layer = next(iter(rows[3]["grad"]))
+    rows[3]["grad"][layer] = 10**400
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "diary.jsonl").write_bytes((root / "diary.jsonl").read_bytes())
+    (copy / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    out = cli("plot", copy, "--output", tmp_path / "plot.png")
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert (tmp_path / "plot.png").stat().st_size > 0

@@ -9,13 +9,13 @@ Agg backend (no display needed).
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 from typing import Any
 
 from trainrecord.commands import plain, run_dir_problem
 from trainrecord.diary.read import read_diary, read_metrics
+from trainrecord.schemas import finite_number
 
 
 def register(subparsers: Any) -> None:
@@ -77,16 +77,11 @@ def plot(run_dir: Path, output: Path) -> Path:
     lines = read_diary(run_dir)
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
     layers = list(dict.fromkeys(k for r in rows for k in r["grad"]))
-    positive = [
-        v
-        for r in rows
-        for v in r["grad"].values()
-        if isinstance(v, (int, float)) and math.isfinite(v) and v > 0
-    ]
+    positive = [v for r in rows for v in r["grad"].values() if finite_number(v) and v > 0]
     floor = min(positive) / 10 if positive else 1e-12  # where zero norms are drawn
     for layer in layers:
         pts = [(r["step"], r["grad"].get(layer)) for r in rows]
-        pts = [(s, v) for s, v in pts if isinstance(v, (int, float)) and math.isfinite(v)]
+        pts = [(s, v) for s, v in pts if finite_number(v)]
         if not pts:
             continue
         (line,) = top.plot(
@@ -96,7 +91,7 @@ def plot(run_dir: Path, output: Path) -> Path:
         if zeros:
             top.plot(zeros, [floor] * len(zeros), "v", color=line.get_color(), markersize=4)
     top.set_yscale("log")
-    if any(isinstance(v, (int, float)) and v == 0 for r in rows for v in r["grad"].values()):
+    if any(finite_number(v) and v == 0 for r in rows for v in r["grad"].values()):
         top.text(
             0.01,
             0.02,
