@@ -20,6 +20,11 @@ from tests.conftest import ROOT
 
 MYPY = Path(sys.executable).parent / "mypy"
 
+# Every mypy run shares one cache (.mypy_cache/consumer-tests, warm after the first):
+# two pytest-xdist workers writing it at once gave mypy an INTERNAL ERROR (exit 2) in a
+# CI run, so the tests of this module run one after another, on one worker.
+pytestmark = pytest.mark.xdist_group("mypy-consumer-cache")
+
 
 def run_mypy(tmp_path: Path, source: str) -> str:
     """mypy's output (stdout) for the consumer ``source``, checked in ``tmp_path``."""
