@@ -19,6 +19,14 @@ ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "spec"
 SEEDS = ROOT.parent / "shared" / "seeds"
 
+# One CPU thread for torch, here and in every process a test starts (they inherit the
+# environment; torch reads it at import). The suite runs on two xdist workers on two cores:
+# with torch's default of one thread per core, two tiny trainings at once spent most of
+# their time waiting at OpenMP barriers (`trainrecord demo --tiny` took 3-22 s beside
+# another one instead of 1 s, and over 120 s on a loaded CI machine). Tests of the Foundry
+# witness pass their own environment or remove OMP_NUM_THREADS themselves.
+os.environ["OMP_NUM_THREADS"] = "1"
+
 settings.register_profile(
     "ci",
     max_examples=25,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -91,15 +93,30 @@ def write_run(
     return written
 
 
-def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m trainrecord.cli ARGS`` (the installed command's code) in a new process."""
-    return subprocess.run(
-        [sys.executable, "-m", "trainrecord.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+def cli(*args: str | Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m trainrecord.cli ARGS`` (the installed command's code) in a new process.
+
+    One that runs past ``timeout`` seconds fails the test with where each of its threads
+    was (faulthandler's dump at SIGABRT) and what it printed, not a bare TimeoutExpired."""
+    command = [sys.executable, "-m", "trainrecord.cli", *map(str, args)]
+    env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    ) as process:
+        try:
+            out, err = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGABRT)
+            try:
+                out, err = process.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                out, err = process.communicate()
+            raise AssertionError(
+                f"{' '.join(command[1:])} ran past {timeout} s; its threads at SIGABRT:\n"
+                f"{err[-6000:]}\nits output:\n{out[-2000:]}"
+            ) from None
+    return subprocess.CompletedProcess(command, process.returncode, out, err)
 
 
 def rechain(run_dir: Path, change: Callable[[int, dict[str, Any]], None] | None = None) -> None:
