@@ -173,7 +173,8 @@ class ActivationProbe:
 
     ``called`` holds the ids of every module (watched or not) run with gradients enabled,
     in passes that count: a layer whose module did not run in the check step's forward
-    pass sat that step out (a task head of round-robin multi-task training), which its
+    pass may have sat that step out (a task head of round-robin multi-task training,
+    when a gradient reached it at other steps: see ``GradientNorms.mark``), which its
     gradient, zero after ``zero_grad(set_to_none=False)``, cannot tell from a detached
     layer's."""
 

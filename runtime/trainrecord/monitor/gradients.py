@@ -26,15 +26,16 @@ after it, LoRA's ``lora_B``, zeroes its gradient until the first step); its grad
 null when it has no gradient at all, as its metrics.jsonl value is, and 0 when its
 gradient is all zero; its baseline is null when the layer never had a finite non-zero
 norm; a layer that sat the check step out is not judged: no gradient, or an all-zero one
-while its modules did not run in the check step's forward pass, and its parameters
-updated since the last check, see :meth:`GradientNorms.trained_between`) and one
-``alarm_cleared`` when it
-comes back. A fall below the band that the network explains is no ``vanishing``: the
-loss fell by at least ``loss_share`` of as many decades below its mean over the same
-checks (a converging network), or every layer fell with it (the layer is within its band
-of the median layer's fall, and no layer stands above that fall by more than its own
-band) and the loss now (median of the last 3 checks) is within 0.2 decades (1.6 x) of the
-run's lowest median of 10; an explained fall moves the baseline's mean, not its spread.
+while its modules did not run in the check step's forward pass, its parameters updated
+since the last check, and, for an all-zero one, a gradient that reached it at the other
+steps since the previous check's, see :meth:`GradientNorms.trained_between` and
+:meth:`GradientNorms.mark`) and one ``alarm_cleared`` when it comes back. A fall below
+the band that the network explains is no ``vanishing``: the loss fell by at least
+``loss_share`` of as many decades below its mean over the same checks (a converging
+network), or every layer fell with it (the layer is within its band of the median layer's
+fall, and no layer stands above that fall by more than its own band) and the loss now
+(median of the last 3 checks) is within 0.2 decades (1.6 x) of the run's lowest median of
+10; an explained fall moves the baseline's mean, not its spread.
 A head whose weights died (scaled to nothing) keeps its own gradient, the output error
 times its inputs, while every layer below it loses decades: the network did not fall as
 a whole, and those layers are ``vanishing`` (the median alone read it as convergence,
@@ -56,6 +57,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import weakref
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -150,14 +152,97 @@ class GradientNorms:
         self.moved: set[str] = set()
         """Layers whose parameters changed in place between the last two calls of
         :meth:`trained_between`, with a gradient or without."""
+        self._marks: tuple[GradMarks | None, GradMarks | None] = (None, None)
+        """The gradients as :meth:`mark` found them at the step before the previous check
+        and at the step before the coming one."""
+        self.unfed: set[str] = set()
+        """Layers with a gradient at the last check that backward passes reached at the
+        other steps since the step before the previous check no more often than at the
+        check step itself (see :meth:`_unfed`; what it tells is of a layer whose gradient
+        is all zero now)."""
 
-    def trained_between(self, grads: list[torch.Tensor | None]) -> set[str]:
+    def mark(self, step: int) -> None:
+        """Note each gradient and its version counter, at the step before the check of
+        ``step`` (in its ``monitor.step()``, after that step's backward and before its
+        ``zero_grad()``): a weak reference (none is kept alive) and the counter, which every
+        in-place change moves by one (a ``zero_grad(set_to_none=False)``, a backward that
+        reaches the parameter, a clipping). A gradient that is a view (a DDP bucket view)
+        shares its base's counter and is not noted. Marked again for the same check, the
+        later mark replaces the earlier."""
+        refs: list[weakref.ref[torch.Tensor] | None] = []
+        versions: list[int] = []
+        for p in self.params:
+            g = p.grad
+            if g is None or g._is_view():
+                refs.append(None)
+                versions.append(-1)
+            else:
+                refs.append(weakref.ref(g))
+                versions.append(g._version)
+        before, last = self._marks
+        if last is None or last.step != step:
+            before = last
+        self._marks = (before, GradMarks(step, refs, versions))
+
+    def _unfed(self, grads: list[torch.Tensor | None], step: int) -> set[str]:
+        """Layers with a gradient now that no backward reached at the steps since the one
+        before the previous check more often than at the check step ``step`` itself
+        (``grads`` as :meth:`grads` gave them): a block left out of the forward pass (its
+        gradient all zero under ``zero_grad(set_to_none=False)``, while momentum or weight
+        decay still move its parameters), or a parameter whose all-zero gradient a backward
+        reached at every step, as at this one (``MultiheadAttention.out_proj``, whose weight
+        its holder uses directly). A task head trained at other steps is fed.
+
+        Counted per gradient from the marks (see :meth:`mark`): between the mark before the
+        previous check (``s0``) and now, ``n = step - s0 + 1`` steps zeroed the gradient (and
+        clipped it, ...) and their backwards reached it; between the mark before this check
+        and now, one step did. A gradient with the same tensor throughout whose counter moved
+        by no more than ``n`` times its move since the last mark got nothing at the other
+        steps that it did not get at this one. A gradient that is not the tensor of the last
+        mark was made since, by this step's backward (under ``set_to_none=True``): reached
+        at this step. A layer some gradient of which cannot be counted (no earlier mark,
+        a tensor replaced in between, a view) is not unfed."""
+        before, last = self._marks
+        if last is None or last.step != step:
+            return set()
+        fed = [False] * len(self.names)
+        counted = [True] * len(self.names)
+        gradless = [True] * len(self.names)
+        for i, (owner, g) in enumerate(zip(self.owner, grads, strict=True)):
+            if g is None:
+                continue
+            gradless[owner] = False
+            ref = last.grads[i]
+            if ref is None or ref() is not g:  # made since the last mark: reached now
+                if g._is_view():
+                    counted[owner] = False
+                continue
+            old = None if before is None else before.grads[i]
+            if before is None or old is None or old() is not g:
+                counted[owner] = False
+                continue
+            now = g._version
+            if now - before.versions[i] > (step - before.step + 1) * (now - last.versions[i]):
+                fed[owner] = True
+        return {
+            name
+            for name, f, c, none in zip(self.names, fed, counted, gradless, strict=True)
+            if c and not f and not none
+        }
+
+    def trained_between(
+        self, grads: list[torch.Tensor | None], step: int | None = None
+    ) -> set[str]:
         """Layers without any gradient now (``grads`` as :meth:`grads` gave them) whose
         parameters changed in place since the previous call (their version counters moved):
         an optimizer updated them at steps between checks, as round-robin multi-task training
         does with a task head the checks never land on. Such a layer learns; it is not
         ``no_gradient``. (An optimizer leaves a parameter without a gradient untouched; a
-        parameter clamped in place under no_grad() every step would count as trained.)"""
+        parameter clamped in place under no_grad() every step would count as trained.)
+
+        Also sets :attr:`moved` and, at the check of ``step``, :attr:`unfed` (see
+        :meth:`_unfed`)."""
+        self.unfed = set() if step is None else self._unfed(grads, step)
         versions = [p._version for p in self.params]
         before, self._versions = self._versions, versions
         self.moved = set()
@@ -224,6 +309,17 @@ class GradientNorms:
             # skipped step), never a ZeroDivisionError out of monitor.step()
             result[self.names[i]] = math.sqrt(sums[i]) / scale if scale > 0 else math.nan
         return result, True
+
+
+@dataclass(frozen=True)
+class GradMarks:
+    """The layers' gradients at the step before a check (see :meth:`GradientNorms.mark`),
+    in parameter order: a weak reference to each (None: no gradient, or a view) and its
+    version counter (-1 for none)."""
+
+    step: int  # the check's
+    grads: list[weakref.ref[torch.Tensor] | None]
+    versions: list[int]
 
 
 @dataclass
@@ -400,8 +496,9 @@ class GradientAlarms:
         """Update baselines with this check's norms (``loss``: the check's loss value, when
         there is one); return the alarm events to write. A layer in ``trained_between``
         (updated since the last check, and no gradient now, or an all-zero one while its
-        modules did not run in this step's forward pass) is not judged at this check when
-        its norm is None or 0: its alarm state stays. ``loss_above``: the loss rule found
+        modules did not run in this step's forward pass and a gradient reached it at the
+        other steps since the previous check's) is not judged at this check when its norm
+        is None or 0: its alarm state stays. ``loss_above``: the loss rule found
         this check's loss above its margin (a spike, or above it once); a rise above the
         band that the loss explains is ``exploding`` only then (see
         :meth:`_rise_explained`). ``new_level``: at this check

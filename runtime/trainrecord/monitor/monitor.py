@@ -379,7 +379,6 @@ class Monitor:
         # lora_B), and is not stuck. A rerun of an interrupted check intersects again with
         # the same flat channels: nothing to undo.
         self._flat_from_start: dict[tuple[str, int], set[int]] = {}
-        self._layers_ran: set[str] = set()  # layers whose module ran at some check step
         self._relu_cache: np.ndarray | None = None
         self._scale_sources: tuple[list[torch.Tensor], list[nn.Module]] | None = None
         self._pad_index: dict[tuple[int, ...], torch.Tensor] = {}
@@ -834,6 +833,7 @@ class Monitor:
         """Install forward hooks for the next (check) step's forward pass."""
         self._disarm()
         self._follow_model()
+        self.norms.mark(self.steps)  # what reaches each gradient up to the check (_sat_out)
         if self.structure is None:
             self._structure_probe = StructureProbe(self.modules, self.model)
             watched = {
@@ -967,7 +967,7 @@ class Monitor:
             scale = self._scale(at_check=True)
             grads = self.norms.grads()
             gathered = self.norms.gather(grads)
-            trained_between = self.norms.trained_between(grads)
+            trained_between = self.norms.trained_between(grads, step)
             squares = None if gathered is None else gathered.squares
             names = []
             values = {}
@@ -1012,8 +1012,8 @@ class Monitor:
     def _judging_state(self) -> dict[str, Any]:
         """Copies of what a check changes as it judges (see :class:`_Attempt`): the loss
         rule, the alarms, the channel states, certificates, silent streaks and revived
-        channels, the layers seen run, the parameters' version counters and the
-        checks-without-gradients tally."""
+        channels, the parameters' version counters and the checks-without-gradients
+        tally."""
         return {
             "loss": _copied(vars(self.loss)),
             "alarms": _copied({k: v for k, v in vars(self.alarms).items() if k != "kinds"}),
@@ -1023,7 +1023,6 @@ class Monitor:
             ),
             "streak": _copied(self._silent_streak),
             "revived": _copied(self._revived_after),
-            "ran": _copied(self._layers_ran),
             "versions": self.norms._versions,
             "without": self.counts["checks_without_gradients"],
         }
@@ -1045,7 +1044,6 @@ class Monitor:
         vars(self.certifier).update(_copied(state["certifier"]))
         self._silent_streak = _copied(state["streak"])
         self._revived_after = _copied(state["revived"])
-        self._layers_ran = _copied(state["ran"])
         self.norms._versions = state["versions"]
         self.counts["checks_without_gradients"] = state["without"]
 
@@ -1138,32 +1136,20 @@ class Monitor:
         not run in the check step's forward pass (``ran``: the ids of the modules that did):
         they sat this step out, as a task head of round-robin multi-task training does, and
         ``zero_grad(set_to_none=False)`` left them a zero gradient instead of None. A layer
-        that ran and got no gradient (a detached branch) is not one of them. A module never
-        seen run at any check while the module holding it ran
-        (``MultiheadAttention.out_proj``, whose weight its holder uses directly) counts as
-        run when its holder did."""
-        for name in self.layers:  # (layers seen run at any check: see the last sentence)
-            module = self.modules.get(name)
-            if module is not None and id(module) in ran:
-                self._layers_ran.add(name)
+        that ran and got no gradient (a detached branch) is not one of them, nor is one
+        that backward passes reached at the other steps since the previous check's no more
+        often than at this one (:attr:`GradientNorms.unfed`): a block left out of the
+        forward pass, whose parameters momentum or weight decay still move, or
+        ``MultiheadAttention.out_proj`` (its holder uses its weight directly, never calling
+        it) with a gradient all zero at every step."""
         out: set[str] = set()
+        unfed = self.norms.unfed
         for name in self.norms.moved:
             module = self.modules.get(name)
-            if norms.get(name) != 0.0 or module is None or id(module) in ran:
-                continue
-            if name not in self._layers_ran and self._holder_ran(name, ran):
+            if norms.get(name) != 0.0 or module is None or id(module) in ran or name in unfed:
                 continue
             out.add(name)
         return out
-
-    def _holder_ran(self, name: str, ran: set[int]) -> bool:
-        """Whether the nearest module holding module ``name``, below the model, ran."""
-        while "." in name:
-            name = name.rsplit(".", 1)[0]
-            holder = self.modules.get(name)
-            if holder is not None:
-                return id(holder) in ran
-        return False
 
     def _repair_limits(self, structure: Structure, owners: dict[int, list[str]]) -> dict[str, str]:
         """Producers a repair must not touch, with why; and, in ``structure.consumer``, only
@@ -1305,7 +1291,6 @@ class Monitor:
                     if self.modules.get(name) is not module:
                         self.alarms.baselines.pop(name, None)
                         self.alarms.active.pop(name, None)
-                        self._layers_ran.discard(name)
                 self.modules = modules
                 changed = True
                 # The loss of another model is a new series (a replaced head starts at
