@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 
 from trainrecord.cli import missing_dependency, run_parser
 from trainrecord.commands import whole_number
+from trainrecord.errors import escaped
 
 # The suite's modules (hypothesis, jsonschema, requests...) are imported in the functions
 # below, so that an install without the conformance extra gets one line naming it.
@@ -180,7 +181,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                 read_url=args.read_url,
             )
         except (ValueError, TargetError, OSError) as exc:
-            print(f"trainrecord-conformance: cannot start target {shown}: {exc}", file=sys.stderr)
+            # escaped: the reason may quote the stderr of the program that failed to start
+            why = escaped(str(exc))
+            print(f"trainrecord-conformance: cannot start target {shown}: {why}", file=sys.stderr)
             return 2
         with target, _runtime_quiet():
             outcomes = run_rules(

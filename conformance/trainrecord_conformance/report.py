@@ -1,6 +1,11 @@
 """Show a run's outcomes: a progress line on a terminal, a summary table, JSON.
 
 Failures come with the shrunk counterexample and the message of the check that failed.
+The summary holds text the implementation under test wrote (its name and language, its
+answers and stderr quoted in a check's message, names of files it made): each of its
+lines is shown :func:`~trainrecord.errors.escaped`, so an implementation answering with
+ESC [2J or U+202E can neither clear nor turn round the user's terminal, nor a lone
+surrogate stop the report. ``--json`` needs none of it (JSON escapes them).
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ import sys
 from collections import Counter
 from typing import Any, TextIO
 
+from trainrecord.errors import escaped, json_escaped
 from trainrecord_conformance.runner import RuleOutcome, plain
 from trainrecord_conformance.strategies import Broken
 
@@ -49,7 +55,11 @@ LIMIT = 4000
 def as_json(value: Any, limit: int = LIMIT) -> str:
     """One value of a counterexample as JSON text to paste into a harness request: strict
     JSON (RFC 8259), or, for NaN and infinities (only the in-process target gets them),
-    Python's tokens with a note; cut at ``limit`` characters, saying so."""
+    Python's tokens with a note; cut at ``limit`` characters, saying so. Text outside ASCII
+    is written as it is, but for what :func:`~trainrecord.errors.escaped` escapes (a C1
+    control, a bidirectional formatting character, a lone surrogate: drawn examples hold
+    them), written as a ``\\uXXXX`` escape (:func:`~trainrecord.errors.json_escaped`): the
+    same JSON value, safe to print."""
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
         note = ""
@@ -59,7 +69,7 @@ def as_json(value: Any, limit: int = LIMIT) -> str:
     if len(text) > limit:
         note = f" ... (cut at {limit} of {len(text)} characters; --json has it whole){note}"
         text = text[:limit]
-    return text + note
+    return json_escaped(text) + note
 
 
 def counterexample_lines(value: Any) -> list[str]:
@@ -101,8 +111,18 @@ def request_lines(requests: list[Any], kept: str) -> list[str]:
     return lines
 
 
+def message_lines(message: str) -> list[str]:
+    """A check's message, one summary line per line of it: the first indented under its
+    check, the rest (a traceback, the stderr an implementation wrote) two columns further,
+    so that no line of the message reads as a line of the summary. (:func:`summary`
+    escapes each line: a carriage return or ESC in it is shown, never acted on.)"""
+    first, *rest = message.rstrip("\n").split("\n")
+    return [f"    {first}"] + [f"      {line}" for line in rest]
+
+
 def summary(outcomes: list[RuleOutcome], target: str, implementation: dict[str, Any]) -> str:
-    """The human report: failures and errors in detail, then a table per format."""
+    """The human report: failures and errors in detail, then a table per format; each line
+    :func:`~trainrecord.errors.escaped` (the implementation's name, its answers, ...)."""
     lines = [
         f"trainrecord conformance: target {target} "
         f"({implementation.get('name', '?')}, {implementation.get('language', '?')})",
@@ -115,7 +135,7 @@ def summary(outcomes: list[RuleOutcome], target: str, implementation: dict[str, 
         for c in o.checks:
             if c.status in ("fail", "error"):
                 lines.append(f"    check: {c.name}")
-                lines.append(f"    {c.message}")
+                lines += message_lines(c.message)
                 if c.counterexample is not None:
                     lines += [f"    {line}" for line in counterexample_lines(c.counterexample)]
                 lines += [f"    {line}" for line in request_lines(c.requests, c.kept)]
@@ -151,7 +171,7 @@ def summary(outcomes: list[RuleOutcome], target: str, implementation: dict[str, 
     seconds = sum(o.seconds for o in outcomes)
     verdict = "FAILED" if total["fail"] or total["error"] else "OK"
     lines.append(f"{verdict}: {len(outcomes)} rules in {seconds:.1f} s")
-    return "\n".join(lines)
+    return "\n".join(escaped(line) for line in lines)
 
 
 def to_json(outcomes: list[RuleOutcome], target: str, implementation: dict[str, Any]) -> str:

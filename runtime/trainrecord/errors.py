@@ -18,7 +18,8 @@ often than the optimizer steps), and what makes text from a file or a client saf
 show: :func:`safe_value` (a value in a message: one short line), :func:`printable`
 (surrogates escaped: text UTF-8 can write) and :func:`escaped` (control characters,
 bidirectional formatting characters and surrogates escaped: text a terminal or a log
-shows as it is, ``show``'s lines, a problem's field path, the receiver's log).
+shows as it is, ``show``'s lines, a problem's field path, the receiver's log), with
+:func:`json_escaped`, its form for JSON text (a value quoted as JSON spells it).
 """
 
 from __future__ import annotations
@@ -65,6 +66,14 @@ def escaped(text: str) -> str:
     """``text`` with each character of :data:`_UNSAFE` as its Python escape (``\\x1b``,
     ``\\n``, ``\\u202e``, ``\\ud800``): what a file or a client wrote, safe to print or log."""
     return _UNSAFE.sub(lambda m: ascii(m.group())[1:-1], text)
+
+
+def json_escaped(text: str) -> str:
+    """JSON text (as ``json.dumps(..., ensure_ascii=False)`` writes it: such characters
+    stand only inside its strings) with each character :func:`escaped` escapes as JSON's
+    ``\\u`` escape (``\\u0085``, ``\\u202e``, ``\\ud800``; ``escaped`` writes ``\\x85``,
+    which JSON has not): the same JSON value, safe to print, to paste as JSON."""
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def format_path(path: Sequence[str | int]) -> str:
