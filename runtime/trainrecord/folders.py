@@ -15,7 +15,7 @@ import os
 import stat
 from pathlib import Path
 
-from trainrecord.errors import RecordWriteError
+from trainrecord.errors import RecordWriteError, escaped
 
 NAME_MAX = 255
 """The longest file name, in bytes, where ``os.pathconf`` cannot say (every common local
@@ -114,7 +114,7 @@ def open_no_link(path: Path, flags: int, mode: int = 0o644, what: str = "") -> i
         role = f"{what} " if what else ""
         raise RecordWriteError(
             errno.ELOOP,
-            f"{role}{path} is a symbolic link (to {os.readlink(path)}); trainrecord never "
+            f"{role}{path} is a symbolic link (to {escaped(os.readlink(path))}); trainrecord never "
             "writes through one, since it could point at any file: remove the link (or "
             "give another folder)",
             str(path),

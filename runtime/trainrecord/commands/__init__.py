@@ -8,6 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from trainrecord.errors import escaped
+
 _ROLE = re.compile(r":[a-z]+:`([^`]*)`")
 
 
@@ -33,7 +35,7 @@ def no_diary(command: str, run_dir: Path) -> str:
     """The usage error of ``verify`` and ``show`` for a directory without diary.jsonl: what to
     give instead, and, for a folder of Foundry run records, the command that checks those."""
     foundry = sorted(
-        p.name
+        escaped(p.name)  # names found in the folder: any text a file name may hold
         for pattern in ("observed.attempt*.json", "metrics.json")
         for p in run_dir.glob(pattern)
     )

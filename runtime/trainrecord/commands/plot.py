@@ -15,6 +15,7 @@ from typing import Any
 
 from trainrecord.commands import plain, run_dir_problem
 from trainrecord.diary.read import read_diary, read_metrics
+from trainrecord.errors import escaped
 from trainrecord.schemas import finite_number
 
 
@@ -85,7 +86,10 @@ def plot(run_dir: Path, output: Path) -> Path:
         if not pts:
             continue
         (line,) = top.plot(
-            [s for s, _ in pts], [v if v > 0 else floor for _, v in pts], label=layer, linewidth=1
+            [s for s, _ in pts],
+            [v if v > 0 else floor for _, v in pts],
+            label=escaped(layer),
+            linewidth=1,
         )
         zeros = [s for s, v in pts if v <= 0]
         if zeros:
@@ -105,7 +109,7 @@ def plot(run_dir: Path, output: Path) -> Path:
     for layer in producers:
         steps = [r["step"] for r in rows if layer in r.get("stuck", {})]
         stuck = [sum(r["stuck"][layer]) for r in rows if layer in r.get("stuck", {})]
-        bottom.plot(steps, stuck, label=layer, linewidth=1, drawstyle="steps-post")
+        bottom.plot(steps, stuck, label=escaped(layer), linewidth=1, drawstyle="steps-post")
     bottom.set_ylabel("stuck channels")
     bottom.set_xlabel("step")
     for ax in (top, bottom):

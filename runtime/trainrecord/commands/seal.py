@@ -17,6 +17,7 @@ from typing import Any
 from trainrecord.commands import plain, run_dir_problem
 from trainrecord.diary import write_seal
 from trainrecord.diary.keys import fingerprint, load_private_key
+from trainrecord.errors import escaped
 
 
 def register(subparsers: Any) -> None:
@@ -70,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
                 else "sealing without --key would remove its signature (record.sig)"
             )
             print(
-                f"trainrecord seal: {args.run_dir} is already signed by key {signer[:16]}...; "
+                f"trainrecord seal: {args.run_dir} is already signed by key "
+                f"{escaped(signer[:16])}...; "
                 f"{what}: pass --replace to do that",
                 file=sys.stderr,
             )

@@ -3,9 +3,10 @@
 Each file's format is told from its name (``observed.attempt<N>.json``, ``metrics.json``,
 ``diary.jsonl``, ...) or else from its content (see :mod:`trainrecord.formats`); a folder
 stands for the record files in it (recognised by name, recursively). Every problem is
-printed with its rule id. ``--json`` prints one JSON object instead. A valid diary's line
-says that only its shape was checked and names ``trainrecord verify``, which checks its hash
-chain and seal.
+printed with its rule id, each path :func:`~trainrecord.errors.escaped` (a name found in
+a folder may hold ESC or U+202E). ``--json`` prints one JSON object instead. A valid
+diary's line says that only its shape was checked and names ``trainrecord verify``, which
+checks its hash chain and seal.
 
 Exit status: 0 when every file is valid, 1 when any file has a problem, 2 when a file
 cannot be read or its format cannot be told (pass ``--format`` or ``--schema``).
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from trainrecord import formats
-from trainrecord.errors import printable
+from trainrecord.errors import escaped, printable
 
 DESCRIPTION = """\
 Check record files against the trainrecord spec and print every problem with its rule id.
@@ -207,13 +208,14 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2, ensure_ascii=False))
     else:
         for r in results:
+            path = escaped(r["path"])  # names found in a folder: any text a name may hold
             if r["error"]:
-                print(f"{r['path']}: error: {r['error']}", file=sys.stderr)
+                print(f"{path}: error: {r['error']}", file=sys.stderr)
             elif r["valid"]:
-                print(f"{r['path']}: valid {r['format']}{_shape_only(r)}")
+                print(f"{path}: valid {r['format']}{escaped(_shape_only(r))}")
             else:
                 for line in r["shown"]:
-                    print(f"{r['path']}: {line}")
+                    print(f"{path}: {line}")
         if not results:
             print("trainrecord validate: no record files found", file=sys.stderr)
     if errors or not results:

@@ -30,6 +30,7 @@ from trainrecord.diary.fastline import (
     parse_std,
 )
 from trainrecord.diary.relations import relation_problem
+from trainrecord.errors import escaped, json_escaped
 from trainrecord.folders import not_regular
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -202,7 +203,7 @@ def json_text(value: Any, token: str | None = None) -> str:
             text = json.dumps(value, ensure_ascii=False)
         except (ValueError, TypeError, RecursionError):
             text = repr(value)
-        text = text.encode("utf-8", "backslashreplace").decode("utf-8")  # lone surrogates
+        text = json_escaped(text)  # C1 controls, bidi controls, lone surrogates
     return text if len(text) <= _SHOWN_MAX else text[: _SHOWN_MAX - 3] + "..."
 
 
@@ -494,7 +495,8 @@ def _scan(raw_all: bytes, first_line: int, *, strict: bool, plain: bool = False)
                 line_no,
                 seq,
                 "diary.order.run_end",
-                f"a {event} line follows run_end; only a run_start (a resumed run) may",
+                f"a {escaped(str(event))} line follows run_end; only a run_start (a resumed "
+                "run) may",
             )
         # the schema comes first: prev and hash formats are checked only here
         res.failure = _fail_schema_raw(line_no, raw) or failure

@@ -38,6 +38,7 @@ from trainrecord.diary.chain import (
 )
 from trainrecord.diary.events import METRICS_ROW_SCHEMA, fast_problems, fast_validators
 from trainrecord.diary.fastline import LineSyntaxError, parse_line
+from trainrecord.errors import escaped
 
 DIARY = "diary.jsonl"
 METRICS = "metrics.jsonl"
@@ -311,7 +312,7 @@ def _join(results: list[ChunkResult]) -> tuple[int, LineFailure | None, ChunkRes
                         1,
                         res.first_seq,
                         "diary.order.run_start",
-                        f"the first line is {res.first_event}, not run_start",
+                        f"the first line is {escaped(str(res.first_event))}, not run_start",
                     ),
                     total,
                 )
@@ -326,8 +327,8 @@ def _join(results: list[ChunkResult]) -> tuple[int, LineFailure | None, ChunkRes
                         res.first_line,
                         res.first_seq,
                         "diary.order.run_end",
-                        f"a {res.first_event} line follows run_end; only a run_start (a resumed "
-                        "run) may",
+                        f"a {escaped(str(res.first_event))} line follows run_end; only a "
+                        "run_start (a resumed run) may",
                     ),
                     total,
                 )
@@ -553,7 +554,8 @@ def _missing(path: Path) -> str:
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             return loop
-        return f"is a link to {os.readlink(path)}, which does not exist; point it at the diary"
+        target = escaped(os.readlink(path))  # the link's text: any a name may hold
+        return f"is a link to {target}, which does not exist; point it at the diary"
     return "does not exist"
 
 
