@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import cast
 from urllib.parse import unquote, urlsplit
 
-from trainrecord.errors import Problem, RecordRefused, printable
+from trainrecord.errors import Problem, RecordRefused, escaped
 from trainrecord.report.privacy import Secrets, scrub_home
 
 TOKEN_ENV = "CORREAD_REPORT_TOKEN"
@@ -199,7 +199,7 @@ def misnamed_token_hint(env: Mapping[str, str] | None) -> str:
     if not env:
         return ""
     names = sorted(
-        printable(name)
+        escaped(name)  # a variable's name: any text but = and NUL
         for name in env
         if name != TOKEN_ENV
         and (

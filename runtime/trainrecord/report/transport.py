@@ -54,7 +54,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError
 from urllib3.util import SKIP_HEADER
 
-from trainrecord.errors import TrainrecordError
+from trainrecord.errors import TrainrecordError, escaped
 from trainrecord.report.privacy import scrub_token
 from trainrecord.report.settings import ReportSettings, is_loopback_host
 
@@ -79,7 +79,9 @@ class Outcome:
 
 
 class ReportNotDelivered(TrainrecordError, RuntimeError):
-    """A report that was meant to get through did not (``report_status()``)."""
+    """A report that was meant to get through did not (``report_status()``). Its message
+    shows the start of the server's answer :func:`~trainrecord.errors.escaped` (a server
+    may answer with ESC [2J); ``body`` holds it as the server sent it."""
 
     def __init__(self, outcome: Outcome) -> None:
         self.outcome = outcome
@@ -88,7 +90,7 @@ class ReportNotDelivered(TrainrecordError, RuntimeError):
         code = f"HTTP {outcome.status}" if outcome.status is not None else outcome.category
         super().__init__(
             f"report not delivered ({code}): {outcome.message}"
-            + (f"; server said: {outcome.body}" if outcome.body else "")
+            + (f"; server said: {escaped(outcome.body)}" if outcome.body else "")
         )
 
 
