@@ -29,7 +29,10 @@ norm; a layer that sat the check step out is not judged: no gradient, or an all-
 while its modules did not run in the check step's forward pass, its parameters updated
 since the last check, and, for an all-zero one, a gradient that reached it at the other
 steps since the previous check's, see :meth:`GradientNorms.trained_between` and
-:meth:`GradientNorms.mark`) and one ``alarm_cleared`` when it comes back. A fall below
+:meth:`GradientNorms.mark`; a layer that went without a gradient in some windows and got
+one again, a task head drawn at random, is ``no_gradient`` only after more checks in a
+row without one than twice its longest such run, at most ``unfed_cap``, 32, see
+:meth:`GradientAlarms.unfed_needed`) and one ``alarm_cleared`` when it comes back. A fall below
 the band that the network explains is no ``vanishing``: the loss fell by at least
 ``loss_share`` of as many decades below its mean over the same checks (a converging
 network), or every layer fell with it (the layer is within its band of the median layer's
@@ -474,6 +477,18 @@ class GradientAlarms:
     """Checks in a row a layer's norm must have stood above its band before the loss rule
     took a lasting spike as the loss's new level, for its baseline to take the new level
     too (half the loss rule's window of 20)."""
+    unfed_cap: int = 32
+    """Checks in a row whose windows gave an intermittent layer no gradient that make it
+    ``no_gradient`` at the most (see :meth:`unfed_needed`): a task head drawn at random
+    whose longest gap grew is still reported, within this many checks of the last window
+    that fed it, once it is never trained again."""
+    unfed: dict[str, int] = field(default_factory=dict)
+    """Per layer, the checks in a row, up to the last, whose windows gave it no gradient
+    (none, or an all-zero one, and not sat out: see :meth:`observe`)."""
+    intermittent: dict[str, int] = field(default_factory=dict)
+    """Per layer, the longest run of :attr:`unfed` checks after which a gradient reached it
+    again: a layer that learns at some windows only (a task head drawn at random, or taken
+    in turn with more tasks than ``check_every + 1``)."""
     held: dict[str, list[tuple[float, float | None]]] = field(default_factory=dict)
     """Per layer, the log10 norms (and log10 losses) of its latest checks in a row above
     its band, kept out of its baseline (see ``new_level`` in :meth:`observe`)."""
@@ -498,7 +513,12 @@ class GradientAlarms:
         (updated since the last check, and no gradient now, or an all-zero one while its
         modules did not run in this step's forward pass and a gradient reached it at the
         other steps since the previous check's) is not judged at this check when its norm
-        is None or 0: its alarm state stays. ``loss_above``: the loss rule found
+        is None or 0: its alarm state stays. Nor is a layer whose window gave it no
+        gradient (none or an all-zero one now, and not in ``trained_between``) before its
+        run of such checks reaches :meth:`unfed_needed`: 1 check, or, for a layer that went
+        unfed and was fed again (a task head drawn at random), more than twice its longest
+        such run, at most ``unfed_cap`` (an all-zero gradient at a layer's first check is
+        not counted: see below). ``loss_above``: the loss rule found
         this check's loss above its margin (a spike, or above it once); a rise above the
         band that the loss explains is ``exploding`` only then (see
         :meth:`_rise_explained`). ``new_level``: at this check
@@ -522,12 +542,19 @@ class GradientAlarms:
         seen: list[tuple[str, float | None, LayerBaseline, float | None, float, float]] = []
         fresh: set[str] = set()  # layers judged for the first time (new, or unfrozen again)
         sigma_band, min_decades = self.sigma_band, self.min_decades
+        unfed = self.unfed
         for layer, norm in norms.items():
             if norm is not None and not math.isfinite(norm):
                 continue  # a non-finite gradient is its own event; the alarm state stays
-            if (norm is None or norm == 0.0) and layer in trained_between:
-                continue  # trained at other steps (round-robin tasks): nothing to judge now
             base = self.baselines.get(layer)
+            if norm is None or norm == 0.0:
+                if layer in trained_between:
+                    self._fed(layer)
+                    continue  # trained at other steps (round-robin tasks): nothing to judge now
+                if not (base is None and norm == 0.0) and not self._unfed_long_enough(layer):
+                    continue  # an intermittent layer's gap within its usual length
+            elif layer in unfed:  # (a dict lookup per layer per check, no call)
+                self._fed(layer)
             if base is None:  # (setdefault would build a LayerBaseline per layer per check)
                 base = self.baselines[layer] = LayerBaseline()
                 fresh.add(layer)
@@ -619,6 +646,40 @@ class GradientAlarms:
                     )
                 )
         return events
+
+    def unfed_needed(self, layer: str) -> int:
+        """Checks in a row whose windows give ``layer`` no gradient that make it
+        ``no_gradient``: 1, or, for a layer that went unfed and was fed again
+        (:attr:`intermittent`), more than twice its longest such run, at most
+        :attr:`unfed_cap`."""
+        longest = self.intermittent.get(layer, 0)
+        return 1 if longest == 0 else min(2 * longest + 1, self.unfed_cap)
+
+    def _unfed_long_enough(self, layer: str) -> bool:
+        """Count a check whose window gave ``layer`` no gradient; whether its run of them
+        is long enough to judge it (see :meth:`unfed_needed`)."""
+        run = self.unfed[layer] = self.unfed.get(layer, 0) + 1
+        return run >= self.unfed_needed(layer)
+
+    def _fed(self, layer: str) -> None:
+        """A gradient reached ``layer`` in this check's window: its run of unfed checks, if
+        any, ends, and is remembered when it is its longest."""
+        run = self.unfed.pop(layer, 0)
+        if run:
+            self.intermittent[layer] = max(self.intermittent.get(layer, 0), run)
+
+    def forget(self, layer: str) -> None:
+        """A new module under ``layer``'s name (a replaced head): its baseline, its alarm,
+        its unfed run and its intermittency were the old module's."""
+        for state in (self.baselines, self.active, self.unfed, self.intermittent):
+            state.pop(layer, None)
+
+    def unchecked(self, layer: str) -> None:
+        """``layer`` is no longer checked (frozen, or its module removed): its alarm and its
+        run of unfed checks end (a frozen layer is not unfed); its baseline and its longest
+        unfed run are kept for when it is checked again."""
+        self.active.pop(layer, None)
+        self.unfed.pop(layer, None)
 
     def _rebase(self) -> None:
         """The loss's new level is taken (see ``new_level`` in :meth:`observe`): each layer

@@ -1011,9 +1011,10 @@ class Monitor:
 
     def _judging_state(self) -> dict[str, Any]:
         """Copies of what a check changes as it judges (see :class:`_Attempt`): the loss
-        rule, the alarms, the channel states, certificates, silent streaks and revived
-        channels, the parameters' version counters and the checks-without-gradients
-        tally."""
+        rule, the alarms (with each layer's run of unfed checks and its longest, see
+        ``GradientAlarms.unfed_needed``), the channel states, certificates, silent streaks
+        and revived channels, the parameters' version counters and the
+        checks-without-gradients tally."""
         return {
             "loss": _copied(vars(self.loss)),
             "alarms": _copied({k: v for k, v in vars(self.alarms).items() if k != "kinds"}),
@@ -1233,8 +1234,8 @@ class Monitor:
         ]
         self.norms = GradientNorms(self.layers)
         self._channel_count = {n: out_channels(self.modules[n]) for n in self.producers}
-        for layer in [n for n in self.alarms.active if n not in self.layers]:
-            del self.alarms.active[layer]
+        for layer in [n for n in {*self.alarms.active, *self.alarms.unfed} if n not in self.layers]:
+            self.alarms.unchecked(layer)
 
     def _take_producers(self) -> None:
         """What the structure says of each producer now checked; the channel state of a
@@ -1289,8 +1290,7 @@ class Monitor:
             ]:
                 for name, module in modules.items():  # a module of another's name: new
                     if self.modules.get(name) is not module:
-                        self.alarms.baselines.pop(name, None)
-                        self.alarms.active.pop(name, None)
+                        self.alarms.forget(name)
                 self.modules = modules
                 changed = True
                 # The loss of another model is a new series (a replaced head starts at
