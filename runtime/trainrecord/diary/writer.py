@@ -365,6 +365,7 @@ class DiaryWriter:
         warning says so at the resume and at close). None for a new diary, and for one
         sealed (and signed by ``signing_key``, when given) as it stood."""
         self._closed = False
+        self._seal_due = False  # closed, and its seal not written yet (Ctrl+C cut close short)
         self._file: AppendFile | None = None
         self._created = False  # this writer made diary.jsonl (and nothing is in it yet)
         file = self._open()
@@ -599,31 +600,43 @@ class DiaryWriter:
         """fsync and close, then seal the record (record.json; record.sig with a key).
 
         A diary whose write (or fsync) failed is not sealed: it ends where the failure left
-        it, as after a crash, and ``trainrecord seal`` can seal it once checked."""
-        if self._closed:
-            return
-        self._closed = True
-        self._drop_empty()  # nothing written: no empty diary.jsonl left behind
+        it, as after a crash, and ``trainrecord seal`` can seal it once checked. A close
+        cut short by Ctrl+C (in the fsync, or while the seal is written) is finished by the
+        next call: the file is closed and the record sealed then."""
+        if not self._closed:
+            self._closed = True  # (no line is taken from now on)
+            self._drop_empty()  # nothing written: no empty diary.jsonl left behind
+            self._seal_due = self._file is not None and self.seal_on_close and self.seq > 0
         file = self._file
         if file is None:  # nothing was written, and the empty file it made is removed
             return
-        file.close()
-        if self.seal_on_close and self.seq > 0 and not file.broken:
-            from trainrecord.diary.seal import write_seal
+        try:
+            file.close()  # (idempotent)
+            if self._seal_due and not file.broken:
+                self._seal()
+        except Exception:  # said to the caller, once: not tried again
+            self._seal_due = False
+            raise
+        self._seal_due = False
 
-            write_seal(self.run_dir, signing_key=self.signing_key)
-            if self.unvouched is not None:
-                by = self.signing_key and fingerprint(self.signing_key.public_key())
-                LOGGER.warning(
-                    "trainrecord: %s is %s now, and that covers the lines of its earlier "
-                    "sessions as this writer found them, when the record had %s: check them "
-                    "before trusting this seal with them",
-                    self.run_dir,
-                    f"sealed and signed (key {by[:16]}...)" if by else "sealed",
-                    self.unvouched,
-                )
-            if self.resumed_signer is not None:
-                self._say_signature_dropped(at_close=True)
+    def _seal(self) -> None:
+        """Write the seal at close, and the warnings that go with it."""
+        from trainrecord.diary.seal import write_seal
+
+        write_seal(self.run_dir, signing_key=self.signing_key)
+        self._seal_due = False
+        if self.unvouched is not None:
+            by = self.signing_key and fingerprint(self.signing_key.public_key())
+            LOGGER.warning(
+                "trainrecord: %s is %s now, and that covers the lines of its earlier "
+                "sessions as this writer found them, when the record had %s: check them "
+                "before trusting this seal with them",
+                self.run_dir,
+                f"sealed and signed (key {by[:16]}...)" if by else "sealed",
+                self.unvouched,
+            )
+        if self.resumed_signer is not None:
+            self._say_signature_dropped(at_close=True)
 
     @property
     def closed(self) -> bool:

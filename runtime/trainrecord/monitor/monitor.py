@@ -360,7 +360,9 @@ class Monitor:
         self.start_step = start_step
         self.steps = start_step
         self.checks = 0
-        self.closed = False
+        self.closed = False  # no more steps (set as close() begins)
+        self._finished = False  # close() ran to its end (not cut short by Ctrl+C)
+        self._ended: dict[str, str] | None = None  # the error close() began with
         self._busy = 0  # inside _bookkeeping()
         self._record_error: OSError | None = None  # a record file could not be written
         # no more checks: this record stopped (one process), or a rank's did, as the ranks
@@ -503,7 +505,7 @@ class Monitor:
         """Give back what the Monitor's creation took, when it raises after its sinks and
         its place on the model (the writer's record could not be written, on this rank or
         on the writing one): closed, no warning of an unclosed record."""
-        self.closed = True
+        self.closed = self._finished = True
         self._held.unclosed = None
         self._held.release()
         with contextlib.suppress(OSError):
@@ -707,7 +709,13 @@ class Monitor:
         message). When not given, an exception being handled or propagating where close()
         is called (an ``except`` or ``finally`` block; a ``with`` block passes it) is the
         one; a run that ended normally has no ``error``. Anything but an exception (a
-        message, an exception class) is refused with a TypeError, and the run stays open."""
+        message, an exception class) is refused with a TypeError, and the run stays open.
+
+        Ctrl+C while close() waits for the sinks (a slow callback: at most 10 s) stops the
+        wait, not the close: run_end is written and the files closed and sealed, then the
+        ``KeyboardInterrupt`` is raised (unless an error ends the run already: that one
+        propagates). Ctrl+C anywhere else in it (run_end's fsync, the seal) leaves the rest
+        to the next close(), which finishes it (a notebook: run ``monitor.close()`` again)."""
         if error is not None and not isinstance(error, BaseException):
             raise arguments.ArgumentRefused(
                 "Monitor.close",
@@ -717,17 +725,18 @@ class Monitor:
                 f"{arguments.shown(error)}; the run is not closed yet: call close() for a run "
                 "that ended normally",
             )
-        if self.closed:
+        if self._finished:
             return
         if error is None:
             error = sys.exc_info()[1]
         with self._bookkeeping():
             if error is None:
-                self._close(None)
+                if self._close(None) is not None:  # Ctrl+C stopped the sinks' wait
+                    raise KeyboardInterrupt from None
                 return
             try:
-                self._close(ended_by(error))
-            except Exception as exc:  # the run's own error stays the one that propagates
+                self._close(ended_by(error))  # (a Ctrl+C in the sinks' wait: this error
+            except Exception as exc:  # propagates) the run's own error stays the one
                 LOGGER.error(
                     "trainrecord.Monitor: closing %s after %s: %s",
                     self.run_dir,
@@ -735,21 +744,39 @@ class Monitor:
                     exc,
                 )
 
-    def _close(self, ended: dict[str, str] | None, sink_wait: float = 10.0) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        self._held.unclosed = None
+    def _close(self, ended: dict[str, str] | None, sink_wait: float = 10.0) -> BaseException | None:
+        """Close; returns the KeyboardInterrupt that cut the sinks' wait short (None: none).
+
+        A close cut short elsewhere (Ctrl+C raised out of it) is finished by the next call,
+        with the ``ended`` of the first and no wait for the sinks: every part is safe to run
+        again, and run_end is not written twice. Before, the Monitor was marked closed as it
+        began, so a close cut short left diary.jsonl open and locked with no run_end, close()
+        did nothing again, and a new Monitor on the run_dir was refused until the process
+        ended (a notebook: until the kernel restarted)."""
+        if self._finished:
+            return None
+        if self.closed:  # a close cut short (Ctrl+C): finished now, as it began
+            ended, sink_wait = self._ended, 0.0
+        else:
+            self.closed = True
+            self._ended = ended
         self._held.leave_model()
         sigterm.deactivate(self)
         self._disarm()
-        self._sinks.flush(sink_wait)  # every failure so far counted; the sinks still get run_end
+        # every failure so far counted; the sinks still get run_end
+        stopped = _wait_for_sinks(self._sinks.flush, sink_wait)
         self.counts["sink_errors"] = self._sinks.failures
         try:
             if self.dist.writer:
                 self._write_run_end(ended)
+        except Exception:  # (said to the caller) not run again
+            self._finished = True
+            raise
         finally:  # files, locks and the sinks' thread are given back, whatever failed
-            self._sinks.close(sink_wait)
+            stopped = _wait_for_sinks(self._sinks.close, 0.0 if stopped else sink_wait) or stopped
+        self._finished = True
+        self._held.unclosed = None
+        return stopped
 
     def _write_run_end(self, ended: dict[str, str] | None) -> None:
         if self._diary_failed:  # nothing more can follow the line that is missing
@@ -777,12 +804,20 @@ class Monitor:
             }
             if ended is not None:
                 fields["error"] = ended
-            self._emit("run_end", fields)
-        finally:
-            try:
-                self._diary.close()  # (and its seal)
-            except OSError as exc:  # the run is over; the record says what it holds
-                LOGGER.error("trainrecord.Monitor: %s", exc)
+            if self._diary.last_event != "run_end":  # (written by a close cut short)
+                self._emit("run_end", fields)
+        except KeyboardInterrupt:  # the diary stays open: the next close() writes run_end
+            raise
+        except BaseException:
+            self._close_diary()
+            raise
+        self._close_diary()
+
+    def _close_diary(self) -> None:
+        try:
+            self._diary.close()  # (and its seal)
+        except OSError as exc:  # the run is over; the record says what it holds
+            LOGGER.error("trainrecord.Monitor: %s", exc)
 
     @contextlib.contextmanager
     def _bookkeeping(self) -> Iterator[None]:
@@ -2650,6 +2685,16 @@ def _sigterm_stop(monitor: weakref.ref[Monitor]) -> sigterm.Stop:
         return held is not None and held._busy > 0
 
     return sigterm.Stop(begin, busy=busy)
+
+
+def _wait_for_sinks(wait: Callable[[float], None], timeout: float) -> BaseException | None:
+    """Wait for the sinks (``flush`` or ``close``) at most ``timeout`` seconds; a Ctrl+C
+    stops the wait only, and is returned."""
+    try:
+        wait(timeout)
+    except KeyboardInterrupt as exc:
+        return exc
+    return None
 
 
 def ended_by(error: BaseException) -> dict[str, str]:

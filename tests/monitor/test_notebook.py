@@ -1,0 +1,131 @@
+"""A Monitor used from notebook cells: one long-lived process runs the cells in one
+namespace, a cell stopped with a real SIGINT (the stop button) raises KeyboardInterrupt,
+and the next cells go on (see tests/notebook.py). Small real models trained on CPU; each
+record is checked with the diary verifier."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.notebook import run_cells
+from trainrecord.diary import verify
+
+SETUP = """
+import os, signal, threading, time
+import torch
+from tests.monitor.conftest import TinyCNN, train
+from trainrecord import Monitor
+torch.manual_seed(0)
+model = TinyCNN()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+"""
+
+
+def diary(run: Path) -> list[dict[str, object]]:
+    return [json.loads(x) for x in (run / "diary.jsonl").read_text().splitlines()]
+
+
+# A slow sink (a callback posting each line somewhere slow) makes close() wait for it: the
+# user presses stop again. The sink holds its first line until close() began, then the
+# SIGINT comes while close() waits for it.
+SLOW_SINK = """
+closing = threading.Event()
+def slow(line):
+    if line["event"] == "run_start":
+        closing.wait(30)
+        time.sleep(0.3)  # close() waits for the sinks by now
+        os.kill(os.getpid(), signal.SIGINT)
+monitor = Monitor(model, optimizer, "runs/exp1", check_every=2, callback=slow)
+train(model, optimizer, monitor, 5)
+"""
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "the sinks' wait",  # a slow callback (most of close()'s time)
+        "sha256",  # metrics.jsonl's digest, before run_end
+        "write_line",  # run_end's line
+        "write_seal",  # the seal, after run_end
+    ],
+)
+def test_ctrl_c_in_close_leaves_a_close_that_the_next_one_finishes(
+    tmp_path: Path, where: str
+) -> None:
+    # A second Ctrl+C during close() (pressed again while close() waited 10 s for a slow
+    # sink) left the Monitor marked closed with diary.jsonl open and locked and no run_end:
+    # close() again did nothing, and every new Monitor on the run_dir was refused
+    # (diary.writer.locked) until the kernel restarted.
+    if where == "the sinks' wait":
+        first = [SLOW_SINK, "closing.set()\nmonitor.close()"]
+    else:
+        first = [
+            "monitor = Monitor(model, optimizer, 'runs/exp1', check_every=2)\n"
+            "train(model, optimizer, monitor, 5)",
+            f"interrupt_in({where!r})\nmonitor.close()",
+        ]
+    notebook = run_cells(
+        [
+            SETUP,
+            *first,
+            "monitor.close()",  # the user closes it again
+            "from trainrecord.diary import verify\n"  # the record is whole: run_end, seal
+            "found = verify('runs/exp1')\n"
+            "assert found.ok and found.complete and found.sealed, found.summary()",
+            "with Monitor(model, optimizer, 'runs/exp1', check_every=2, start_step=5) as again:\n"
+            "    train(model, optimizer, again, 3)",
+        ],
+        tmp_path,
+    )
+    setup, *cells = notebook.cells
+    assert setup.error is None, setup.output
+    interrupted, closed_again, whole, resumed = cells[-4:]
+    assert interrupted.error == "KeyboardInterrupt", interrupted.output
+    assert closed_again.error is None, closed_again.output
+    assert whole.error is None, whole.output
+    assert resumed.error is None, resumed.output  # the run_dir is free
+    run = tmp_path / "runs" / "exp1"
+    result = verify(run)
+    assert result.ok and result.complete and result.sealed, result.summary()
+    lines = diary(run)
+    assert [x["event"] for x in lines].count("run_end") == 2  # one per session, not more
+    first_end = next(x for x in lines if x["event"] == "run_end")
+    assert first_end["steps"] == 5 and "error" not in first_end
+    assert "was not closed" not in notebook.at_exit
+
+
+def test_ctrl_c_in_the_sinks_wait_of_a_with_block_still_ends_the_run(tmp_path: Path) -> None:
+    # The with block's exit closes on the first Ctrl+C; a second one, while that close
+    # waits for a slow sink, stops the wait only: run_end records the first, and the record
+    # is whole without another close().
+    notebook = run_cells(
+        [
+            SETUP,
+            """
+closing = threading.Event()
+def slow(line):
+    if line["event"] == "run_start":
+        closing.wait(30)
+        time.sleep(0.3)
+        os.kill(os.getpid(), signal.SIGINT)
+with Monitor(model, optimizer, "runs/exp1", check_every=2, callback=slow) as monitor:
+    train(model, optimizer, monitor, 5)
+    closing.set()
+    raise KeyboardInterrupt  # the first stop
+""",
+            "monitor.closed",
+            "Monitor(model, optimizer, 'runs/exp1', check_every=2, start_step=5).close()",
+        ],
+        tmp_path,
+    )
+    _, stopped, _, reopened = notebook.cells
+    assert stopped.error == "KeyboardInterrupt", stopped.output
+    assert reopened.error is None, reopened.output
+    run = tmp_path / "runs" / "exp1"
+    assert verify(run).complete
+    ends = [x for x in diary(run) if x["event"] == "run_end"]
+    assert ends[0]["error"]["type"] == "KeyboardInterrupt"
+    assert len(ends) == 2

@@ -1,0 +1,125 @@
+"""Notebook cells run for real: one long-lived Python process runs cells one after another
+in one namespace, as a Jupyter kernel does.
+
+Each cell is compiled and run by :class:`code.InteractiveInterpreter`, which catches what
+the cell raised (``KeyboardInterrupt`` too), prints its traceback and keeps it in
+``sys.last_type``, ``sys.last_value`` and ``sys.last_traceback``, as IPython does: objects
+of a cell that raised stay alive through that traceback until another error replaces it. A
+cell's output is what it printed (stdout and stderr: warnings, log lines, tracebacks).
+
+A cell may interrupt itself with a real SIGINT to its own process (``interrupt_in(name)``:
+at the next call of a function of that name in the main thread, through ``sys.setprofile``,
+or ``os.kill(os.getpid(), signal.SIGINT)`` from a thread): the Python handler raises
+``KeyboardInterrupt`` in the main thread where it runs then, as the stop button does.
+
+``run_cells(cells, cwd)`` returns one :class:`Cell` per cell; a process that runs past its
+timeout fails the test with where each thread was (faulthandler) and what it printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+KERNEL = r"""
+import code, contextlib, io, json, os, signal, sys
+
+cells = json.load(open(sys.argv[1], encoding="utf-8"))
+
+
+def interrupt_in(name):
+    '''A real SIGINT at the next call of a function called ``name`` (main thread).'''
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == name:
+            sys.setprofile(None)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    sys.setprofile(profile)
+
+
+class Kernel(code.InteractiveInterpreter):
+    error = None
+
+    def showtraceback(self):
+        self.error = sys.exc_info()[1]
+        super().showtraceback()
+
+
+kernel = Kernel({"__name__": "__main__", "interrupt_in": interrupt_in})
+results = []
+for number, source in enumerate(cells, 1):
+    out = io.StringIO()
+    kernel.error = None
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            kernel.runcode(compile(source, f"<cell {number}>", "exec"))
+    except KeyboardInterrupt:  # (a late SIGINT, after the cell's own code: as ipykernel)
+        pass
+    sys.setprofile(None)
+    error = kernel.error
+    results.append(
+        {
+            "error": None if error is None else type(error).__name__,
+            "message": None if error is None else str(error),
+            "output": out.getvalue(),
+        }
+    )
+# the process ends as a kernel does at shutdown: what atexit and finalizers say is kept too
+print(json.dumps(results))
+"""
+
+
+@dataclass
+class Cell:
+    """What one cell did: the type and message of the error it raised (None: none), and its
+    output."""
+
+    error: str | None
+    message: str | None
+    output: str
+
+
+@dataclass
+class Notebook:
+    """The cells' results, and what the process printed at its end (atexit, finalizers)."""
+
+    cells: list[Cell]
+    at_exit: str
+    returncode: int
+
+
+def run_cells(cells: list[str], cwd: Path, timeout: float = 120) -> Notebook:
+    """Run ``cells`` in one new Python process (working directory ``cwd``)."""
+    source = cwd / "cells.json"
+    source.write_text(json.dumps(cells), encoding="utf-8")
+    env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    command = [sys.executable, "-c", KERNEL, str(source)]
+    with subprocess.Popen(
+        command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    ) as process:
+        try:
+            out, err = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGABRT)
+            try:
+                out, err = process.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                out, err = process.communicate()
+            raise AssertionError(
+                f"the notebook ran past {timeout} s; its threads at SIGABRT:\n{err[-6000:]}\n"
+                f"its output:\n{out[-2000:]}"
+            ) from None
+    lines = out.splitlines()
+    assert lines, f"the notebook's process printed nothing (exit {process.returncode}):\n{err}"
+    results = [Cell(**x) for x in json.loads(lines[-1])]
+    return Notebook(results, "\n".join(lines[:-1]) + err, process.returncode)
