@@ -32,6 +32,7 @@ KERNEL = r"""
 import code, contextlib, io, json, os, signal, sys
 
 cells = json.load(open(sys.argv[1], encoding="utf-8"))
+MARK = sys.argv[2]
 
 
 def interrupt_in(name):
@@ -54,7 +55,6 @@ class Kernel(code.InteractiveInterpreter):
 
 
 kernel = Kernel({"__name__": "__main__", "interrupt_in": interrupt_in})
-results = []
 for number, source in enumerate(cells, 1):
     out = io.StringIO()
     kernel.error = None
@@ -65,16 +65,15 @@ for number, source in enumerate(cells, 1):
         pass
     sys.setprofile(None)
     error = kernel.error
-    results.append(
-        {
-            "error": None if error is None else type(error).__name__,
-            "message": None if error is None else str(error),
-            "output": out.getvalue(),
-        }
-    )
+    result = {
+        "error": None if error is None else type(error).__name__,
+        "message": None if error is None else str(error),
+        "output": out.getvalue(),
+    }
+    print(MARK + json.dumps(result), flush=True)  # at once: a cell may end the process
 # the process ends as a kernel does at shutdown: what atexit and finalizers say is kept too
-print(json.dumps(results))
 """
+MARK = "<<<cell>>> "
 
 
 @dataclass
@@ -89,22 +88,27 @@ class Cell:
 
 @dataclass
 class Notebook:
-    """The cells' results, and what the process printed at its end (atexit, finalizers)."""
+    """The results of the cells that ran, what the process printed besides (at its end:
+    atexit, finalizers) and its exit status."""
 
     cells: list[Cell]
     at_exit: str
     returncode: int
 
 
-def run_cells(cells: list[str], cwd: Path, timeout: float = 120) -> Notebook:
-    """Run ``cells`` in one new Python process (working directory ``cwd``)."""
+def run_cells(
+    cells: list[str], cwd: Path, timeout: float = 120, env: dict[str, str] | None = None
+) -> Notebook:
+    """Run ``cells`` in one new Python process (working directory ``cwd``; ``env``: more
+    environment variables). A cell that ends the process (a SIGTERM) has no result, nor
+    have the cells after it."""
     source = cwd / "cells.json"
     source.write_text(json.dumps(cells), encoding="utf-8")
-    env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    command = [sys.executable, "-c", KERNEL, str(source)]
+    environ = {**os.environ, "PYTHONFAULTHANDLER": "1", **(env or {})}
+    environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), environ.get("PYTHONPATH", "")])
+    command = [sys.executable, "-c", KERNEL, str(source), MARK]
     with subprocess.Popen(
-        command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ
     ) as process:
         try:
             out, err = process.communicate(timeout=timeout)
@@ -119,7 +123,6 @@ def run_cells(cells: list[str], cwd: Path, timeout: float = 120) -> Notebook:
                 f"the notebook ran past {timeout} s; its threads at SIGABRT:\n{err[-6000:]}\n"
                 f"its output:\n{out[-2000:]}"
             ) from None
-    lines = out.splitlines()
-    assert lines, f"the notebook's process printed nothing (exit {process.returncode}):\n{err}"
-    results = [Cell(**x) for x in json.loads(lines[-1])]
-    return Notebook(results, "\n".join(lines[:-1]) + err, process.returncode)
+    results = [Cell(**json.loads(x[len(MARK) :])) for x in out.splitlines() if x.startswith(MARK)]
+    rest = [x for x in out.splitlines() if not x.startswith(MARK)]
+    return Notebook(results, "\n".join(rest) + err, process.returncode)

@@ -63,6 +63,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from types import TracebackType
 from typing import IO, Any
@@ -81,7 +82,15 @@ from trainrecord.report.payload import (
     mended_entry,
 )
 from trainrecord.report.privacy import Secrets
-from trainrecord.report.run_folder import HISTORY, RunFolder, alone, hold, release
+from trainrecord.report.run_folder import (
+    HISTORY,
+    METADATA,
+    RunFolder,
+    alone,
+    hold,
+    release,
+    stored_run_id,
+)
 from trainrecord.report.sender import Sender
 from trainrecord.report.seq import SeqClock
 from trainrecord.report.settings import ReportSettings
@@ -116,7 +125,11 @@ class Reporter:
             kept in its metadata.json for a resume, a new training run stopped by Ctrl+C
             before its first epoch is discarded (folder deleted), and a refused start is
             undone (the next start is a new run). Its run_id must be ``state.run_id``
-            (else ``ValueError``).
+            (else ``ValueError``), and its folder must still hold it (a discarded run's
+            is refused: call ``open_run`` again).
+
+    A Reporter started for a run another open Reporter of this process reports (a notebook
+    cell run again) replaces it: the earlier one reports nothing more.
         seq: the :class:`~trainrecord.report.SeqClock` to number reports with (default
             None: ``seq_path``'s, else the run's, else one kept in memory only).
         seq_path: a file to keep the last seq in across processes (used when ``seq`` is
@@ -157,6 +170,8 @@ class Reporter:
                 "run is another run's folder: state.run_id must be run.run_id "
                 "(build the state with run.job_state)",
             )
+        if run is not None and isinstance(state, JobState):
+            _check_run_there(run)
         try:
             self._check(settings, state, run, seq, seq_path)
         except BaseException:
@@ -168,6 +183,11 @@ class Reporter:
             raise
         self.sender = Sender(settings, flush_timeout=flush_timeout)
         self._active: IO[bytes] | None = None
+        self._closed = False
+        self._superseded = False  # a newer Reporter of this process reports the run
+        self._said_superseded = False
+        _supersede_earlier(self)
+        _OPEN.add(self)
         if run is not None:
             run.spend()  # accepted: from now on, the run's folder is never undone
             self._active, others = hold(run.folder)
@@ -265,6 +285,8 @@ class Reporter:
         Costs about a microsecond when no report is due. Returns whether one was queued.
         """
         if self._final:
+            if self._superseded:
+                self._say_superseded()
             return False  # the final report is queued; nothing may supersede it
         state = self.state
         if phase is not None:
@@ -334,6 +356,8 @@ class Reporter:
         lesioned units than lesioned units), left out of the history with a warning naming
         the rule, the field and what to do; the event is still reported."""
         if self._final:
+            if self._superseded:
+                self._say_superseded()
             return
         last = self.state.history[-1].get("epoch") if self.state.history else None
         kept = consistent_entry(
@@ -512,12 +536,46 @@ class Reporter:
     def close(self, timeout: float | None = None) -> bool:
         """Give the last report a bounded time to go out; returns whether it did. SIGTERM's
         handler is restored (see :meth:`started`)."""
+        self._closed = True
+        _OPEN.discard(self)
         sigterm.deactivate(self)
         try:
             return self.sender.close(timeout)
         finally:
             release(self._active)  # the run is no longer reported from here
             self._active = None
+
+    def _supersede(self, by: Reporter) -> None:
+        """A newer Reporter of this process reports the same run (a notebook cell that
+        made it run again): this one sends nothing more, and no longer holds the run or
+        answers SIGTERM. Before, it did both for as long as the process lived: the newer
+        one was warned that "another process" reported the run, and a SIGTERM after the
+        newer one had sent ``complete`` (a kernel stopped by Slurm or docker) made this
+        one send ``interrupted``, which the receiver kept as the run's last word."""
+        with self._lock:
+            self._final = True  # no report of this one's is queued from now on
+        with self._build_lock:
+            self._sealed = True  # nor is one queued before built
+        self._superseded = True
+        self.state.running = False
+        self.close(0.0)
+        run = f"{self.run.group}/{self.run.name}" if self.run is not None else self.state.run_id
+        log.warning(
+            "trainrecord report: an earlier Reporter of this process was still reporting run "
+            "%s (not closed: a notebook cell run again?); it reports nothing more, and the "
+            "new one reports the run. Close a Reporter when its job ends (or use it in a "
+            "with block)",
+            run,
+        )
+
+    def _say_superseded(self) -> None:
+        """Say once that this Reporter's calls report nothing (see :meth:`_supersede`)."""
+        if not self._said_superseded:
+            self._said_superseded = True
+            log.warning(
+                "trainrecord report: this Reporter was replaced by a newer one reporting the "
+                "same run in this process: its calls report nothing; call the new one's"
+            )
 
     def __enter__(self) -> Reporter:
         self.started()
@@ -543,6 +601,49 @@ class Reporter:
                 "report it got",
                 self.sender.flush_timeout,
             )
+
+
+_OPEN: weakref.WeakSet[Reporter] = weakref.WeakSet()
+"""The Reporters of this process not closed yet."""
+
+
+def _supersede_earlier(reporter: Reporter) -> None:
+    """Let the open Reporters of this process that report ``reporter``'s run (its run_id)
+    go: the newest Reporter of a run is the one that reports it (see
+    :meth:`Reporter._supersede`)."""
+    for other in list(_OPEN):
+        if other is not reporter and other.state.run_id == reporter.state.run_id:
+            other._supersede(reporter)
+
+
+def _check_run_there(run: RunFolder) -> None:
+    """Refuse a run whose folder no longer holds it: a discarded run (Ctrl+C before its
+    first epoch ended deleted its folder), one whose folder was removed, or started again
+    since by ``open_run`` (another run_id). A Reporter given it sent nothing that got
+    through (every seq and metadata.json write failed: the folder is gone) while the job
+    trained on, with a warning at every epoch, and the receiver kept ``discarded``."""
+    stored = stored_run_id(run.folder)
+    if stored == run.run_id:
+        return
+    where = f"{run.group}/{run.name}"
+    if stored is None:
+        why = (
+            f"the run {where} (run_id {run.run_id}) is no longer in its folder ({METADATA} "
+            "is gone): a Ctrl+C before its first epoch ended discarded it (the folder was "
+            "deleted, the receiver told 'discarded'), or the folder was removed"
+        )
+    else:
+        why = (
+            f"the folder of run {where} holds another run now (run_id {stored}, not "
+            f"{run.run_id}): it was started again by open_run"
+        )
+    raise ArgumentRefused(
+        "Reporter",
+        "run",
+        f"{why}. Start the run again: run = open_run(folder, metadata), state = "
+        "run.job_state(...), then a new Reporter(settings, state, run=run) (a notebook: "
+        "run the cell that calls open_run again)",
+    )
 
 
 def _check_arguments(call: str, settings: object, state: object) -> None:

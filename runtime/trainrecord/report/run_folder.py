@@ -405,6 +405,16 @@ def _fsync_dir(folder: Path) -> None:
         os.close(handle)
 
 
+def stored_run_id(folder: Path) -> str | None:
+    """The run_id metadata.json in ``folder`` holds now (None: no metadata.json, or none
+    in it). One that is not strict JSON is refused (``report.metadata.json``)."""
+    try:
+        stored = _read(folder / METADATA).get("run_id")
+    except FileNotFoundError:
+        return None
+    return stored if isinstance(stored, str) else None
+
+
 def _read(target: Path) -> dict[str, Any]:
     value, _ = files.read_json(target, RULE_JSON)
     if not isinstance(value, dict):
