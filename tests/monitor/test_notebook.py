@@ -6,10 +6,12 @@ record is checked with the diary verifier."""
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import pytest
 
+from tests.diary.helpers import cli
 from tests.notebook import run_cells
 from trainrecord.diary import verify
 
@@ -129,3 +131,28 @@ with Monitor(model, optimizer, "runs/exp1", check_every=2, callback=slow) as mon
     ends = [x for x in diary(run) if x["event"] == "run_end"]
     assert ends[0]["error"]["type"] == "KeyboardInterrupt"
     assert len(ends) == 2
+
+
+def test_show_after_the_kernel_died_in_a_resumed_session_says_it_has_no_end(
+    tmp_path: Path,
+) -> None:
+    # A resumed run (session 2 from step 10) whose kernel was killed (restarted) in its
+    # second session: show took session 1's run_end for the last session's, "ended after
+    # 10 steps of the last session (steps 10-19)", though session 2 has no run_end.
+    notebook = run_cells(
+        [
+            SETUP,
+            "with Monitor(model, optimizer, 'runs/exp1', check_every=2) as monitor:\n"
+            "    train(model, optimizer, monitor, 10)",
+            "monitor = Monitor(model, optimizer, 'runs/exp1', check_every=2, start_step=10)\n"
+            "train(model, optimizer, monitor, 5)",
+            "os.kill(os.getpid(), signal.SIGKILL)",  # the kernel is restarted
+        ],
+        tmp_path,
+    )
+    assert notebook.returncode == -signal.SIGKILL
+    shown = cli("show", tmp_path / "runs" / "exp1")
+    assert shown.returncode == 0, shown.stderr
+    assert "no run_end: the run is still going, or it crashed" in shown.stdout
+    assert "ended after" not in shown.stdout
+    assert "the last session continued from step 10" in shown.stdout

@@ -49,6 +49,8 @@ class Summary:
     last_run: dict[str, Any] | None = None
     """The latest session's run_start (``run`` is the first's)."""
     end: dict[str, Any] | None = None
+    """The latest session's run_end; None while that session has none (still going, or it
+    crashed: an earlier session's run_end is not its end)."""
     manifest: dict[str, Any] | None = None
     alarms: list[dict[str, Any]] = field(default_factory=list)
     cleared: list[dict[str, Any]] = field(default_factory=list)
@@ -76,6 +78,7 @@ def summarize(lines: list[dict[str, Any]]) -> Summary:
             s.sessions += 1
             s.run = s.run or line
             s.last_run = line
+            s.end = None  # (a new session: the run_end before it was the last one's)
         elif event == "run_end":
             s.end = line
         elif event == "manifest":
