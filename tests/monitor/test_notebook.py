@@ -156,3 +156,50 @@ def test_show_after_the_kernel_died_in_a_resumed_session_says_it_has_no_end(
     assert "no run_end: the run is still going, or it crashed" in shown.stdout
     assert "ended after" not in shown.stdout
     assert "the last session continued from step 10" in shown.stdout
+
+
+def test_a_monitor_a_failed_function_left_open_frees_its_run_dir_when_run_again(
+    tmp_path: Path,
+) -> None:
+    # fit() made a Monitor and raised: the last error's traceback kept it, open. Running
+    # fit() again was refused with diary.writer.locked from five frames inside the diary
+    # writer ("close() it": there was no variable to close), and so was every run after,
+    # until the garbage collector happened to run.
+    fit = """
+def fit(steps, fail_at=None):
+    monitor = Monitor(model, optimizer, "runs/exp1", check_every=2)
+    def fail(step, loss):
+        if step == fail_at:
+            raise RuntimeError("shapes do not match")
+        return loss
+    train(model, optimizer, monitor, steps, before_step=fail)
+    monitor.close()
+"""
+    notebook = run_cells([SETUP + fit, "fit(6, fail_at=3)", "fit(4)", "fit(4)"], tmp_path)
+    _, failed, again, third = notebook.cells
+    assert failed.error == "RuntimeError"
+    assert again.error == "ArgumentRefused", again.output
+    assert "'monitor' of fit()" in again.message and "run this cell again" in again.message
+    assert again.output.count('File "') <= 3, again.output  # the cell, fit(), Monitor()
+    assert third.error is None, third.output
+    found = verify(tmp_path / "runs" / "exp1")
+    assert found.ok and found.complete and found.sealed, found.summary()
+    events = [x["event"] for x in diary(tmp_path / "runs" / "exp1")]
+    assert events.count("run_start") == 2 and events.count("run_end") == 1  # (the first: none)
+
+
+def test_a_monitor_cell_run_twice_is_refused_naming_the_open_one(tmp_path: Path) -> None:
+    # The cell `monitor = Monitor(...)` run twice: the second was refused with
+    # diary.writer.locked from inside the diary writer (five frames deep); it names the
+    # open Monitor and what to do now, and doing it works.
+    make = "monitor = Monitor(model, optimizer, 'runs/exp1', check_every=2)"
+    notebook = run_cells(
+        [SETUP, make, make, "monitor.close()", make + "\nmonitor.close()"], tmp_path
+    )
+    _, first, again, closed, third = notebook.cells
+    assert first.error is None and closed.error is None, closed.output
+    assert again.error == "ArgumentRefused", again.output
+    assert "monitor.close()" in again.message and "run_dir" in again.message
+    assert again.output.count('File "') <= 2, again.output  # the cell, Monitor()
+    assert third.error is None, third.output
+    assert verify(tmp_path / "runs" / "exp1").complete

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import gc
 import os
 import threading
 import time
@@ -95,8 +96,7 @@ class AppendFile:
         self.fsync_interval = float(fsync_interval)
         self.fd = open_no_link(path, os.O_WRONLY | os.O_APPEND)  # (a planted link: refused)
         try:
-            if fcntl is not None:
-                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _lock(self.fd)
         except BlockingIOError:
             os.close(self.fd)
             raise RecordRefused.one(
@@ -287,6 +287,20 @@ class AppendFile:
                 os.fsync(self.fd)
             except Exception as exc:  # kept for the caller's thread; the thread lives on
                 self._error = exc
+
+
+def _lock(fd: int) -> None:
+    """Take the writer's lock on ``fd``; BlockingIOError when another writer holds it. A
+    writer of this process no one holds any more, kept only by a reference cycle (a
+    traceback dropped since: a notebook's earlier error), is let go first by one
+    ``gc.collect()``, its descriptor and lock with it."""
+    if fcntl is None:  # pragma: no cover - not POSIX
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        gc.collect()
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 def cause_text(exc: OSError) -> str:

@@ -56,7 +56,12 @@ from trainrecord import __version__, arguments, sigterm
 from trainrecord.diary.architecture import architecture_sha256
 from trainrecord.diary.durability import FsyncPolicy, check_fsync_policy
 from trainrecord.diary.writer import check_event, signing_key_from
-from trainrecord.errors import MonitorClosed, MonitorMisuseWarning, RecordRefused
+from trainrecord.errors import (
+    MonitorClosed,
+    MonitorMisuseWarning,
+    RecordRefused,
+    TrainrecordError,
+)
 from trainrecord.folders import blocked_by, in_the_way
 from trainrecord.monitor.certificate import Certifier, Producer, producers_from
 from trainrecord.monitor.channels import (
@@ -417,6 +422,9 @@ class Monitor:
                 # only the writing rank signs: a key file on its node alone is enough
                 key = signing_key_from(signing_key, "Monitor")
                 check_event("run_start", start)  # a refusal before any file: none is left
+                held = _run_dir_refusal(self.run_dir)  # another Monitor here writes there
+                if held is not None:
+                    raise held
                 # sinks first: a sink that cannot start leaves no files behind
                 if log:
                     sink_list.append(LoggingSink())
@@ -431,7 +439,11 @@ class Monitor:
         if opening is None:
             self._sinks = SinkDispatcher(sink_list, weakref.WeakMethod(self._sink_failed))
             self._held.on_model = _OnModel(
-                weakref.ref(self.model), str(self.run_dir), repair, self._sinks.worker
+                weakref.ref(self.model),
+                str(self.run_dir),
+                repair,
+                self._sinks.worker,
+                _folder(self.run_dir) if self.dist.writer else None,
             )
             _OPEN_ON_MODELS.append(self._held.on_model)
             if self.dist.writer:
@@ -457,6 +469,8 @@ class Monitor:
         # creation only): each raises, the writer its own error, instead of the other ranks
         # training on to wait for it in the first check's collective
         failed_by = self.dist.agree_opened(opening is not None, self._device)
+        if isinstance(opening, TrainrecordError):  # a refusal: its message says it all, not
+            raise opening.with_traceback(None)  # the frames of the writers it came from
         if opening is not None:
             raise opening
         if failed_by is not None:
@@ -2427,6 +2441,7 @@ class _OnModel:
     run_dir: str
     repair: bool
     sinks: SinkThread
+    folder: str | None = None  # the run_dir resolved, where this process writes the record
 
 
 _OPEN_ON_MODELS: list[_OnModel] = []
@@ -2507,6 +2522,72 @@ def _alone_refusal(
         "the last error's (sys.last_traceback) when a cell raised while it trained; this "
         "error replaces that one, so running this cell again finds the model free",
     )
+
+
+def _folder(run_dir: Path) -> str:
+    """``run_dir`` as one name for one folder (absolute, links resolved)."""
+    return str(run_dir.resolve())
+
+
+def _writing_to(folder: str) -> bool:
+    """Whether an open Monitor of this process writes its record in ``folder``."""
+    return any(other.folder == folder for other in _OPEN_ON_MODELS)
+
+
+def _run_dir_refusal(run_dir: Path) -> arguments.ArgumentRefused | None:
+    """The refusal (None: none) of a Monitor whose run_dir another open Monitor of this
+    process writes to: its diary is locked until that one is closed. Said here, naming where
+    the other one is, rather than by the diary writer's lock (``diary.writer.locked``,
+    which knows no Monitor). A Monitor no one holds any more, kept only by a reference
+    cycle (a traceback dropped since), is let go first by one ``gc.collect()``: before, the
+    run_dir stayed locked until the garbage collector happened to run."""
+    folder = _folder(run_dir)
+    if not _writing_to(folder):
+        return None
+    gc.collect()
+    if not _writing_to(folder):
+        return None
+    held = _held_by_last_error(folder)
+    if held is not None:
+        name, function, error = held
+        where = (
+            f"the variable {name!r} of {function}() holds it: {function}() raised "
+            f"{error} (the last error) without closing it, and that error's traceback "
+            "(sys.last_traceback) keeps its variables. This error replaces that traceback: "
+            "run this cell again and that Monitor is let go (its record ends without "
+            f"run_end, as after a crash) and this one continues the record. In {function}() "
+            "use 'with Monitor(...) as monitor:' so that an error closes it, with run_end"
+        )
+    else:
+        where = (
+            "it was not closed (a notebook cell that makes a Monitor, run again, leaves the "
+            "one it made before open: its variable still holds that one until this call "
+            "returns). Call close() on it (monitor.close()), then make this one; or give a "
+            "new run_dir"
+        )
+    return arguments.ArgumentRefused(
+        "Monitor",
+        "run_dir",
+        f"another Monitor of this process is open on {run_dir} and writes its record there "
+        f"(diary.jsonl is locked until it is closed): {where}",
+    )
+
+
+def _held_by_last_error(folder: str) -> tuple[str, str, str] | None:
+    """Where an open Monitor writing to ``folder`` is a variable of a function the last
+    error ended (a frame of ``sys.last_traceback``): the variable's name, the function's
+    and the error's type. Names only: nothing of that Monitor is kept."""
+    trace = getattr(sys, "last_traceback", None)
+    error = type(getattr(sys, "last_value", None)).__name__
+    while trace is not None:
+        frame = trace.tb_frame
+        if frame.f_locals is not frame.f_globals:  # (a module's variables are the user's)
+            for name, value in frame.f_locals.items():
+                on = getattr(getattr(value, "_held", None), "on_model", None)
+                if isinstance(value, Monitor) and on is not None and on.folder == folder:
+                    return name, frame.f_code.co_name, error
+        trace = trace.tb_next
+    return None
 
 
 @dataclass
