@@ -203,3 +203,39 @@ def test_a_monitor_cell_run_twice_is_refused_naming_the_open_one(tmp_path: Path)
     assert again.output.count('File "') <= 2, again.output  # the cell, Monitor()
     assert third.error is None, third.output
     assert verify(tmp_path / "runs" / "exp1").complete
+
+
+def test_a_model_built_again_in_another_cell_is_named_when_the_old_monitor_steps(
+    tmp_path: Path,
+) -> None:
+    # The model and optimizer built again in another cell while the Monitor made for the
+    # old model stayed open; the training cell, run again, steps that Monitor with the new
+    # model's loss. Its checks read the old model's last gradients (never changed again)
+    # beside the new loss, and the only warning said step() was called twice.
+    fit = """
+from tests.monitor.conftest import batches
+def fit(monitor, steps):  # the notebook's loop: the global model and optimizer
+    for x, y in batches(steps):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        monitor.step(loss)
+        optimizer.step()
+"""
+    notebook = run_cells(
+        [
+            SETUP + fit,
+            "monitor = Monitor(model, optimizer, 'runs/exp1', check_every=2)\nfit(monitor, 4)",
+            "model = TinyCNN()\noptimizer = torch.optim.SGD(model.parameters(), lr=0.05)",
+            "fit(monitor, 4)",
+            "monitor.close()",
+        ],
+        tmp_path,
+    )
+    _, first, _, again, closed = notebook.cells
+    assert first.error is None and again.error is None and closed.error is None
+    assert "MonitorMisuseWarning" not in first.output, first.output
+    assert "MonitorMisuseWarning" in again.output, again.output
+    assert "does not come from the model this Monitor watches" in again.output
+    assert "built again" in again.output
+    assert "nothing between" not in again.output  # (not the cause)

@@ -413,6 +413,7 @@ class Monitor:
         self._completed: _StepMark | None = None  # a complete check whose step() raised
         self._said_twice = False
         self._said_micro = False
+        self._said_not_this_model = False
         start = self._run_start(config)
         # the writer opens its record; what it raised there is every rank's (see below)
         opening: Exception | None = None
@@ -594,6 +595,43 @@ class Monitor:
             "now run ahead of the optimizer's",
             MonitorMisuseWarning,
             stacklevel=3,  # the loop's monitor.step() (this is called from step())
+        )
+
+    def _warn_not_this_model(
+        self, step: int, loss: torch.Tensor | None, probe: ActivationProbe | None
+    ) -> None:
+        """Warn (once) when the loss given at a check comes from a model this Monitor does
+        not watch: none of its modules ran in the check's step and the loss's autograd
+        graph reaches none of its parameters. In a notebook, the model built again in
+        another cell (``model = Net()``, a new optimizer) and trained with the Monitor made
+        for the old one: the checks read the old model's last gradients, never changed, and
+        the loss of the new one, and the only warning said step() was called twice. Looked
+        at only when none of the model's modules ran (the graph is walked then)."""
+        if (
+            self._said_not_this_model
+            or loss is None
+            or loss.grad_fn is None
+            or probe is None
+            or probe.transformed
+            or not self.dist.writer
+        ):
+            return
+        if any(id(module) in probe.called for module in self.modules.values()):
+            return
+        if _reaches(loss.grad_fn, {id(p) for p in self.model.parameters()}):
+            return
+        self._said_not_this_model = True
+        self._said_twice = True  # (its warning, at the next step, would name another cause)
+        warnings.warn(
+            f"trainrecord.Monitor: the loss given to step() at step {step} does not come from "
+            f"the model this Monitor watches ({type(self.model).__name__}, run_dir "
+            f"{self.run_dir}): none of its modules ran in that step. Was the model built "
+            "again (model = ... in another notebook cell) after the Monitor was made? The "
+            "Monitor still watches the old model and records the old model's gradients "
+            "(left from its last step, or none) beside the new model's loss: close it (monitor.close()) and make a Monitor for the new "
+            "model and optimizer (a new run_dir, or start_step= to continue this record)",
+            MonitorMisuseWarning,
+            stacklevel=4,  # the loop's monitor.step() (step() -> _check() -> here)
         )
 
     def _warn_other_model(self, start: dict[str, Any]) -> None:
@@ -1056,6 +1094,7 @@ class Monitor:
                 values = dict(probe.values) if probe else {}
             rows = self._channels(step, names, stats, host[4], quiet, values)
         ran = probe.called if probe is not None and probe.called else None
+        self._warn_not_this_model(step, tensor, probe)
         self._gradients(step, value, read, scale, rows, trained_between, ran)  # (counts it)
 
     def _judging_state(self) -> dict[str, Any]:
@@ -2766,6 +2805,24 @@ def _sigterm_stop(monitor: weakref.ref[Monitor]) -> sigterm.Stop:
         return held is not None and held._busy > 0
 
     return sigterm.Stop(begin, busy=busy)
+
+
+def _reaches(node: Any, params: set[int]) -> bool:
+    """Whether the autograd graph from ``node`` (a loss's ``grad_fn``) reaches a parameter
+    whose id is in ``params`` (its AccumulateGrad node). The graph's structure outlives
+    backward(), which frees only the tensors it saved."""
+    seen: set[int] = set()
+    todo = [node]
+    while todo:
+        node = todo.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        variable = getattr(node, "variable", None)
+        if variable is not None and id(variable) in params:
+            return True
+        todo.extend(after for after, _ in node.next_functions)
+    return False
 
 
 def _wait_for_sinks(wait: Callable[[float], None], timeout: float) -> BaseException | None:
