@@ -239,3 +239,24 @@ def fit(monitor, steps):  # the notebook's loop: the global model and optimizer
     assert "does not come from the model this Monitor watches" in again.output
     assert "built again" in again.output
     assert "nothing between" not in again.output  # (not the cause)
+
+
+def test_a_monitor_shown_in_a_cell_says_where_it_writes_and_how_far_it_is(
+    tmp_path: Path,
+) -> None:
+    # `monitor` as a cell's last line (or print(monitor)) showed
+    # <trainrecord.monitor.monitor.Monitor object at 0x7f...>: nothing of the run.
+    notebook = run_cells(
+        [
+            SETUP,
+            "monitor = Monitor(model, optimizer, 'runs/exp1', check_every=2)\n"
+            "train(model, optimizer, monitor, 5)\nprint(repr(monitor))",
+            "monitor.close()\nprint(monitor)",
+        ],
+        tmp_path,
+    )
+    _, trained, closed = notebook.cells
+    assert trained.output.strip() == (
+        "<Monitor 'runs/exp1': TinyCNN, step 5, 3 checks every 2 steps, open>"
+    )
+    assert closed.output.strip().endswith("closed>")

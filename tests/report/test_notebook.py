@@ -125,3 +125,20 @@ def test_a_discarded_run_is_refused_when_its_cell_is_run_again(
     latest = receiver.store.latest(old)
     assert latest is not None and latest["status"] == "discarded"
     wait_until(lambda: (receiver.store.latest(new) or {}).get("status") == "complete")
+
+
+def test_a_reporter_shown_in_a_cell_names_its_run(tmp_path: Path, receiver: ReportServer) -> None:
+    # A Reporter shown in a cell was <trainrecord.report.reporter.Reporter object at 0x...>.
+    notebook = run_cells(
+        [
+            START + "report = Reporter(settings, state, run=run)\nprint(repr(report))",
+            "report.complete(); report.close(); print(repr(report))",
+        ],
+        tmp_path,
+        env=_paths(tmp_path, receiver),
+    )
+    started, closed = notebook.cells
+    run_id = _run_id(started.output)
+    assert f"<Reporter pre/pre_s_1 (run_id {run_id}): reporting>" in started.output
+    assert closed.output.strip() == f"<Reporter pre/pre_s_1 (run_id {run_id}): closed>"
+    assert TOKEN not in started.output + closed.output

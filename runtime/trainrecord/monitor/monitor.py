@@ -899,6 +899,23 @@ class Monitor:
     def __enter__(self) -> Monitor:
         return self
 
+    def __repr__(self) -> str:
+        """Where the record goes and where the run is (a notebook shows it): never raises,
+        also for a Monitor whose creation failed half-way (a traceback's variables)."""
+        model = getattr(self, "model", None)
+        if getattr(self, "_finished", False):
+            state = "closed"
+        elif getattr(self, "closed", False):
+            state = "closing cut short: call close() again"
+        else:
+            state = "open"
+        return (
+            f"<Monitor {str(getattr(self, 'run_dir', '?'))!r}: "
+            f"{type(model).__name__ if model is not None else '?'}, "
+            f"step {getattr(self, 'steps', '?')}, {getattr(self, 'checks', '?')} checks "
+            f"every {getattr(self, 'check_every', '?')} steps, {state}>"
+        )
+
     def __reduce_ex__(self, protocol: SupportsIndex) -> NoReturn:
         """A Monitor is not pickled, copied or saved: say so, and what to save instead."""
         raise TypeError(

@@ -577,6 +577,26 @@ class Reporter:
                 "same run in this process: its calls report nothing; call the new one's"
             )
 
+    def __repr__(self) -> str:
+        """The run reported and how far the Reporter is (a notebook shows it); no secret."""
+        state = getattr(self, "state", None)
+        run = getattr(self, "run", None)
+        where = (
+            f"{run.group}/{run.name}"
+            if run is not None
+            else (f"{state.group}/{state.name}" if state is not None else "?")
+        )
+        if getattr(self, "_superseded", False):
+            now = "replaced by a newer Reporter of the run"
+        elif getattr(self, "_closed", False):
+            now = "closed"
+        elif getattr(self, "_final", False):
+            now = "final report queued"
+        else:
+            now = "reporting"
+        run_id = state.run_id if state is not None else "?"
+        return f"<Reporter {where} (run_id {run_id}): {now}>"
+
     def __enter__(self) -> Reporter:
         self.started()
         return self
