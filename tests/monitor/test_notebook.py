@@ -260,3 +260,33 @@ def test_a_monitor_shown_in_a_cell_says_where_it_writes_and_how_far_it_is(
         "<Monitor 'runs/exp1': TinyCNN, step 5, 3 checks every 2 steps, open>"
     )
     assert closed.output.strip().endswith("closed>")
+
+
+@pytest.mark.parametrize("where", ["_emit", "activate"])
+def test_ctrl_c_while_a_monitor_is_made_leaves_nothing_open(tmp_path: Path, where: str) -> None:
+    # Ctrl+C while Monitor() resumed a record, before its run_start was written ('_emit')
+    # or after it ('activate': SIGTERM's handler): the half-made Monitor, kept by the
+    # traceback, held diary.jsonl open and locked, and the cell run again was refused.
+    make = "monitor = Monitor(model, optimizer, 'runs/exp1', check_every=2, start_step=3)"
+    notebook = run_cells(
+        [
+            SETUP,
+            "with Monitor(model, optimizer, 'runs/exp1', check_every=2) as first:\n"
+            "    train(model, optimizer, first, 3)",
+            f"interrupt_in({where!r})\n{make}",
+            make + "\ntrain(model, optimizer, monitor, 3)\nmonitor.close()",
+        ],
+        tmp_path,
+    )
+    _, _, stopped, again = notebook.cells
+    assert stopped.error == "KeyboardInterrupt", stopped.output
+    assert again.error is None, again.output
+    run = tmp_path / "runs" / "exp1"
+    found = verify(run)
+    assert found.ok and found.complete and found.sealed, found.summary()
+    lines = diary(run)
+    starts = [x for x in lines if x["event"] == "run_start"]
+    ends = [x for x in lines if x["event"] == "run_end"]
+    assert len(starts) == len(ends)  # every session ended
+    if where == "activate":  # its run_start was written: ended at once, by the Ctrl+C
+        assert ends[1]["error"]["type"] == "KeyboardInterrupt" and ends[1]["steps"] == 0

@@ -407,6 +407,7 @@ class Monitor:
             self._now_compiled()
         self._lock = threading.Lock()
         self._diary: Any = None
+        self._seq_opened = 0  # the diary's lines when this Monitor opened it
         self._metrics: Any = None
         self._stepped_at: _StepMark | None = None  # what the last check saw (_warn_twice)
         self._attempt: _Attempt | None = None  # the check begun and not complete
@@ -415,6 +416,42 @@ class Monitor:
         self._said_micro = False
         self._said_not_this_model = False
         start = self._run_start(config)
+        try:
+            refused = self._open(
+                start,
+                signing_key=signing_key,
+                log=log,
+                callback=callback,
+                tensorboard=tensorboard,
+                sinks=sinks,
+                require_seal=require_seal,
+                fsync_policy=fsync_policy,
+                start_step=start_step,
+                repair=repair,
+            )
+        except KeyboardInterrupt as stop:  # Ctrl+C while the Monitor was made
+            self._stopped_opening(stop)
+            raise
+        if refused is not None:  # (raised here: the traceback ends at Monitor())
+            raise refused
+
+    def _open(
+        self,
+        start: dict[str, Any],
+        *,
+        signing_key: Any,
+        log: bool,
+        callback: Callable[[dict[str, Any]], Any] | None,
+        tensorboard: str | None,
+        sinks: list[Any] | None,
+        require_seal: bool,
+        fsync_policy: FsyncPolicy | None,
+        start_step: int,
+        repair: bool,
+    ) -> BaseException | None:
+        """Open the record (the writing rank), start the sinks, write run_start, arm the
+        first check and answer SIGTERM (see :meth:`_stopped_opening` for Ctrl+C); or
+        return the error to raise, on every rank, when the record could not be opened."""
         # the writer opens its record; what it raised there is every rank's (see below)
         opening: Exception | None = None
         sink_list: list[Any] = []
@@ -471,12 +508,12 @@ class Monitor:
         # training on to wait for it in the first check's collective
         failed_by = self.dist.agree_opened(opening is not None, self._device)
         if isinstance(opening, TrainrecordError):  # a refusal: its message says it all, not
-            raise opening.with_traceback(None)  # the frames of the writers it came from
+            return opening.with_traceback(None)  # the frames of the writers it came from
         if opening is not None:
-            raise opening
+            return opening
         if failed_by is not None:
             self._give_up_opening()
-            raise arguments.ArgumentRefused(
+            return arguments.ArgumentRefused(
                 "Monitor",
                 "run_dir",
                 f"rank {failed_by} of the process group, which writes the record, could not "
@@ -494,6 +531,25 @@ class Monitor:
         if self.dist.writer:  # a SIGTERM (Slurm, docker stop) still writes run_end
             # (watched under DDP: a rank blocked in a collective still stops at once)
             sigterm.activate(self, _sigterm_stop(weakref.ref(self)), watch=self.dist.active)
+        return None
+
+    def _stopped_opening(self, stop: BaseException) -> None:
+        """Ctrl+C while the Monitor was made (a notebook's stop button during a resume's
+        verification, or run_start's fsync): nothing is left open. A run_start in the
+        record gets its run_end (the KeyboardInterrupt, no step), as a session stopped at
+        once; else the files are closed as they are. Before, the half-made Monitor, kept
+        by the traceback, held diary.jsonl open and locked (a record of a run_start and no
+        run_end) and the cell run again was refused."""
+        if self._finished:
+            return
+        sigterm.deactivate(self)
+        sinks = getattr(self, "_sinks", None)
+        if sinks is not None and self._diary is not None and self._diary.seq > self._seq_opened:
+            self.close(stop)
+            return
+        if sinks is not None:
+            sinks.close(0.0)
+        self._give_up_opening()
 
     def _open_writers(self, key: Any, require_seal: bool, fsync_policy: FsyncPolicy | None) -> None:
         """Open diary.jsonl and metrics.jsonl (the writing rank only); the diary is closed
@@ -510,6 +566,7 @@ class Monitor:
                 require_seal=require_seal,
             )
         )
+        self._seq_opened = self._diary.seq
         try:
             self._metrics = MetricsWriter(self.run_dir)
         except BaseException:
