@@ -31,9 +31,6 @@ ROOT = Path(__file__).resolve().parent.parent
 KERNEL = r"""
 import code, contextlib, io, json, os, signal, sys
 
-cells = json.load(open(sys.argv[1], encoding="utf-8"))
-MARK = sys.argv[2]
-
 
 def interrupt_in(name):
     '''A real SIGINT at the next call of a function called ``name`` (main thread).'''
@@ -46,7 +43,7 @@ def interrupt_in(name):
     sys.setprofile(profile)
 
 
-class Kernel(code.InteractiveInterpreter):
+class _Kernel(code.InteractiveInterpreter):
     error = None
 
     def showtraceback(self):
@@ -54,23 +51,30 @@ class Kernel(code.InteractiveInterpreter):
         super().showtraceback()
 
 
-kernel = Kernel({"__name__": "__main__", "interrupt_in": interrupt_in})
-for number, source in enumerate(cells, 1):
-    out = io.StringIO()
-    kernel.error = None
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            kernel.runcode(compile(source, f"<cell {number}>", "exec"))
-    except KeyboardInterrupt:  # (a late SIGINT, after the cell's own code: as ipykernel)
-        pass
-    sys.setprofile(None)
-    error = kernel.error
-    result = {
-        "error": None if error is None else type(error).__name__,
-        "message": None if error is None else str(error),
-        "output": out.getvalue(),
-    }
-    print(MARK + json.dumps(result), flush=True)  # at once: a cell may end the process
+def _run(cells, mark):
+    # the cells' namespace is __main__'s, as IPython's user namespace is
+    kernel = _Kernel(sys.modules["__main__"].__dict__)
+    for number, source in enumerate(cells, 1):
+        out = io.StringIO()
+        kernel.error = None
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+                kernel.runcode(compile(source, f"<cell {number}>", "exec"))
+        except KeyboardInterrupt:  # (a late SIGINT, after the cell's own code: as ipykernel)
+            pass
+        sys.setprofile(None)
+        error = kernel.error
+        result = {
+            "error": None if error is None else type(error).__name__,
+            "message": None if error is None else str(error),
+            "output": out.getvalue(),
+        }
+        print(mark + json.dumps(result), flush=True)  # at once: a cell may end the process
+
+
+with open(sys.argv[1], encoding="utf-8") as _file:
+    _cells = json.load(_file)
+_run(_cells, sys.argv[2])
 # the process ends as a kernel does at shutdown: what atexit and finalizers say is kept too
 """
 MARK = "<<<cell>>> "

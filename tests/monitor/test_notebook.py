@@ -192,14 +192,12 @@ def test_a_monitor_cell_run_twice_is_refused_naming_the_open_one(tmp_path: Path)
     # The cell `monitor = Monitor(...)` run twice: the second was refused with
     # diary.writer.locked from inside the diary writer (five frames deep); it names the
     # open Monitor and what to do now, and doing it works.
-    make = "monitor = Monitor(model, optimizer, 'runs/exp1', check_every=2)"
-    notebook = run_cells(
-        [SETUP, make, make, "monitor.close()", make + "\nmonitor.close()"], tmp_path
-    )
+    make = "mon = Monitor(model, optimizer, 'runs/exp1', check_every=2)"
+    notebook = run_cells([SETUP, make, make, "mon.close()", make + "\nmon.close()"], tmp_path)
     _, first, again, closed, third = notebook.cells
     assert first.error is None and closed.error is None, closed.output
     assert again.error == "ArgumentRefused", again.output
-    assert "monitor.close()" in again.message and "run_dir" in again.message
+    assert "Close it (mon.close())" in again.message and "run_dir" in again.message
     assert again.output.count('File "') <= 2, again.output  # the cell, Monitor()
     assert third.error is None, third.output
     assert verify(tmp_path / "runs" / "exp1").complete

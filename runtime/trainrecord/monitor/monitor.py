@@ -2672,11 +2672,11 @@ def _run_dir_refusal(run_dir: Path) -> arguments.ArgumentRefused | None:
             "use 'with Monitor(...) as monitor:' so that an error closes it, with run_end"
         )
     else:
+        name = _held_by_main(folder) or "monitor"
         where = (
             "it was not closed (a notebook cell that makes a Monitor, run again, leaves the "
             "one it made before open: its variable still holds that one until this call "
-            "returns). Call close() on it (monitor.close()), then make this one; or give a "
-            "new run_dir"
+            f"returns). Close it ({name}.close()), then make this one; or give a new run_dir"
         )
     return arguments.ArgumentRefused(
         "Monitor",
@@ -2700,6 +2700,27 @@ def _held_by_last_error(folder: str) -> tuple[str, str, str] | None:
                 if isinstance(value, Monitor) and on is not None and on.folder == folder:
                     return name, frame.f_code.co_name, error
         trace = trace.tb_next
+    return None
+
+
+def _held_by_main(folder: str) -> str | None:
+    """How the script's or notebook's own namespace (``__main__``) reaches an open Monitor
+    writing to ``folder``: a variable's name, or ``Out[n]`` (IPython keeps a cell's shown
+    value there); None when neither does. Names only: nothing of that Monitor is kept."""
+    space = getattr(sys.modules.get("__main__"), "__dict__", {})
+
+    def writes_there(value: Any) -> bool:
+        on = getattr(getattr(value, "_held", None), "on_model", None)
+        return isinstance(value, Monitor) and on is not None and on.folder == folder
+
+    for name, value in list(space.items()):
+        if not name.startswith("_") and writes_there(value):
+            return name
+    shown = space.get("Out")
+    if isinstance(shown, dict):
+        for number, value in list(shown.items()):
+            if writes_there(value):
+                return f"Out[{number}]"
     return None
 
 
