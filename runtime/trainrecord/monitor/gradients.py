@@ -31,14 +31,16 @@ since the last check, and, for an all-zero one, a gradient that reached it at th
 steps since the previous check's, see :meth:`GradientNorms.trained_between` and
 :meth:`GradientNorms.mark`; a layer that went without a gradient in some windows and got
 one again, a task head drawn at random, is ``no_gradient`` only after more checks in a
-row without one than twice its longest such run, at most ``unfed_cap``, 32, see
-:meth:`GradientAlarms.unfed_needed`) and one ``alarm_cleared`` when it comes back. A fall below
-the band that the network explains is no ``vanishing``: the loss fell by at least
-``loss_share`` of as many decades below its mean over the same checks (a converging
-network), or every layer fell with it (the layer is within its band of the median layer's
-fall, and no layer stands above that fall by more than its own band) and the loss now
-(median of the last 3 checks) is within 0.2 decades (1.6 x) of the run's lowest median of
-10; an explained fall moves the baseline's mean, not its spread.
+row without one than twice its longest such run (at least 1 for a routed layer, one that
+sat a check step out and learnt again, see :attr:`GradientAlarms.seated`), at most
+``unfed_cap``, 32, see :meth:`GradientAlarms.unfed_needed`) and one ``alarm_cleared``
+when it comes back. A fall below the band that the network explains is no ``vanishing``:
+the loss fell by at least ``loss_share`` of as many decades below its mean over the same
+checks (a converging network), or every layer fell with it (the layer is within its band
+of the median layer's fall, and no layer stands above that fall by more than its own
+band) and the loss now (median of the last 3 checks) is within 0.2 decades (1.6 x) of
+the run's lowest median of 10; an explained fall moves the baseline's mean, not its
+spread.
 A head whose weights died (scaled to nothing) keeps its own gradient, the output error
 times its inputs, while every layer below it loses decades: the network did not fall as
 a whole, and those layers are ``vanishing`` (the median alone read it as convergence,
@@ -488,7 +490,16 @@ class GradientAlarms:
     intermittent: dict[str, int] = field(default_factory=dict)
     """Per layer, the longest run of :attr:`unfed` checks after which a gradient reached it
     again: a layer that learns at some windows only (a task head drawn at random, or taken
-    in turn with more tasks than ``check_every + 1``)."""
+    in turn with more tasks than ``check_every + 1``); at least 1 for a routed layer (see
+    :attr:`seated`)."""
+    seated: set[str] = field(default_factory=set)
+    """Layers that sat a check step out (no gradient then, one in its window: a task head
+    the forward pass did not choose at that step) and were not fed at a check since. Fed
+    at a later check (a gradient, or sat out again) such a layer is routed: the forward
+    pass picks it at some steps only, so a window that misses it is no evidence of a bug;
+    it becomes intermittent, its longest run at least 1 (no_gradient after 3 unfed checks
+    in a row). A block bypassed at a check step sits that check out and is unfed from the
+    next: it is not routed."""
     held: dict[str, list[tuple[float, float | None]]] = field(default_factory=dict)
     """Per layer, the log10 norms (and log10 losses) of its latest checks in a row above
     its band, kept out of its baseline (see ``new_level`` in :meth:`observe`)."""
@@ -507,6 +518,7 @@ class GradientAlarms:
         trained_between: set[str] | frozenset[str] = frozenset(),
         loss_above: bool = False,
         new_level: bool = False,
+        whole_window: bool = True,
     ) -> list[tuple[str, dict[str, Any]]]:
         """Update baselines with this check's norms (``loss``: the check's loss value, when
         there is one); return the alarm events to write. A layer in ``trained_between``
@@ -516,9 +528,12 @@ class GradientAlarms:
         is None or 0: its alarm state stays. Nor is a layer whose window gave it no
         gradient (none or an all-zero one now, and not in ``trained_between``) before its
         run of such checks reaches :meth:`unfed_needed`: 1 check, or, for a layer that went
-        unfed and was fed again (a task head drawn at random), more than twice its longest
-        such run, at most ``unfed_cap`` (an all-zero gradient at a layer's first check is
-        not counted: see below). ``loss_above``: the loss rule found
+        unfed and was fed again (a task head drawn at random) or is routed (see
+        :attr:`seated`), more than twice its longest such run, at most ``unfed_cap`` (an all-zero gradient at a layer's first check is
+        not counted: see below; nor is any check whose window is not a whole one,
+        ``whole_window`` False: the Monitor's first, whose window is the steps since it
+        started, step 0 alone when it starts at a check, so a task head the first step did
+        not draw is not made intermittent by it). ``loss_above``: the loss rule found
         this check's loss above its margin (a spike, or above it once); a rise above the
         band that the loss explains is ``exploding`` only then (see
         :meth:`_rise_explained`). ``new_level``: at this check
@@ -542,18 +557,22 @@ class GradientAlarms:
         seen: list[tuple[str, float | None, LayerBaseline, float | None, float, float]] = []
         fresh: set[str] = set()  # layers judged for the first time (new, or unfrozen again)
         sigma_band, min_decades = self.sigma_band, self.min_decades
-        unfed = self.unfed
+        unfed, seated = self.unfed, self.seated
         for layer, norm in norms.items():
             if norm is not None and not math.isfinite(norm):
                 continue  # a non-finite gradient is its own event; the alarm state stays
             base = self.baselines.get(layer)
             if norm is None or norm == 0.0:
                 if layer in trained_between:
-                    self._fed(layer)
+                    self._fed(layer, sat_out=True)
                     continue  # trained at other steps (round-robin tasks): nothing to judge now
-                if not (base is None and norm == 0.0) and not self._unfed_long_enough(layer):
+                if (
+                    whole_window
+                    and not (base is None and norm == 0.0)
+                    and not self._unfed_long_enough(layer)
+                ):
                     continue  # an intermittent layer's gap within its usual length
-            elif layer in unfed:  # (a dict lookup per layer per check, no call)
+            elif layer in unfed or layer in seated:  # (lookups per layer per check, no call)
                 self._fed(layer)
             if base is None:  # (setdefault would build a LayerBaseline per layer per check)
                 base = self.baselines[layer] = LayerBaseline()
@@ -649,7 +668,7 @@ class GradientAlarms:
 
     def unfed_needed(self, layer: str) -> int:
         """Checks in a row whose windows give ``layer`` no gradient that make it
-        ``no_gradient``: 1, or, for a layer that went unfed and was fed again
+        ``no_gradient``: 1, or, for a layer that went unfed and was fed again, or is routed
         (:attr:`intermittent`), more than twice its longest such run, at most
         :attr:`unfed_cap`."""
         longest = self.intermittent.get(layer, 0)
@@ -661,10 +680,17 @@ class GradientAlarms:
         run = self.unfed[layer] = self.unfed.get(layer, 0) + 1
         return run >= self.unfed_needed(layer)
 
-    def _fed(self, layer: str) -> None:
-        """A gradient reached ``layer`` in this check's window: its run of unfed checks, if
-        any, ends, and is remembered when it is its longest."""
+    def _fed(self, layer: str, sat_out: bool = False) -> None:
+        """A gradient reached ``layer`` in this check's window (``sat_out``: at its other
+        steps, not the check step's): its run of unfed checks, if any, ends, and is
+        remembered when it is its longest; a layer that sat an earlier check step out is
+        routed (see :attr:`seated`)."""
         run = self.unfed.pop(layer, 0)
+        if layer in self.seated:
+            self.seated.discard(layer)
+            run = max(run, 1)
+        elif sat_out and layer not in self.intermittent:
+            self.seated.add(layer)
         if run:
             self.intermittent[layer] = max(self.intermittent.get(layer, 0), run)
 
@@ -673,6 +699,7 @@ class GradientAlarms:
         its unfed run and its intermittency were the old module's."""
         for state in (self.baselines, self.active, self.unfed, self.intermittent):
             state.pop(layer, None)
+        self.seated.discard(layer)
 
     def unchecked(self, layer: str) -> None:
         """``layer`` is no longer checked (frozen, or its module removed): its alarm and its

@@ -1268,7 +1268,13 @@ class Monitor:
         if any_grad:
             above = value is not None and self.loss.above
             for event, fields in self.alarms.observe(
-                step, norms, value, trained_between, loss_above=above, new_level=new_level
+                step,
+                norms,
+                value,
+                trained_between,
+                loss_above=above,
+                new_level=new_level,
+                whole_window=self.checks > 0,  # the first: the steps since the Monitor began
             ):
                 self._emit(event, fields)
         row = {"step": step, "loss": value, "grad": norms, "stuck": rows}
