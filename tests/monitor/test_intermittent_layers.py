@@ -135,7 +135,7 @@ def test_heads_drawn_at_random_are_not_no_gradient_at_each_window_they_miss(
 
 @pytest.mark.parametrize("set_to_none", [True, False])
 @pytest.mark.parametrize(
-    ("check_every", "stop", "steps"), [(5, 600, 800), (10, 2000, 2400), (None, 3000, 3600)]
+    ("check_every", "stop", "steps"), [(5, 600, 800), (10, 1200, 1600), (None, 1500, 1800)]
 )
 def test_a_head_drawn_at_random_that_is_never_trained_again_is_no_gradient_within_the_cap(
     run_dir: Path, set_to_none: bool, check_every: int | None, stop: int, steps: int
@@ -156,7 +156,8 @@ def test_a_head_drawn_at_random_that_is_never_trained_again_is_no_gradient_withi
     alarm = [a for a in events(lines, "alarm") if a["layer"] == "heads.task0" and a["step"] > last]
     assert [(a["step"], a["diagnosis"]) for a in alarm] == [(last + needed * every, "no_gradient")]
     assert alarm[0]["grad_norm"] == (None if set_to_none else 0.0)
-    assert not [c for c in events(lines, "alarm_cleared") if c["step"] > alarm[0]["step"]]
+    cleared = [c for c in events(lines, "alarm_cleared") if c["layer"] == "heads.task0"]
+    assert not [c for c in cleared if c["step"] > alarm[0]["step"]]  # (other heads' may)
 
 
 @pytest.mark.parametrize("set_to_none", [True, False])
