@@ -152,7 +152,7 @@ def _names(names: list[str], most: int = 4) -> str:
 
 def _steps(steps: list[Any], most: int = 3) -> str:
     """``step 200``, ``steps 200, 300``; past ``most``: ``steps 200, 300, 400, ...``."""
-    unique = list(dict.fromkeys(steps))
+    unique = list(dict.fromkeys(map(str, steps)))  # (as text: a step may be a list)
     if len(unique) == 1:
         return f"step {unique[0]}"
     shown = ", ".join(map(str, unique[:most]))
@@ -303,7 +303,9 @@ def render(s: Summary, loss: str | None = None) -> list[str]:
             f"  written by {_known(r.get('tool'))}" + (f"; {', '.join(made)}" if made else "")
         )
         checked = (s.manifest or {}).get("layers")  # the layers checked last (they change)
-        layers = checked if isinstance(checked, list) else r.get("layers") or []
+        layers = checked if isinstance(checked, list) else r.get("layers")
+        if not isinstance(layers, list):  # (none, or a line verify refuses)
+            layers = []
         out.append(
             f"  layers ({len(layers)}): {', '.join(map(str, layers[:16]))}"
             + (" ..." if len(layers) > 16 else "")
@@ -378,6 +380,7 @@ def render(s: Summary, loss: str | None = None) -> list[str]:
         start = len(history)
         while start > 0 and history[start - 1].get("event") == "channels":
             start -= 1  # back to the first channels event after the last channels_cleared
+        start = min(start, len(history) - 1)  # (the last a channels_cleared with a level)
         changes = f" ({_n(len(history), 'channel event')} in all)" if len(history) > 1 else ""
         out.append(
             f"  {layer}: {c.get('level')} of {c.get('channels')} (certified "

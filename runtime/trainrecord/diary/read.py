@@ -73,6 +73,8 @@ def summarize(lines: list[dict[str, Any]]) -> Summary:
     s = Summary()
     for line in lines:
         event = line.get("event", "?")
+        if not isinstance(event, str):  # (a line verify refuses: counted as its text)
+            event = str(event)
         s.counts[event] += 1
         if event == "run_start":
             s.sessions += 1

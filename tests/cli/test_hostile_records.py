@@ -1,0 +1,120 @@
+"""The commands that read a record, on records of another shape than the spec's: one test
+per crash (or refusal that named no line) that a sweep of the commands on hostile records
+found, each failing before its fix; a few through a real ``python -m trainrecord.cli``
+process. Each command runs in this process (``trainrecord.cli.main``) unless said: no
+exception may escape it, nothing it prints may say ``Traceback``, and its exit status is
+one its ``--help`` documents.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.diary.helpers import write_run
+from trainrecord.cli import main
+
+STATUS = {
+    "verify": {0, 1, 2, 3},
+    "show": {0, 1, 2, 3},
+    "plot": {0, 2},
+    "validate": {0, 1, 2},
+    "seal": {0, 2},
+}
+"""The exit statuses each command documents (``trainrecord COMMAND --help``)."""
+
+
+# --------------------------------------------------------------------------- commands
+
+
+@dataclass
+class Outcome:
+    status: int
+    out: str
+    err: str
+
+    @property
+    def text(self) -> str:
+        return self.out + self.err
+
+
+def trainrecord(*args: str | Path) -> Outcome:
+    """``trainrecord ARGS`` in this process: what it printed and its exit status. An
+    exception that escapes fails the test with its traceback."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main([str(a) for a in args])
+    done = Outcome(status, out.getvalue(), err.getvalue())
+    assert "Traceback" not in done.text, done.text[-3000:]
+    assert status in STATUS[str(args[0])], (args, status, done.text[-3000:])
+    return done
+
+
+# --------------------------------------------------------------------------- regressions
+
+
+@pytest.fixture
+def record(tmp_path: Path) -> Path:
+    """A complete sealed record (every event type once, one metrics row)."""
+    run = tmp_path / "run"
+    write_run(run)
+    return run
+
+
+def number_of(run: Path, event: str) -> int:
+    """The number (from 1) of the first diary line of ``event``."""
+    lines = (run / "diary.jsonl").read_text(encoding="utf-8").splitlines()
+    return next(n for n, x in enumerate(lines, 1) if json.loads(x)["event"] == event)
+
+
+def edit(run: Path, name: str, number: int, change: Any) -> None:
+    """Line ``number`` of ``name`` with ``change`` applied to it (a dict, changed in place),
+    written back as JSON (the chain is left as it is: verify fails there)."""
+    path = run / name
+    lines = path.read_text(encoding="utf-8").splitlines()
+    line = json.loads(lines[number - 1])
+    change(line)
+    lines[number - 1] = json.dumps(line)
+    path.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+
+
+def _set(key: str, value: Any) -> Any:
+    return lambda line: line.__setitem__(key, value)
+
+
+SHOWN_ANYWAY = {
+    "event-a-list": ("alarm", _set("event", ["alarm"]), "['alarm'] 1"),
+    "event-an-object": ("alarm", _set("event", {"alarm": 1}), "{'alarm': 1} 1"),
+    "event-a-number": ("repair", _set("event", 5), "5 1"),
+    "step-a-list": ("repair", _set("step", [12]), "repaired in conv2.0 (step [12])"),
+    "run-start-layers-a-number": ("run_start", _set("layers", 7), "  layers (0): "),
+    "run-start-layers-an-object": ("run_start", _set("layers", {"conv1.0": 1}), "  layers (0): "),
+    "channels-cleared-with-a-level": (
+        "channels_cleared",
+        _set("level", "suspect"),
+        "  conv2.0: suspect of 64",
+    ),
+}
+"""Lines show summarized with a TypeError or IndexError (events counted by a list or a
+number beside strings, a list for a step, a number or an object where the run_start's
+list of layer names goes, a channels_cleared line with a stuck level as a layer's last)."""
+
+
+@pytest.mark.parametrize("case", list(SHOWN_ANYWAY))
+def test_show_summarizes_a_record_with_a_line_of_another_shape(record: Path, case: str) -> None:
+    event, change, said = SHOWN_ANYWAY[case]
+    number = number_of(record, event)
+    edit(record, "diary.jsonl", number, change)
+    if event == "run_start":  # the manifest's list of layers goes first
+        edit(record, "diary.jsonl", number_of(record, "manifest"), lambda x: x.pop("layers"))
+    shown = trainrecord("show", record)
+    assert shown.status == 1, shown.text
+    assert shown.out.startswith(f"integrity: FAILED: diary.jsonl line {number} ")
+    assert said in shown.out, shown.out
+    assert trainrecord("show", "--no-verify", record).status == 0
