@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.diary.helpers import write_run
+from tests.diary.helpers import cli, write_run
 from trainrecord.cli import main
 
 STATUS = {
@@ -28,6 +28,12 @@ STATUS = {
     "seal": {0, 2},
 }
 """The exit statuses each command documents (``trainrecord COMMAND --help``)."""
+
+
+def replace_line(path: Path, number: int, text: bytes) -> None:
+    lines = path.read_bytes().splitlines()
+    lines[number - 1] = text
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
 
 
 # --------------------------------------------------------------------------- commands
@@ -118,3 +124,20 @@ def test_show_summarizes_a_record_with_a_line_of_another_shape(record: Path, cas
     assert shown.out.startswith(f"integrity: FAILED: diary.jsonl line {number} ")
     assert said in shown.out, shown.out
     assert trainrecord("show", "--no-verify", record).status == 0
+
+
+def test_verify_refuses_a_metrics_row_with_a_number_past_a_double(record: Path) -> None:
+    # 1e400 parses as inf, which the canonical JSON writer refused with an uncaught
+    # ValueError ('Out of range float values are not JSON compliant') out of verify
+    replace_line(
+        record / "metrics.jsonl", 1, b'{"step": 1e400, "loss": 1, "grad": {}, "stuck": {}}'
+    )
+    done = cli("verify", record)
+    assert done.returncode == 1 and not done.stderr, done.stderr[-3000:]
+    assert done.stdout.startswith(
+        "FAILED: metrics.jsonl line 1: [diary_metrics.step.type] step: 1e400 is too large for a "
+        "64-bit float"
+    ), done.stdout
+    assert trainrecord("show", record).out.startswith("integrity: FAILED: metrics.jsonl line 1")
+    sealed = trainrecord("seal", record)
+    assert sealed.status == 2 and "metrics.jsonl line 1: [diary_metrics.step.type]" in sealed.err
