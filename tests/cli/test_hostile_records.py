@@ -141,3 +141,11 @@ def test_verify_refuses_a_metrics_row_with_a_number_past_a_double(record: Path) 
     assert trainrecord("show", record).out.startswith("integrity: FAILED: metrics.jsonl line 1")
     sealed = trainrecord("seal", record)
     assert sealed.status == 2 and "metrics.jsonl line 1: [diary_metrics.step.type]" in sealed.err
+
+
+def test_seal_reads_a_record_json_nested_past_the_parsers_depth(record: Path) -> None:
+    # seal's look for the signer of the seal it replaces raised RecursionError
+    (record / "record.json").write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    done = cli("seal", record)
+    assert done.returncode == 0 and not done.stderr, done.stderr[-3000:]
+    assert trainrecord("verify", record).status == 0

@@ -44,7 +44,7 @@ def _signer(run_dir: Path) -> str | None:
     (record.json names a signature); None for no seal, an unsigned or unreadable one."""
     try:
         seal = json.loads((run_dir / "record.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # (nested past the parser's depth)
         return None
     signature = seal.get("signature") if isinstance(seal, dict) else None
     if isinstance(signature, dict) and isinstance(signature.get("public_key_sha256"), str):
