@@ -15,7 +15,7 @@ from __future__ import annotations
 import errno
 import fnmatch
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -223,10 +223,15 @@ def check_text(fmt: Format, text: str, path: Path | None = None) -> list[Problem
         except ValueError as exc:
             return [_syntax(fmt, (), exc)]
         return fmt.problems(document, path)
+    return _check_lines(fmt, text.split("\n"), path)
+
+
+def _check_lines(fmt: Format, lines: Sequence[str | bytes], path: Path | None) -> list[Problem]:
+    """Every problem of the lines of a JSON Lines file (text, or bytes decoded a line at a
+    time: a line that is not UTF-8 is a problem of that line), each led by ``line N``."""
     found: list[Problem] = []
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
+    if lines and not lines[-1]:
+        lines = lines[:-1]
     for number, line in enumerate(lines, start=1):
         where = f"line {number}"
         try:
@@ -256,6 +261,8 @@ def check_file(path: Path, fmt: Format | None = None) -> tuple[Format | None, li
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         fmt = fmt or detect(path)
+        if fmt is not None and fmt.layout == "jsonl":  # the lines that are not UTF-8, by number
+            return fmt, _check_lines(fmt, raw.split(b"\n"), path)
         return fmt, ([_syntax(fmt, (), exc)] if fmt else [])
     fmt = fmt or detect(path, text)
     if fmt is None:

@@ -149,3 +149,19 @@ def test_seal_reads_a_record_json_nested_past_the_parsers_depth(record: Path) ->
     done = cli("seal", record)
     assert done.returncode == 0 and not done.stderr, done.stderr[-3000:]
     assert trainrecord("verify", record).status == 0
+
+
+def test_validate_names_the_line_that_is_not_utf8_and_checks_the_others(record: Path) -> None:
+    # was one problem at '(top level)' ('can't decode byte 0xc3 in position 82'), and no
+    # other line checked
+    path = record / "metrics.jsonl"
+    with path.open("ab") as f:
+        f.write(b'{"step": 1, "loss": "\xc3", "grad": {}, "stuck": {}}\n')
+        f.write(b'{"step": "2", "loss": 1, "grad": {}, "stuck": {}}\n')
+    done = trainrecord("validate", path)
+    assert done.status == 1, done.text
+    said = done.out.splitlines()
+    assert len(said) == 2, said
+    assert said[0].startswith(f"{path}: [diary.metrics.json] line 2: not strict JSON text")
+    assert "can't decode byte 0xc3 in position 21" in said[0]
+    assert said[1].startswith(f"{path}: [diary_metrics.step.type] line 3.step:")
