@@ -200,16 +200,22 @@ def detect(path: Path, text: str | None = None) -> Format | None:
     return None
 
 
-def _syntax(fmt: Format, where: tuple[str | int, ...], exc: Exception) -> Problem:
+def syntax_problem(rule: str, where: tuple[str | int, ...], exc: Exception) -> Problem:
+    """The problem (``rule``) of a document or line at ``where`` that ``loads_strict``
+    refused with ``exc``: not strict JSON text, and why."""
     reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
     if "Exceeds the limit" in reason:  # Python's int_max_str_digits (4300 by default)
         reason = "an integer token of more than 4300 digits, which no record holds"
     return Problem(
-        fmt.syntax_rule,
+        rule,
         where,
         f"not strict JSON text (RFC 8259, UTF-8, no NaN or Infinity): {reason}; "
         "rewrite it with a JSON writer",
     )
+
+
+def _syntax(fmt: Format, where: tuple[str | int, ...], exc: Exception) -> Problem:
+    return syntax_problem(fmt.syntax_rule, where, exc)
 
 
 def check_text(fmt: Format, text: str, path: Path | None = None) -> list[Problem]:

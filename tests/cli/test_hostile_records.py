@@ -9,6 +9,7 @@ one its ``--help`` documents.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import json
 from dataclasses import dataclass
@@ -20,6 +21,10 @@ import pytest
 from tests.diary.helpers import cli, write_run
 from trainrecord.cli import main
 
+PLOT = importlib.util.find_spec("matplotlib") is not None
+"""Whether plot can run here (the ``plot`` extra); the other commands are checked anyway."""
+needs_plot = pytest.mark.skipif(not PLOT, reason="trainrecord plot needs matplotlib")
+
 STATUS = {
     "verify": {0, 1, 2, 3},
     "show": {0, 1, 2, 3},
@@ -28,6 +33,8 @@ STATUS = {
     "seal": {0, 2},
 }
 """The exit statuses each command documents (``trainrecord COMMAND --help``)."""
+
+PNG_START, PNG_END = b"\x89PNG\r\n\x1a\n", b"IEND\xaeB`\x82"
 
 
 def replace_line(path: Path, number: int, text: bytes) -> None:
@@ -90,8 +97,111 @@ def edit(run: Path, name: str, number: int, change: Any) -> None:
     path.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
 
 
+@needs_plot
+def test_plot_refuses_a_diary_line_that_is_a_json_string(record: Path) -> None:
+    # was: AttributeError: 'str' object has no attribute 'get', from plot.py
+    replace_line(record / "diary.jsonl", 3, b'"hello"')
+    image = record.parent / "plot.png"
+    done = cli("plot", record, "-o", image)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert done.stderr.startswith(
+        f"trainrecord plot: the record is not readable: {record}/diary.jsonl: "
+        "[diary.line.type] line 3: 'hello' is not of type 'object'"
+    ), done.stderr
+    assert f"trainrecord verify {record} checks the whole record" in done.stderr
+    assert not image.exists()
+
+
 def _set(key: str, value: Any) -> Any:
     return lambda line: line.__setitem__(key, value)
+
+
+def _stuck(value: Any) -> Any:
+    return lambda row: row.__setitem__("stuck", {"conv1.0": value})
+
+
+PLOT_REFUSALS = {
+    # name: (file, event or None for metrics row 1, change or raw text, what the refusal says)
+    "metrics-row-a-number": ("metrics.jsonl", None, b"3", "[diary_metrics.row.type] line 1:"),
+    "metrics-row-null": ("metrics.jsonl", None, b"null", "[diary_metrics.row.type] line 1:"),
+    "grad-a-list": (
+        "metrics.jsonl",
+        None,
+        _set("grad", ["conv1.0"]),
+        "[diary_metrics.grad.type] line 1.grad:",
+    ),
+    "grad-a-number": ("metrics.jsonl", None, _set("grad", 3), "[diary_metrics.grad.type]"),
+    "stuck-a-boolean": ("metrics.jsonl", None, _set("stuck", True), "[diary_metrics.stuck.type]"),
+    "stuck-counts-strings": (
+        "metrics.jsonl",
+        None,
+        _stuck(["0", "1", "0", "0"]),
+        "[diary_metrics.stuck.count] line 1.stuck.conv1.0[0]:",
+    ),
+    "stuck-counts-a-number": ("metrics.jsonl", None, _stuck(4), "[diary_metrics.stuck.shape]"),
+    "step-missing": (
+        "metrics.jsonl",
+        None,
+        lambda row: row.pop("step"),
+        "[diary_metrics.fields.missing] line 1.step:",
+    ),
+    "step-10**400": (
+        "metrics.jsonl",
+        None,
+        _set("step", 10**400),
+        "line 1.step: an integer of about 400 digits is too large to plot (past a 64-bit float)",
+    ),
+    "stuck-count-10**400": (
+        "metrics.jsonl",
+        None,
+        _stuck([10**400, 0, 0, 0]),
+        "line 1.stuck.conv1.0: an integer of about 400 digits is too large to plot",
+    ),
+    "alarm-line-a-number": ("diary.jsonl", "alarm", b"4", "[diary.line.type] line 4:"),
+    "alarm-without-step": (
+        "diary.jsonl",
+        "alarm",
+        lambda line: line.pop("step"),
+        "[diary.alarm.fields.missing] line 4.step:",
+    ),
+    "alarm-step-10**400": (
+        "diary.jsonl",
+        "alarm",
+        _set("step", 10**400),
+        "line 4.step: an integer of about 400 digits is too large to plot",
+    ),
+    "repair-step-an-object": (
+        "diary.jsonl",
+        "repair",
+        _set("step", {"at": 12}),
+        "[diary.step.type] line 12.step:",
+    ),
+    "metrics-row-not-json": ("metrics.jsonl", None, b'{"step": ', "[diary.metrics.json] line 1:"),
+    "diary-line-not-utf8": ("diary.jsonl", "alarm", b'{"a": "\xc3"}', "[diary.file.json] line 4:"),
+}
+"""Lines plot could not draw, each of which crashed it (a TypeError, AttributeError,
+KeyError or OverflowError from plot.py or matplotlib), or, for the last two, was refused
+without naming the file or the line (``the record is not readable (Expecting value: line 1
+column 11 (char 10))``: that line 1 is the JSON text's)."""
+
+
+@pytest.mark.parametrize("case", list(PLOT_REFUSALS))
+@needs_plot
+def test_plot_refuses_a_line_it_cannot_draw_naming_file_line_and_rule(
+    record: Path, case: str
+) -> None:
+    name, event, change, said = PLOT_REFUSALS[case]
+    number = 1 if event is None else number_of(record, event)
+    if isinstance(change, bytes):
+        replace_line(record / name, number, change)
+    else:
+        edit(record, name, number, change)
+    image = record.parent / "images" / "plot.png"
+    done = trainrecord("plot", record, "-o", image)
+    assert done.status == 2, done.text
+    assert done.err.startswith(f"trainrecord plot: the record is not readable: {record / name}: ")
+    assert said in done.err, done.err
+    assert not image.parent.exists()
 
 
 SHOWN_ANYWAY = {
@@ -165,3 +275,16 @@ def test_validate_names_the_line_that_is_not_utf8_and_checks_the_others(record: 
     assert said[0].startswith(f"{path}: [diary.metrics.json] line 2: not strict JSON text")
     assert "can't decode byte 0xc3 in position 21" in said[0]
     assert said[1].startswith(f"{path}: [diary_metrics.step.type] line 3.step:")
+
+
+@needs_plot
+def test_plot_draws_a_record_whose_other_fields_break_the_schema(record: Path) -> None:
+    # plot refuses only what it reads and cannot draw: an alarm's other fields are not its
+    # to judge, and a loss or gradient norm that is no number is no point (as a NaN is)
+    edit(record, "diary.jsonl", number_of(record, "alarm"), lambda x: x.pop("severity"))
+    edit(record, "metrics.jsonl", 1, _set("grad", {"conv1.0": "much", "conv2.0": [1]}))
+    edit(record, "metrics.jsonl", 1, _set("loss", {"value": 2.3}))
+    image = record.parent / "plot.png"
+    done = trainrecord("plot", record, "-o", image)
+    assert done.status == 0 and not done.err, done.text
+    assert image.read_bytes().startswith(PNG_START)

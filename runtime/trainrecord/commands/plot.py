@@ -4,6 +4,14 @@ Top: the gradient norm of every layer per check (log scale) from metrics.jsonl. 
 stuck channels per producer (certified + flat + silent + decayed). Alarm steps are
 marked with dotted red lines and repair steps with dashed green lines. Uses matplotlib's
 Agg backend (no display needed).
+
+A gradient norm that is no number (NaN, infinite, ``10**400``, a string) is no point. A
+line it cannot draw (not strict JSON, not a JSON object, a metrics row the row schema
+refuses otherwise, an alarm or repair line without an integer step, a step or stuck count
+past a 64-bit float) is named with its file, line and rule, and nothing is written.
+
+Exit status: 0 the plot is written; 2 usage error (no run directory, no metrics.jsonl in
+it, an image format matplotlib cannot write) or a line it cannot draw.
 """
 
 from __future__ import annotations
@@ -14,9 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from trainrecord.commands import plain, run_dir_problem
-from trainrecord.diary.read import read_diary, read_metrics
+from trainrecord.diary.read import DIARY, METRICS, read_diary, read_metrics
 from trainrecord.errors import escaped
 from trainrecord.schemas import finite_number
+
+DRAWN = {"alarm": ("step",), "repair": ("step",)}
+"""The diary events plot marks, and what it reads of them (their step)."""
 
 
 def register(subparsers: Any) -> None:
@@ -73,10 +84,59 @@ def plot(run_dir: Path, output: Path) -> Path:
     import matplotlib.pyplot as plt
 
     output = output_path(output)
-
-    rows = read_metrics(run_dir)
-    lines = read_diary(run_dir)
+    rows, lines = _records(run_dir)
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
+    try:
+        _draw(run_dir, rows, lines, fig, top, bottom)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(output, dpi=100, format=output.suffix[1:].lower())
+    finally:
+        plt.close(fig)
+    return output
+
+
+def _records(run_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The rows of metrics.jsonl and the alarm and repair lines of diary.jsonl. Raises
+    ``ValueError`` naming the file, the line and the rule of the first line plot cannot
+    draw: one :func:`read_metrics` or :func:`read_diary` (of the steps of :data:`DRAWN`)
+    refuses, or a step or a sum of stuck counts past a 64-bit float (the schemas allow any
+    integer; no axis holds it)."""
+    path = run_dir / METRICS
+    try:
+        rows = read_metrics(run_dir)
+        for number, row in enumerate(rows, 1):
+            _plottable(number, "step", row["step"])
+            for layer, counts in row["stuck"].items():
+                _plottable(number, f"stuck.{escaped(layer)}", sum(counts))
+        path = run_dir / DIARY
+        lines = []
+        for number, line in enumerate(read_diary(run_dir, DRAWN), 1):
+            if line.get("event") in ("alarm", "repair"):  # (== only: it may be a list)
+                _plottable(number, "step", line["step"])
+                lines.append(line)
+    except ValueError as exc:  # (a RecordRefused too)
+        raise ValueError(f"{escaped(str(path))}: {exc}") from None
+    return rows, lines
+
+
+def _plottable(number: int, name: str, value: int) -> None:
+    """Raise ``ValueError`` for an integer no 64-bit float holds (``10**400``)."""
+    if not finite_number(value):
+        raise ValueError(
+            f"line {number}.{name}: an integer of about {int(value.bit_length() * 0.30103)} "
+            "digits is too large to plot (past a 64-bit float)"
+        )
+
+
+def _draw(
+    run_dir: Path,
+    rows: list[dict[str, Any]],
+    lines: list[dict[str, Any]],
+    fig: Any,
+    top: Any,
+    bottom: Any,
+) -> None:
+    """Draw the two panels of :func:`plot`."""
     layers = list(dict.fromkeys(k for r in rows for k in r["grad"]))
     positive = [v for r in rows for v in r["grad"].values() if finite_number(v) and v > 0]
     floor = min(positive) / 10 if positive else 1e-12  # where zero norms are drawn
@@ -134,10 +194,6 @@ def plot(run_dir: Path, output: Path) -> Path:
     if producers:
         bottom.legend(fontsize="x-small", ncol=2, loc="best")
     fig.tight_layout()
-    output.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(output, dpi=100, format=output.suffix[1:].lower())
-    plt.close(fig)
-    return output
 
 
 def run(args: argparse.Namespace) -> int:
@@ -157,7 +213,8 @@ def run(args: argparse.Namespace) -> int:
         out = plot(args.run_dir, target)
     except ValueError as exc:
         print(
-            f"trainrecord plot: the record is not readable ({exc}); run trainrecord verify",
+            f"trainrecord plot: the record is not readable: {exc}; trainrecord verify "
+            f"{escaped(str(args.run_dir))} checks the whole record",
             file=sys.stderr,
         )
         return 2

@@ -1,43 +1,97 @@
 """Reading a record for people: the diary's lines, the metrics rows, and a summary.
 
 These readers are lenient (they stop at a torn last line and skip nothing else); they do
-not verify. Use :func:`trainrecord.diary.verify` to know whether the record is intact.
+not verify. Use :func:`trainrecord.diary.verify` to know whether the record is intact. They
+refuse what they cannot hand on (a line that is not a JSON object, a metrics row of another
+shape) with a :class:`~trainrecord.errors.RecordRefused` naming the line and its rule.
 """
 
 from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from trainrecord.canonical import loads_strict
+from trainrecord.diary.events import METRICS_ROW_SCHEMA, fast_line_problems, fast_problems
 from trainrecord.diary.nonfinite import decode
+from trainrecord.errors import Problem, RecordRefused
+from trainrecord.formats import syntax_problem
 
 DIARY, METRICS = "diary.jsonl", "metrics.jsonl"
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Every complete line of a JSON-lines file (a torn last line is left out)."""
+def read_jsonl(
+    path: Path, check: Callable[[Any], list[Problem]], json_rule: str
+) -> list[dict[str, Any]]:
+    """Every complete line of a JSON-lines file (a torn last line is left out).
+
+    Raises :class:`RecordRefused` for the first line that is not strict JSON (rule
+    ``json_rule``) or in which ``check`` finds a problem (it must refuse a line that is not
+    a JSON object), the problem's field led by the line: ``line 3.grad``."""
     if not path.exists():
         return []
     data = path.read_bytes()
     end = data.rfind(b"\n") + 1
-    return [loads_strict(raw) for raw in data[:end].split(b"\n")[:-1]]
+    lines = []
+    for number, raw in enumerate(data[:end].split(b"\n")[:-1], 1):
+        where = f"line {number}"
+        try:
+            line = loads_strict(raw)
+        except ValueError as exc:
+            raise RecordRefused([syntax_problem(json_rule, (where,), exc)]) from None
+        found = check(line)
+        if found:
+            first = found[0]
+            raise RecordRefused(
+                [Problem(first.rule, (where, *first.path), first.message, first.value)]
+            )
+        lines.append(line)
+    return lines
 
 
-def read_diary(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The lines of diary.jsonl."""
-    return read_jsonl(Path(run_dir) / DIARY)
+def read_diary(
+    run_dir: str | os.PathLike[str], reads: Mapping[str, Collection[str]] | None = None
+) -> list[dict[str, Any]]:
+    """The lines of diary.jsonl, each a JSON object (see :func:`read_jsonl` for what is
+    refused). ``reads`` names, per event, the fields the caller reads (``{"alarm":
+    ("step",)}``): in a line of such an event they are checked against its schema (there,
+    and of the spec's type); the other fields are not the caller's to refuse."""
+    reads = reads or {}
+
+    def check(line: Any) -> list[Problem]:
+        if not isinstance(line, dict):
+            return fast_line_problems(line)
+        event = line.get("event")
+        fields = reads.get(event, ()) if isinstance(event, str) else ()
+        if not fields:
+            return []
+        return [p for p in fast_line_problems(line) if p.path[:1] in [(f,) for f in fields]]
+
+    return read_jsonl(Path(run_dir) / DIARY, check, "diary.file.json")
+
+
+NO_VALUE = frozenset({"diary_metrics.loss.type", "diary_metrics.grad.value"})
+"""The rules of a metrics row's loss or gradient norm that is no number (``10**400``, a
+string): a reader takes it for no value, as a NaN (show leaves it out of the loss line,
+plot draws no point for it), and does not refuse the row."""
 
 
 def read_metrics(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The rows of metrics.jsonl, with non-finite tokens turned back into floats."""
-    rows = read_jsonl(Path(run_dir) / METRICS)
+    """The rows of metrics.jsonl, each checked against the row schema (but for
+    :data:`NO_VALUE`), with non-finite tokens turned back into floats (see
+    :func:`read_jsonl` for what is refused)."""
+
+    def check(row: Any) -> list[Problem]:
+        return [p for p in fast_problems(row, METRICS_ROW_SCHEMA) if p.rule not in NO_VALUE]
+
+    rows = read_jsonl(Path(run_dir) / METRICS, check, "diary.metrics.json")
     for row in rows:
-        row["loss"] = decode(row.get("loss"))
-        row["grad"] = {k: decode(v) for k, v in (row.get("grad") or {}).items()}
+        row["loss"] = decode(row["loss"])
+        row["grad"] = {k: decode(v) for k, v in row["grad"].items()}
     return rows
 
 
