@@ -277,6 +277,23 @@ def test_validate_names_the_line_that_is_not_utf8_and_checks_the_others(record: 
     assert said[1].startswith(f"{path}: [diary_metrics.step.type] line 3.step:")
 
 
+@pytest.mark.parametrize("ext", ["svg", "pdf"])
+@needs_plot
+def test_plot_on_a_full_disk_leaves_no_image(record: Path, tiny_fs: Path, ext: str) -> None:
+    # was: half an .svg (16 KiB of a larger file) left behind, an empty .pdf and a
+    # traceback from matplotlib's PDF backend (AttributeError: 'Stream' object has no
+    # attribute 'pos', raised while it handled ENOSPC)
+    (tiny_fs / "filler").write_bytes(b"x" * (12 << 10))  # 4 KiB left: no image fits
+    image = tiny_fs / f"plot.{ext}"
+    done = cli("plot", record, "-o", image)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert done.stderr == (
+        "trainrecord plot: cannot write the plot (No space left on device); nothing was "
+        f"written: {image}\n"
+    )
+    assert [p.name for p in tiny_fs.iterdir()] == ["filler"]
+
+
 @needs_plot
 def test_plot_draws_a_record_whose_other_fields_break_the_schema(record: Path) -> None:
     # plot refuses only what it reads and cannot draw: an alarm's other fields are not its

@@ -17,6 +17,7 @@ it, an image format matplotlib cannot write) or a line it cannot draw.
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from pathlib import Path
 from typing import Any
@@ -86,13 +87,31 @@ def plot(run_dir: Path, output: Path) -> Path:
     output = output_path(output)
     rows, lines = _records(run_dir)
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
+    image = io.BytesIO()
     try:
         _draw(run_dir, rows, lines, fig, top, bottom)
-        output.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(output, dpi=100, format=output.suffix[1:].lower())
+        fig.savefig(image, dpi=100, format=output.suffix[1:].lower())
     finally:
         plt.close(fig)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    _write(output, image.getvalue())
     return output
+
+
+def _write(output: Path, data: bytes) -> None:
+    """Write the image whole or not at all: a temporary file beside ``output``, renamed over
+    it (a full disk left half an .svg, and an empty .pdf with a traceback from matplotlib's
+    PDF backend). Raises ``OSError`` naming ``output``."""
+    from trainrecord.foundry import files
+
+    try:
+        files.replace(output, data)
+    except OSError as exc:
+        raise OSError(
+            exc.errno,
+            f"cannot write the plot ({exc.strerror or exc}); nothing was written",
+            str(output),
+        ) from None
 
 
 def _records(run_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
