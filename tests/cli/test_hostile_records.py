@@ -1,9 +1,23 @@
-"""The commands that read a record, on records of another shape than the spec's: one test
-per crash (or refusal that named no line) that a sweep of the commands on hostile records
-found, each failing before its fix; a few through a real ``python -m trainrecord.cli``
-process. Each command runs in this process (``trainrecord.cli.main``) unless said: no
-exception may escape it, nothing it prints may say ``Traceback``, and its exit status is
-one its ``--help`` documents.
+"""Hostile records: the commands that read a record, on a real one damaged.
+
+The records are made once per module by the runtime's own writers (DiaryWriter,
+MetricsWriter and the seal; write_witness and write_metrics for the Foundry ones).
+Hypothesis damages a copy per example, one line or file at a time, in ways that stay JSON
+and UTF-8 (a line that is a string, a number, an array, null, an empty or nested object; a
+field of another type: a string for a number, a list for an object, an object for a list
+of layer names; 10**400, 1e400, -0, -0.0; a missing field; a duplicate key) and in ways
+that do not (a line that is not JSON, or not UTF-8). A damaged diary is re-chained as a
+forger would, half the time, so that verify and show read past the hash chain into the
+fields. Each command then runs in this process (``trainrecord.cli.main``) and must keep
+what the commands promise of bad input:
+
+* no exception escapes, and nothing it prints says ``Traceback``;
+* its exit status is one its ``--help`` documents;
+* ``plot -o`` leaves a whole image or no file at all;
+* a refusal names the file, and for a JSON-lines file the line.
+
+Below the properties, one plain test per crash the sweep found (each failed before its
+fix), a few of them through a real ``python -m trainrecord.cli`` process.
 """
 
 from __future__ import annotations
@@ -12,14 +26,23 @@ import contextlib
 import importlib.util
 import io
 import json
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.diary.helpers import cli, write_run
+from trainrecord.canonical import GENESIS, line_hash
 from trainrecord.cli import main
+from trainrecord.foundry import write_metrics, write_witness
+from trainrecord_conformance.strategies import json_values, tricky_floats, tricky_strings
 
 PLOT = importlib.util.find_spec("matplotlib") is not None
 """Whether plot can run here (the ``plot`` extra); the other commands are checked anyway."""
@@ -36,11 +59,167 @@ STATUS = {
 
 PNG_START, PNG_END = b"\x89PNG\r\n\x1a\n", b"IEND\xaeB`\x82"
 
+# --------------------------------------------------------------------------- strategies
+
+SPELLINGS = (
+    str(10**400),
+    "-" + str(10**400),
+    "1e400",
+    "-1e400",
+    "1E-400",
+    "-0",
+    "-0.0",
+    "9007199254740993",
+    "{}",
+    "[]",
+    "[[]]",
+    '{"nested": {"deeper": {}}}',
+    '["conv1.0", "conv2.0"]',
+    '{"conv1.0": "conv2.0"}',
+    '{"a": 1, "a": 2}',
+    '""',
+    "null",
+    "true",
+)
+"""JSON text of values no writer of trainrecord spells so: integers and floats past a
+64-bit float, negative zeros, empty and nested containers, a list or an object where the
+other goes, a duplicate key."""
+
+NOT_JSON = (b"", b" ", b"{", b'{"event": ', b"NaN", b"-Infinity", b"[1,]", b"{'a': 1}", b"[" * 3000)
+"""Lines that are no JSON text (an empty line, a cut one, Python's spelling, nesting past
+the parser's depth)."""
+
+NOT_UTF8 = (b"\xff\xfe{}", b'{"event": "\xc3"}', b'{"a": "\xc0\xaf"}', b'"\xed\xa0\x80"')
+"""Lines that are no UTF-8 (an invalid start byte, a cut sequence, an overlong form, an
+encoded surrogate)."""
+
+
+def fragments() -> st.SearchStrategy[str]:
+    """JSON text of one value: a hostile spelling or any JSON value, string or float."""
+    return st.one_of(
+        st.sampled_from(SPELLINGS),
+        json_values(4).map(json.dumps),
+        tricky_strings().map(json.dumps),
+        tricky_floats().map(json.dumps),
+    )
+
+
+def spots(doc: Any, at: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    """The path of every value inside ``doc`` (not ``doc`` itself)."""
+    inner: list[tuple[str | int, ...]] = []
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            inner += [(*at, key), *spots(value, (*at, key))]
+    elif isinstance(doc, list):
+        for i, value in enumerate(doc):
+            inner += [(*at, i), *spots(value, (*at, i))]
+    return inner
+
+
+_SPLICE = "@@splice@@"
+
+
+def splice(doc: Any, at: tuple[str | int, ...], fragment: str | None) -> bytes:
+    """``doc`` as JSON text with the value at ``at`` spelled ``fragment``, or removed
+    (``None``: a missing field, or a shorter list)."""
+    copy = json.loads(json.dumps(doc))
+    parent = copy
+    for part in at[:-1]:
+        parent = parent[part]
+    if fragment is None:
+        del parent[at[-1]]
+        return json.dumps(copy).encode()
+    parent[at[-1]] = _SPLICE
+    return json.dumps(copy).replace(json.dumps(_SPLICE), fragment, 1).encode()
+
+
+def twice(doc: dict[str, Any], name: str, fragment: str) -> bytes:
+    """``doc`` as JSON text with ``name`` written again at its end, valued ``fragment``."""
+    return (json.dumps(doc)[:-1] + f", {json.dumps(name)}: {fragment}}}").encode()
+
+
+def damaged(doc: Any) -> st.SearchStrategy[bytes]:
+    """The text of ``doc`` (a line, or a file of one document) damaged once."""
+    ways = [
+        st.tuples(st.sampled_from(spots(doc)), fragments()).map(lambda d: splice(doc, *d)),
+        st.sampled_from(spots(doc)).map(lambda at: splice(doc, at, None)),
+        fragments().map(str.encode),  # the whole line another value
+        st.sampled_from(NOT_JSON),
+        st.sampled_from(NOT_UTF8),
+    ]
+    if isinstance(doc, dict):  # a name twice
+        ways.append(
+            st.tuples(st.sampled_from(sorted(doc)), fragments()).map(lambda d: twice(doc, *d))
+        )
+    return st.one_of(ways)
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class Pristine:
+    """The records every example damages a copy of."""
+
+    root: Path
+    run: Path
+    foundry: Path
+
+    def lines(self, name: str) -> list[Any]:
+        return [json.loads(x) for x in (self.run / name).read_bytes().splitlines()]
+
+    def document(self, path: Path) -> Any:
+        return json.loads(path.read_bytes())
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory: pytest.TempPathFactory) -> Pristine:
+    root = tmp_path_factory.mktemp("hostile")
+    run = root / "run"
+    write_run(run, repeat=2)  # diary (every event type), metrics (2 rows), seal
+    foundry = root / "foundry"
+    write_witness(
+        foundry, config={"lr": 0.1}, device="cpu", wall_seconds=12, env={"FOUNDRY_RUN_ID": "42"}
+    )
+    row = {"benchmark": "ETTh1", "metric": "mse", "horizon": 96, "seed": 0, "value": 0.38}
+    write_metrics(foundry, [row, {**row, "metric": "mae", "value": 0.41}])
+    return Pristine(root, run, foundry)
+
+
+@contextlib.contextmanager
+def copy_of(folder: Path) -> Iterator[Path]:
+    """A fresh copy of ``folder`` for one example, removed after it."""
+    with tempfile.TemporaryDirectory(dir=folder.parent) as where:
+        copy = Path(where) / folder.name
+        shutil.copytree(folder, copy)
+        yield copy
+
 
 def replace_line(path: Path, number: int, text: bytes) -> None:
     lines = path.read_bytes().splitlines()
     lines[number - 1] = text
     path.write_bytes(b"".join(line + b"\n" for line in lines))
+
+
+def rechain(diary: Path) -> None:
+    """What a forger does after changing a line: every line's prev and hash made anew from
+    the genesis, in the text as it is (a line that cannot be read is left alone)."""
+    prev, out = GENESIS, []
+    for raw in diary.read_bytes().splitlines():
+        try:
+            line = json.loads(raw)
+            old = (line["prev"], line["hash"])
+            body = {k: v for k, v in line.items() if k not in ("prev", "hash")}
+            new = line_hash(prev, body)
+            assert all(isinstance(x, str) and len(x) == 64 for x in old)
+        except (ValueError, TypeError, KeyError, AssertionError, RecursionError):
+            out.append(raw)
+            continue
+        out.append(
+            raw.replace(old[0].encode(), prev.encode()).replace(old[1].encode(), new.encode())
+        )
+        prev = new
+    diary.write_bytes(b"".join(line + b"\n" for line in out))
 
 
 # --------------------------------------------------------------------------- commands
@@ -67,6 +246,127 @@ def trainrecord(*args: str | Path) -> Outcome:
     assert "Traceback" not in done.text, done.text[-3000:]
     assert status in STATUS[str(args[0])], (args, status, done.text[-3000:])
     return done
+
+
+def names_line(text: str, name: str, number: int | None) -> bool:
+    """Whether ``text`` names the file ``name`` and, for a JSON-lines file, line ``number``."""
+    if name not in text:
+        return False
+    return number is None or re.search(rf"\bline {number}\b", text) is not None
+
+
+FAILED_AT = re.compile(r"(diary\.jsonl|metrics\.jsonl) line [1-9]\d*\b|record\.json|record\.sig")
+"""How verify's verdict names where the record fails."""
+
+
+def check_verdicts(run: Path) -> None:
+    """verify and show: a failure names its file (and line, in a JSON-lines file)."""
+    verdict = trainrecord("verify", run)
+    as_json = json.loads(trainrecord("verify", "--json", run).out)
+    assert verdict.status == {"ok": 0, "failed": 1, "torn": 3}[as_json["status"]]
+    if verdict.status == 1:
+        assert FAILED_AT.search(verdict.out), verdict.out
+        failure = as_json["failure"]
+        if failure["file"].endswith(".jsonl") and failure["rule"] != "diary.file.empty":
+            assert failure["line"] >= 1, failure
+    shown = trainrecord("show", run)
+    assert shown.status == verdict.status, (shown.text[-2000:], verdict.text)
+    if shown.status == 1:
+        first = shown.out.splitlines()[0]
+        assert first.startswith("integrity: FAILED: ") and FAILED_AT.search(first), first
+
+
+def check_reading(run: Path, name: str, number: int | None) -> None:
+    """show --no-verify, validate and plot on a record whose file ``name`` is damaged at
+    line ``number`` (None: a file of one document): each refusal names it."""
+    if name == "diary.jsonl":
+        unverified = trainrecord("show", "--no-verify", run)
+        assert unverified.status in (0, 2)
+        if unverified.status == 2:
+            assert names_line(unverified.err, name, number), unverified.err
+    validated = trainrecord("validate", run / name)
+    if validated.status == 1:
+        for said in validated.out.splitlines():
+            assert said.startswith(f"{run / name}: ["), said
+            assert number is None or f"] line {number}" in said, said
+    assert validated.status != 2, validated.text  # the name tells the format
+    if name == "record.json" or not PLOT:
+        return  # plot reads no seal (and needs the plot extra)
+    image = run.parent / "images" / "plot.png"
+    image.parent.mkdir()
+    plotted = trainrecord("plot", run, "-o", image)
+    if plotted.status == 0:
+        data = image.read_bytes()
+        assert data.startswith(PNG_START) and data.endswith(PNG_END)
+    else:
+        assert not any(image.parent.iterdir()), list(image.parent.iterdir())  # nothing half-made
+        assert names_line(plotted.err, name, number), plotted.err
+
+
+def check_seal(run: Path) -> None:
+    """seal last (it writes record.json): a refusal names the file that fails."""
+    sealed = trainrecord("seal", run)
+    if sealed.status == 2:
+        assert FAILED_AT.search(sealed.err), sealed.err
+
+
+# --------------------------------------------------------------------------- properties
+
+
+@given(data=st.data())
+def test_each_command_on_a_diary_with_a_damaged_line(pristine: Pristine, data: Any) -> None:
+    lines = pristine.lines("diary.jsonl")
+    number = data.draw(st.integers(1, len(lines)), label="line")
+    text = data.draw(damaged(lines[number - 1]), label="text")
+    forged = data.draw(st.booleans(), label="rechained")
+    with copy_of(pristine.run) as run:
+        replace_line(run / "diary.jsonl", number, text)
+        if forged:
+            rechain(run / "diary.jsonl")
+        check_verdicts(run)
+        check_reading(run, "diary.jsonl", number)
+        check_seal(run)
+
+
+@given(data=st.data())
+def test_each_command_on_a_record_with_a_damaged_metrics_row(pristine: Pristine, data: Any) -> None:
+    rows = pristine.lines("metrics.jsonl")
+    number = data.draw(st.integers(1, len(rows)), label="row")
+    text = data.draw(damaged(rows[number - 1]), label="text")
+    with copy_of(pristine.run) as run:
+        replace_line(run / "metrics.jsonl", number, text)
+        check_verdicts(run)
+        check_reading(run, "metrics.jsonl", number)
+        check_seal(run)
+
+
+@given(data=st.data())
+def test_each_command_on_a_record_with_a_damaged_seal(pristine: Pristine, data: Any) -> None:
+    text = data.draw(damaged(pristine.document(pristine.run / "record.json")), label="text")
+    with copy_of(pristine.run) as run:
+        (run / "record.json").write_bytes(text)
+        check_verdicts(run)
+        check_reading(run, "record.json", None)
+        check_seal(run)
+
+
+@given(data=st.data())
+def test_validate_on_a_damaged_foundry_record(pristine: Pristine, data: Any) -> None:
+    name = data.draw(st.sampled_from(["observed.attempt0.json", "metrics.json"]), label="file")
+    text = data.draw(damaged(pristine.document(pristine.foundry / name)), label="text")
+    with copy_of(pristine.foundry) as folder:
+        (folder / name).write_bytes(text)
+        validated = trainrecord("validate", folder / name)
+        assert validated.status != 2, validated.text
+        if validated.status == 1:
+            for said in validated.out.splitlines():
+                assert said.startswith(f"{folder / name}: ["), said
+        report = trainrecord("validate", "--json", folder)
+        files = {Path(f["path"]).name: f for f in json.loads(report.out)["files"]}
+        assert files[name]["valid"] == (validated.status == 0)
+        for command in ("verify", "show"):  # no diary here: the usage error names the records
+            refused = trainrecord(command, folder)
+            assert refused.status == 2 and "holds Foundry run records" in refused.err
 
 
 # --------------------------------------------------------------------------- regressions
