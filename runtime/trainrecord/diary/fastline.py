@@ -68,18 +68,6 @@ def canonical_body_std(line: dict[str, Any]) -> bytes:
     return canonical_line(body).encode("utf-8")
 
 
-def parse_line(raw: bytes) -> tuple[Any, bytes | None]:
-    """Parse one line strictly; return the value and, for an object, its canonical body bytes.
-
-    Raises :class:`LineSyntaxError` when the line is not strict JSON. The body bytes are
-    None when the value is not an object.
-    """
-    value = parse_std(raw)
-    if not isinstance(value, dict):
-        return value, None
-    return value, canonical_body_std(value)
-
-
 def _no_fast_parse(raw: bytes) -> Any:  # pragma: no cover - without orjson
     raise ValueError("orjson is not installed")
 
