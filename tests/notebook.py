@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.processes import communicate
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -108,25 +108,12 @@ def run_cells(
     have the cells after it."""
     source = cwd / "cells.json"
     source.write_text(json.dumps(cells), encoding="utf-8")
-    environ = {**os.environ, "PYTHONFAULTHANDLER": "1", **(env or {})}
+    environ = {**os.environ, **(env or {})}
     environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), environ.get("PYTHONPATH", "")])
     command = [sys.executable, "-c", KERNEL, str(source), MARK]
-    with subprocess.Popen(
-        command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ
-    ) as process:
-        try:
-            out, err = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            process.send_signal(signal.SIGABRT)
-            try:
-                out, err = process.communicate(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                out, err = process.communicate()
-            raise AssertionError(
-                f"the notebook ran past {timeout} s; its threads at SIGABRT:\n{err[-6000:]}\n"
-                f"its output:\n{out[-2000:]}"
-            ) from None
+    code, out, err = communicate(
+        command, what="the notebook", timeout=timeout, env=environ, cwd=cwd
+    )
     results = [Cell(**json.loads(x[len(MARK) :])) for x in out.splitlines() if x.startswith(MARK)]
     rest = [x for x in out.splitlines() if not x.startswith(MARK)]
-    return Notebook(results, "\n".join(rest) + err, process.returncode)
+    return Notebook(results, "\n".join(rest) + err, code)

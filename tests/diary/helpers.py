@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -13,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import SPEC
+from tests.processes import communicate
 from trainrecord.diary import DiaryWriter, MetricsWriter
 
 COMMON = ("seq", "time", "event", "prev", "hash")
@@ -99,24 +98,8 @@ def cli(*args: str | Path, timeout: float = 120) -> subprocess.CompletedProcess[
     One that runs past ``timeout`` seconds fails the test with where each of its threads
     was (faulthandler's dump at SIGABRT) and what it printed, not a bare TimeoutExpired."""
     command = [sys.executable, "-m", "trainrecord.cli", *map(str, args)]
-    env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
-    with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-    ) as process:
-        try:
-            out, err = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            process.send_signal(signal.SIGABRT)
-            try:
-                out, err = process.communicate(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                out, err = process.communicate()
-            raise AssertionError(
-                f"{' '.join(command[1:])} ran past {timeout} s; its threads at SIGABRT:\n"
-                f"{err[-6000:]}\nits output:\n{out[-2000:]}"
-            ) from None
-    return subprocess.CompletedProcess(command, process.returncode, out, err)
+    code, out, err = communicate(command, what=" ".join(command[1:]), timeout=timeout)
+    return subprocess.CompletedProcess(command, code, out, err)
 
 
 def rechain(run_dir: Path, change: Callable[[int, dict[str, Any]], None] | None = None) -> None:
