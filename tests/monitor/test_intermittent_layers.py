@@ -260,3 +260,87 @@ def test_a_replaced_head_starts_with_no_history_of_gaps(run_dir: Path) -> None:
         before_step=replace,
     )
     assert _no_gradient(lines) == [(22, "heads.task0"), (42, "heads.task0")]
+
+
+class SwitchMoE(nn.Module):
+    """An input layer, 6 experts and an output layer; each token goes to one expert, and
+    each expert is called on the tokens routed to it, an empty batch when there is none
+    (the loop of Switch Transformers' sparse MLP): the expert ran, a backward reached it,
+    and its gradient is all zero."""
+
+    def __init__(self, experts: int = 6) -> None:
+        super().__init__()
+        self.inp = nn.Linear(16, 32)
+        self.experts = nn.ModuleList(nn.Linear(32, 32) for _ in range(experts))
+        self.out = nn.Linear(32, 4)
+
+    def forward(self, x: torch.Tensor, route: torch.Tensor) -> torch.Tensor:
+        """Class scores; ``route``: each token's expert."""
+        h = F.relu(self.inp(x))
+        mixed = torch.zeros_like(h)
+        for e, expert in enumerate(self.experts):
+            mask = route == e
+            mixed[mask] = expert(h[mask])
+        return self.out(h + mixed)
+
+
+def _train_moe(
+    run_dir: Path, set_to_none: bool, dropped_from: int | None = None
+) -> tuple[list[dict[str, Any]], list[list[int]]]:
+    """300 steps of 12 tokens, each routed at random (hash routing) to one of 6 experts,
+    AdamW, check_every=5; from step ``dropped_from`` on no token goes to expert 5 (the
+    router dropped it). Returns the diary and the tokens each expert got at each step."""
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(3600, 16, generator=g)
+    y = (x @ torch.randn(16, 4, generator=g)).argmax(-1)
+    model = SwitchMoE()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    tokens = []
+    with Monitor(model, opt, run_dir, log=False, check_every=5) as monitor:
+        for step in range(300):
+            dropped = dropped_from is not None and step >= dropped_from
+            route = torch.randint(0, 5 if dropped else 6, (12,), generator=g)
+            tokens.append(torch.bincount(route, minlength=6).tolist())
+            i = slice(step * 12, step * 12 + 12)
+            loss = F.cross_entropy(model(x[i], route), y[i])
+            loss.backward()
+            monitor.step(loss)
+            opt.step()
+            opt.zero_grad(set_to_none=set_to_none)
+    return read_run(run_dir), tokens
+
+
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_an_expert_given_no_token_at_a_check_step_is_not_no_gradient(
+    run_dir: Path, set_to_none: bool
+) -> None:
+    """Experts of a mixture of experts, each called on the tokens routed to it (an empty
+    batch when none was): at a check step that routed no token to an expert, its gradient
+    is all zero, though the window's other steps trained it. Before, that was
+    ``no_gradient`` at the expert's first such check after the warm-up (experts 0 and 2,
+    at steps 25 and 95, cleared at the next check), the module having run, as a detached
+    branch does: 6 alarms (experts 5, 4, 3, 2, 2 and 1, at steps 25, 40, 65, 90, 115
+    and 200), either ``set_to_none``. Now an expert run on empty batches only at a check
+    step is routed: a ``no_gradient`` alarm needs more such checks in a row than twice its
+    longest run before, at least 3: one alarm, experts.2 at 115, the third check step in a
+    row that gave it no token (105, 110, 115; the Monitor cannot see the tokens the steps
+    between gave it)."""
+    lines, tokens = _train_moe(run_dir, set_to_none)
+    starved = [(s, e) for s in range(25, 300, 5) for e in range(6) if tokens[s][e] == 0]
+    assert len(starved) >= 5  # the case is exercised: check steps that gave an expert none
+    for step, layer in _no_gradient(lines):  # only at a third check in a row without tokens
+        e = int(layer.split(".")[1])
+        assert all(tokens[s][e] == 0 for s in (step, step - 5, step - 10)), (step, layer)
+
+
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_an_expert_the_router_drops_is_still_no_gradient(run_dir: Path, set_to_none: bool) -> None:
+    """From step 150 on no token goes to expert 5: it stopped learning. Its empty batches
+    make it routed, so it is ``no_gradient`` at the 3rd check without tokens (step 160),
+    as a routed task head dropped by a bug is, with grad_norm 0 (a backward reached it)."""
+    lines, _ = _train_moe(run_dir, set_to_none, dropped_from=150)
+    alarm = [a for a in events(lines, "alarm") if a["layer"] == "experts.5"]
+    assert [(a["step"], a["diagnosis"], a["grad_norm"]) for a in alarm] == [
+        (160, "no_gradient", 0.0)
+    ]

@@ -132,6 +132,7 @@ class _Pass:
     waits: bool = False  # its output needs a gradient: it counts when backward reaches it
     counted: bool = False
     called: set[int] = field(default_factory=set)  # modules it ran with gradients (ids)
+    filled: set[int] = field(default_factory=set)  # of them, run on something (see probe's)
 
 
 class ActivationProbe:
@@ -176,7 +177,10 @@ class ActivationProbe:
     pass may have sat that step out (a task head of round-robin multi-task training,
     when a gradient reached it at other steps: see ``GradientNorms.mark``), which its
     gradient, zero after ``zero_grad(set_to_none=False)``, cannot tell from a detached
-    layer's."""
+    layer's. ``filled`` holds those of them that ran at least once on an output with
+    values: a module in ``called`` but not in ``filled`` ran on empty tensors only (an
+    expert of a mixture of experts called on the no tokens routed to it), and its gradient
+    is all zero by construction."""
 
     def __init__(
         self,
@@ -196,6 +200,7 @@ class ActivationProbe:
         self.transformed = False  # a forward pass ran under a torch.func transform: unseen
         self.dtypes: set[torch.dtype] = set()  # of the outputs measured (autocast shows here)
         self.called: set[int] = set()  # ids of the modules run with gradients enabled
+        self.filled: set[int] = set()  # of them, those run on an output with values
         self._modules = list(modules.values())  # held, so that their ids stay theirs
         self._names = {id(m): n for n, m in modules.items()}
         self._removed = False
@@ -234,6 +239,7 @@ class ActivationProbe:
     def _count(self, running: _Pass) -> None:
         running.counted = True
         self.called |= running.called
+        self.filled |= running.filled
         seen, running.seen = running.seen, []
         for measured in seen:
             self._add(*measured)
@@ -250,11 +256,12 @@ class ActivationProbe:
                         running.waits = True
         # not inside backward (asked once a call: below too)
         forward = grad and torch._C._current_graph_task_id() == -1
+        tensor = first_tensor(output)
         if grad:  # (inside a forward pass of the model: counted with it)
-            if self._running and forward:
-                self._running[-1].called.add(id(module))
-            else:
-                self.called.add(id(module))
+            into = self._running[-1] if self._running and forward else self
+            into.called.add(id(module))
+            if tensor is None or tensor.numel() > 0:  # (an expert given no token: empty)
+                into.filled.add(id(module))
         name = self._names.get(id(module))
         if name is None:
             if (
@@ -269,7 +276,6 @@ class ActivationProbe:
         if in_transform():  # vmap's wrappers must not escape it (torch asserts on them)
             self.transformed = True
             return
-        tensor = first_tensor(output)
         if tensor is None or tensor.dim() < 2 or tensor.numel() == 0:
             return
         dim = channel_dim(module, tensor)

@@ -519,6 +519,7 @@ class GradientAlarms:
         loss_above: bool = False,
         new_level: bool = False,
         whole_window: bool = True,
+        routed: set[str] | frozenset[str] = frozenset(),
     ) -> list[tuple[str, dict[str, Any]]]:
         """Update baselines with this check's norms (``loss``: the check's loss value, when
         there is one); return the alarm events to write. A layer in ``trained_between``
@@ -534,7 +535,13 @@ class GradientAlarms:
         ``whole_window`` False: the Monitor's first, whose window is the steps since it
         started, step 0 alone when it starts at a check, so a task head the first step did
         not draw is not made intermittent by it). ``loss_above``: the loss rule found
-        this check's loss above its margin (a spike, or above it once); a rise above the
+        this check's loss above its margin (a spike, or above it once). ``routed``: layers
+        without a gradient whose modules ran on empty tensors only at this check step (an
+        expert given no token, see ``Monitor._ran_empty``): routed, as a layer that sat a
+        check step out and learnt again is, their longest run at least 1, so such a check
+        counts towards a run of unfed checks without alarming at the first (whether the
+        window's other steps gave the expert tokens is not known; an expert never routed
+        to again is ``no_gradient`` at the 3rd). A rise above the
         band that the loss explains is ``exploding`` only then (see
         :meth:`_rise_explained`). ``new_level``: at this check
         the loss rule took a spike that lasted as the loss's new level (a curriculum step):
@@ -566,6 +573,8 @@ class GradientAlarms:
                 if layer in trained_between:
                     self._fed(layer, sat_out=True)
                     continue  # trained at other steps (round-robin tasks): nothing to judge now
+                if layer in routed and self.intermittent.get(layer, 0) < 1:
+                    self.intermittent[layer] = 1  # (routed: see the docstring)
                 if (
                     whole_window
                     and not (base is None and norm == 0.0)

@@ -1168,8 +1168,9 @@ class Monitor:
                 values = dict(probe.values) if probe else {}
             rows = self._channels(step, names, stats, host[4], quiet, values)
         ran = probe.called if probe is not None and probe.called else None
+        filled = probe.filled if probe is not None else set()
         self._warn_not_this_model(step, tensor, probe)
-        self._gradients(step, value, read, scale, rows, trained_between, ran)  # (counts it)
+        self._gradients(step, value, read, scale, rows, trained_between, ran, filled)
 
     def _judging_state(self) -> dict[str, Any]:
         """Copies of what a check changes as it judges (see :class:`_Attempt`): the loss
@@ -1219,15 +1220,19 @@ class Monitor:
         rows: dict[str, list[int]],
         trained_between: set[str],
         ran: set[int] | None = None,
+        filled: set[int] | frozenset[int] = frozenset(),
     ) -> None:
         """A check's gradient norms, their events and the loss's, and its metrics row
         (``read``: each gradient's owner and sum of squares; ``rows``: the producers' stuck
         counts; ``trained_between``: layers without a gradient now that were updated since
         the last check; ``ran``: the ids of the modules run with gradients in the check
-        step's forward pass, None when not known)."""
+        step's forward pass, None when not known; ``filled``: those of them run on an
+        output with values at least once, see :meth:`_ran_empty`)."""
         norms, any_grad = self.norms.group(read, 1.0 if scale is None else scale[1])
+        routed: set[str] = set()
         if ran is not None:
             trained_between = trained_between | self._sat_out(norms, ran)
+            routed = self._ran_empty(norms, ran, filled)
         all_zero = any_grad and all(v == 0.0 for v in norms.values() if v is not None)
         if all_zero:
             any_grad = False  # every gradient exactly zero: after zero_grad(), or nothing flows
@@ -1275,6 +1280,7 @@ class Monitor:
                 loss_above=above,
                 new_level=new_level,
                 whole_window=self.checks > 0,  # the first: the steps since the Monitor began
+                routed=routed,
             ):
                 self._emit(event, fields)
         row = {"step": step, "loss": value, "grad": norms, "stuck": rows}
@@ -1318,6 +1324,26 @@ class Monitor:
             if norms.get(name) != 0.0 or module is None or id(module) in ran or name in unfed:
                 continue
             out.add(name)
+        return out
+
+    def _ran_empty(
+        self, norms: dict[str, float | None], ran: set[int], filled: set[int] | frozenset[int]
+    ) -> set[str]:
+        """Layers without a gradient (none, or all zero) whose modules ran in the check
+        step's forward pass on empty tensors only (``ran``: the ids of the modules that ran;
+        ``filled``: those that ran on values at least once): an expert of a mixture of
+        experts called on the tokens routed to it when none was (``expert(x[mask])``, as
+        Switch Transformers' loop over its experts does). Its gradient is all zero by
+        construction, and a backward reached it as at every step: neither tells whether the
+        other steps of the window routed tokens to it. The router picks it at some steps
+        only: it is routed (see ``GradientAlarms.observe``)."""
+        out: set[str] = set()
+        for name, norm in norms.items():
+            if norm:  # (a gradient, or a non-finite one: not empty)
+                continue
+            module = self.modules.get(name)
+            if module is not None and id(module) in ran and id(module) not in filled:
+                out.add(name)
         return out
 
     def _repair_limits(self, structure: Structure, owners: dict[int, list[str]]) -> dict[str, str]:
