@@ -113,9 +113,41 @@ def test_an_unreadable_line_shows_the_lines_before_it(run: Path) -> None:
     assert (
         out.stdout.rstrip()
         .splitlines()[-1]
-        .startswith("the summary stops before line 3 is not readable JSON")
+        .startswith(
+            "the summary stops before line 3, which is not readable: [diary.file.json] line 3: "
+            "not strict JSON text"
+        )
     )
     assert "events: run_start 1, structure 1\n" in out.stdout
+
+
+NOT_READABLE = {
+    # line 3 as written: what the refusal says after the file's name
+    "an array": (b"[1, 2]", "[diary.line.type] line 3: [1, 2] is not of type 'object'"),
+    "a string": (b'"hello"', "[diary.line.type] line 3: 'hello' is not of type 'object'"),
+    "not JSON": (b"{not json", "[diary.file.json] line 3: not strict JSON text"),
+    "not UTF-8": (b'{"a": "\xc3"}', "[diary.file.json] line 3: not strict JSON text"),
+}
+
+
+@pytest.mark.parametrize("case", list(NOT_READABLE))
+def test_no_verify_refuses_a_line_it_cannot_read_naming_file_line_and_rule(
+    run: Path, case: str
+) -> None:
+    # Before: "trainrecord show: diary.jsonl is not readable JSON lines (line 3 is not a
+    # JSON object); run trainrecord verify": no rule, unlike verify's verdict and plot's
+    # refusal of the same line (trainrecord.diary.read's RecordRefused)
+    raw, said = NOT_READABLE[case]
+    lines = (run / "diary.jsonl").read_bytes().split(b"\n")
+    lines[2] = raw
+    (run / "diary.jsonl").write_bytes(b"\n".join(lines))
+    out = cli("show", "--no-verify", run)
+    assert out.returncode == 2 and not out.stdout, out.stdout
+    assert out.stderr.startswith(
+        f"trainrecord show: the record is not readable: {run / 'diary.jsonl'}: {said}"
+    ), out.stderr
+    assert out.stderr.rstrip().endswith(f"; trainrecord verify {run} checks the whole record")
+    assert out.stderr.count("\n") == 1, out.stderr
 
 
 @pytest.mark.parametrize("encoding", ["utf-8", "ascii"])

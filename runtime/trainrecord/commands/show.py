@@ -20,7 +20,8 @@ statement is wrapped at 100 columns and its assumptions listed one a line.
 exit status: as trainrecord verify: 0 the record verifies, 1 it fails verification, 3 its
 last line is torn (a crash while writing; the summary covers the lines before it), 2 usage
 error (no run directory, no diary.jsonl, a --key that is not a public key, --key with
---no-verify, or with --no-verify a line that is not JSON); --no-verify: 0.
+--no-verify, or with --no-verify a line that is not a JSON object, named with its file,
+line and rule); --no-verify: 0.
 """
 
 from __future__ import annotations
@@ -35,9 +36,11 @@ from typing import Any
 
 from trainrecord.canonical import loads_strict
 from trainrecord.commands import load_key_option, no_diary, plain, run_dir_problem
+from trainrecord.diary.events import fast_line_problems
 from trainrecord.diary.read import DIARY, METRICS, Summary, summarize
 from trainrecord.diary.verifier import VerifyResult, verify
-from trainrecord.errors import escaped
+from trainrecord.errors import Problem, escaped
+from trainrecord.formats import syntax_problem
 from trainrecord.schemas import finite_number
 
 EXIT = {"ok": 0, "failed": 1, "torn": 3}
@@ -475,18 +478,21 @@ _SIGNATURE = {
 made them."""
 
 
-def _read(path: Path) -> tuple[list[dict[str, Any]], str | None]:
+def _read(path: Path) -> tuple[list[dict[str, Any]], Problem | None]:
     """The complete lines of diary.jsonl up to the first one that is not a JSON object (a
-    torn last line left out), and what is wrong with that one, or None."""
+    torn last line left out), and that one's problem (its field led by the line, ``line
+    3``), as :func:`trainrecord.diary.read.read_diary` refuses it, or None."""
     data = path.read_bytes()
     lines: list[dict[str, Any]] = []
     for number, raw in enumerate(data[: data.rfind(b"\n") + 1].split(b"\n")[:-1], 1):
+        where = f"line {number}"
         try:
             line = loads_strict(raw)
         except ValueError as exc:
-            return lines, f"line {number} is not readable JSON ({exc})"
+            return lines, syntax_problem("diary.file.json", (where,), exc)
         if not isinstance(line, dict):
-            return lines, f"line {number} is not a JSON object"
+            first = fast_line_problems(line)[0]
+            return lines, Problem(first.rule, (where, *first.path), first.message, first.value)
         lines.append(line)
     return lines, None
 
@@ -536,8 +542,9 @@ def run(args: argparse.Namespace) -> int:
     lines, unreadable = _read(args.run_dir / DIARY)
     if unreadable and result is None:
         print(
-            f"trainrecord show: diary.jsonl is not readable JSON lines ({unreadable}); run "
-            "trainrecord verify",
+            f"trainrecord show: the record is not readable: {escaped(str(args.run_dir / DIARY))}: "
+            f"{escaped(str(unreadable))}; trainrecord verify {escaped(str(args.run_dir))} checks the whole "
+            "record",
             file=sys.stderr,
         )
         return 2
@@ -549,7 +556,9 @@ def run(args: argparse.Namespace) -> int:
         loss = None
     out = integrity(result) + findings(summary) + render(summary, loss)
     if unreadable:
-        out.append(f"the summary stops before {unreadable}")
+        out.append(
+            f"the summary stops before {unreadable.path[0]}, which is not readable: {unreadable}"
+        )
     text = "\n".join(escaped(line) for line in out) + "\n"
     encoding = sys.stdout.encoding or "utf-8"  # (an ASCII terminal gets \u escapes)
     sys.stdout.write(text.encode(encoding, "backslashreplace").decode(encoding))
