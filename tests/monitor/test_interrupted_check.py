@@ -30,6 +30,20 @@ from tests.monitor.test_events import sgd, zero_block2
 from trainrecord.diary import verify
 from trainrecord.monitor import Monitor
 
+# The Interrupter raises at every signal point, the resumption of a generator that is
+# closed unfinished among them (``any(... for ...)`` that stopped early, then collected):
+# Python cannot raise out of that finalisation, prints the KeyboardInterrupt as "Exception
+# ignored in: <generator object ...>" and goes on, and pytest reports it as a warning. A
+# real Ctrl+C can land there too, in any Python code (about 60 such generators in
+# runtime/trainrecord; more in torch and the standard library): Python loses it, and the
+# Monitor goes on as if it had not come, which the checks below cover. A sweep of every
+# signal point of these scenarios meets 8 of them (in the monitor, repair, certificate and
+# optimizers modules); rewriting those as loops would not close the window, only move it.
+pytestmark = pytest.mark.filterwarnings(
+    r"ignore:Exception ignored in. <generator object \S+ at 0x[0-9a-f]+>\s+Traceback[\s\S]*"
+    r"\nKeyboardInterrupt\n:pytest.PytestUnraisableExceptionWarning"
+)
+
 WRITING = ("_emit", "_learn", "append")
 TALLIES = ("checks_without_gradients", "sink_errors")  # run_end counts that are not lines
 
