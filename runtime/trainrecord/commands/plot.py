@@ -9,6 +9,8 @@ A gradient norm that is no number (NaN, infinite, ``10**400``, a string) is no p
 line it cannot draw (not strict JSON, not a JSON object, a metrics row the row schema
 refuses otherwise, an alarm or repair line without an integer step, a step or stuck count
 past a 64-bit float) is named with its file, line and rule, and nothing is written.
+An -o that is a symbolic link writes the file it leads to (the link is kept), as shell
+redirection does.
 
 Exit status: 0 the plot is written; 2 usage error (no run directory, no metrics.jsonl in
 it, an image format matplotlib cannot write) or a line it cannot draw.
@@ -17,7 +19,10 @@ it, an image format matplotlib cannot write) or a line it cannot draw.
 from __future__ import annotations
 
 import argparse
+import errno
 import io
+import os
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,6 +30,7 @@ from typing import Any
 from trainrecord.commands import plain, run_dir_problem
 from trainrecord.diary.read import DIARY, METRICS, read_diary, read_metrics
 from trainrecord.errors import escaped
+from trainrecord.folders import not_regular
 from trainrecord.schemas import finite_number
 
 DRAWN = {"alarm": ("step",), "repair": ("step",)}
@@ -84,7 +90,7 @@ def plot(run_dir: Path, output: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    output = output_path(output)
+    output = _through_link(output_path(output))
     rows, lines = _records(run_dir)
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
     image = io.BytesIO()
@@ -96,6 +102,38 @@ def plot(run_dir: Path, output: Path) -> Path:
     output.parent.mkdir(parents=True, exist_ok=True)
     _write(output, image.getvalue())
     return output
+
+
+def _through_link(output: Path) -> Path:
+    """The file writing to ``output`` writes: ``output`` itself, or, for a symbolic link, the
+    file it leads to (through every link on the way; for a dangling link, the path it names),
+    which is replaced and the link kept, as shell redirection and matplotlib's ``savefig``
+    write. ``-o`` is the user's choice; the record's own files are never written through a
+    link (:func:`trainrecord.folders.open_no_link`). Raises ``OSError`` for a link loop, a
+    dangling link into a folder that does not exist and a link to no regular file (a
+    device: the temporary file renamed over it would replace the device itself)."""
+    if not output.is_symlink():
+        return output
+    shown = escaped(str(output))
+    try:
+        target = Path(os.path.realpath(output, strict=True))
+    except FileNotFoundError:
+        target = Path(os.path.realpath(output))
+        if target.parent.is_dir():
+            return target
+        problem = f"is a link to {escaped(str(target))}, whose folder does not exist; make it, or"
+        raise OSError(errno.ENOENT, f"-o {shown} {problem} give another -o{NOTHING}") from None
+    except OSError as exc:
+        problem = f"is a link loop ({exc.strerror});"
+        raise OSError(exc.errno, f"-o {shown} {problem} give another -o{NOTHING}") from None
+    mode = target.stat().st_mode
+    if not stat.S_ISREG(mode):
+        problem = f"is a link to {escaped(str(target))}, which is {not_regular(mode)};"
+        raise OSError(errno.EINVAL, f"-o {shown} {problem} give a file{NOTHING}")
+    return target
+
+
+NOTHING = " (nothing was written)"
 
 
 def _write(output: Path, data: bytes) -> None:
@@ -239,6 +277,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.output.is_dir():
         print(f"wrote {out} ({args.output} is a folder, so the plot went inside it)")
+    elif target.is_symlink():
+        print(f"wrote {out} (through the link {escaped(str(target))})")
     else:
         print(f"wrote {out}")
     return 0
