@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.diary.helpers import cli, write_run
+from tests.diary.helpers import BODIES, cli, write_run
+from trainrecord.diary import DiaryWriter, MetricsWriter
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("matplotlib") is None, reason="trainrecord plot needs matplotlib"
@@ -105,3 +106,60 @@ def test_plot_to_a_link_to_a_fifo_replaces_nothing(record: Path, tmp_path: Path)
         "a file (nothing was written)\n"
     )
     assert link.is_symlink() and fifo.is_fifo()
+
+
+def _record(run_dir: Path, grads: list[dict[str, float]], stuck: dict[str, list[int]]) -> Path:
+    """A sealed record of one metrics row per ``grads`` entry (steps 0, 1, ...), written by
+    the runtime's writers."""
+    with DiaryWriter(run_dir) as diary, MetricsWriter(run_dir) as metrics:
+        diary.append("run_start", BODIES["run_start"])
+        for step, grad in enumerate(grads):
+            metrics.append({"step": step, "loss": 1.0, "grad": grad, "stuck": stuck})
+        end = {**BODIES["run_end"], "checks": len(grads), "metrics_sha256": metrics.sha256()}
+        diary.append("run_end", end)
+    return run_dir
+
+
+@pytest.mark.parametrize("python_warnings", ["", "error"])
+def test_matplotlib_s_warnings_are_one_line_each_saying_what_they_mean(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, python_warnings: str
+) -> None:
+    # Before: matplotlib's and numpy's warnings went to stderr as they are, a source line
+    # of matplotlib's (or plot.py's) under each, once per drawing pass:
+    #   .../matplotlib/scale.py:375: RuntimeWarning: overflow encountered in exp
+    #     return np.exp(values * np.log(self.base))
+    #   .../trainrecord/commands/plot.py:253: UserWarning: Glyph 57344 (\ue000) missing
+    #   from font(s) DejaVu Sans.
+    #     fig.tight_layout()
+    # and under PYTHONWARNINGS=error, the first of them a traceback, exit 1, no image
+    monkeypatch.setenv("PYTHONWARNINGS", python_warnings)
+    run = _record(
+        tmp_path / "run",
+        [{"conv\ue000": 1.7e308, "fc\uf8ff": 1e-300}, {"conv\ue000": 1.0, "fc\uf8ff": 2.0}],
+        {"block\ue000": [0, 1, 0, 0]},
+    )
+    image = tmp_path / "plot.png"
+    done = cli("plot", run, "-o", image)
+    assert done.returncode == 0 and done.stdout == f"wrote {image}\n", done.stderr
+    assert whole_png(image)
+    assert done.stderr.splitlines() == [
+        "trainrecord plot: warning: the font (DejaVu Sans) has no glyph for U+E000, U+F8FF "
+        "in the names drawn; they are drawn as empty boxes",
+        "trainrecord plot: warning: matplotlib's arithmetic on the values drawn went past a "
+        "double (overflow encountered in exp), as values near the largest one (about "
+        "1.8e308) do: an axis may not span its values",
+    ], done.stderr
+
+
+def test_a_plain_record_plots_without_a_word_on_stderr(record: Path, tmp_path: Path) -> None:
+    done = cli("plot", record, "-o", tmp_path / "plot.svg")
+    assert done.returncode == 0 and not done.stderr, done.stderr
+
+
+def test_a_record_without_a_point_to_draw_plots_without_a_warning(tmp_path: Path) -> None:
+    # Before: "UserWarning: No artists with labels found to put in legend." (a legend was
+    # asked for the layers, none of which had a finite norm to draw)
+    run = _record(tmp_path / "run", [{"conv": None}, {"conv": None}], {})
+    done = cli("plot", run, "-o", tmp_path / "plot.png")
+    assert done.returncode == 0 and not done.stderr, done.stderr
+    assert whole_png(tmp_path / "plot.png")

@@ -10,7 +10,8 @@ line it cannot draw (not strict JSON, not a JSON object, a metrics row the row s
 refuses otherwise, an alarm or repair line without an integer step, a step or stuck count
 past a 64-bit float) is named with its file, line and rule, and nothing is written.
 An -o that is a symbolic link writes the file it leads to (the link is kept), as shell
-redirection does.
+redirection does. matplotlib's warnings while drawing (a character no font has, a value
+near the largest double) are one line each on stderr.
 
 Exit status: 0 the plot is written; 2 usage error (no run directory, no metrics.jsonl in
 it, an image format matplotlib cannot write) or a line it cannot draw.
@@ -22,8 +23,10 @@ import argparse
 import errno
 import io
 import os
+import re
 import stat
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -94,14 +97,64 @@ def plot(run_dir: Path, output: Path) -> Path:
     rows, lines = _records(run_dir)
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
     image = io.BytesIO()
-    try:
-        _draw(run_dir, rows, lines, fig, top, bottom)
-        fig.savefig(image, dpi=100, format=output.suffix[1:].lower())
-    finally:
-        plt.close(fig)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # each caught, even under -W error (said below)
+        warnings.simplefilter("ignore", DeprecationWarning)  # (a developer's, not the plot's)
+        warnings.simplefilter("ignore", PendingDeprecationWarning)
+        try:
+            _draw(run_dir, rows, lines, fig, top, bottom)
+            fig.savefig(image, dpi=100, format=output.suffix[1:].lower())
+        finally:
+            plt.close(fig)
     output.parent.mkdir(parents=True, exist_ok=True)
     _write(output, image.getvalue())
+    for said in drawing_warnings(caught):
+        print(said, file=sys.stderr)
     return output
+
+
+GLYPH = re.compile(r"Glyph (\d+) \(.*\) missing from (?:font\(s\) (.+?)|current font)\.?$")
+"""matplotlib's warning of a character its fonts cannot draw."""
+
+
+def drawing_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
+    """The warnings matplotlib (and numpy under it) gave while drawing, one line per kind,
+    saying what each means for the image, escaped: characters its fonts have no glyph
+    for, arithmetic past a double, and any other warning by its category (its first
+    message and how many more)."""
+    glyphs: dict[str, None] = {}
+    fonts: dict[str, None] = {}
+    numeric: dict[str, None] = {}
+    other: dict[str, list[str]] = {}
+    for warning in caught:
+        text = str(warning.message)
+        glyph = GLYPH.match(text)
+        if glyph:
+            glyphs[f"U+{int(glyph[1]):04X}"] = None
+            fonts[glyph[2] or "the current font"] = None
+        elif issubclass(warning.category, RuntimeWarning) and " encountered in " in text:
+            numeric[text] = None  # numpy's: overflow, invalid value, divide by zero
+        else:
+            other.setdefault(warning.category.__name__, []).append(text)
+    said = []
+    if glyphs:
+        shown = ", ".join(list(glyphs)[:8]) + (
+            f" and {len(glyphs) - 8} more" if len(glyphs) > 8 else ""
+        )
+        said.append(
+            f"the font ({', '.join(fonts)}) has no glyph for {shown} in the names drawn; they "
+            "are drawn as empty boxes"
+        )
+    if numeric:
+        said.append(
+            f"matplotlib's arithmetic on the values drawn went past a double ({'; '.join(numeric)}), "
+            "as values near the largest one (about 1.8e308) do: an axis may not span its values"
+        )
+    for category, texts in other.items():
+        more = f" ({len(texts) - 1} more like it)" if len(texts) > 1 else ""
+        first = texts[0].splitlines()[0] if texts[0].strip() else category
+        said.append(f"matplotlib warned: {first[:300]}{more}")
+    return [escaped(f"trainrecord plot: warning: {line}") for line in said]
 
 
 def _through_link(output: Path) -> Path:
@@ -246,10 +299,9 @@ def _draw(
                 linewidth=0.8,
                 label="repair" if i == 0 and ax is top else None,
             )
-    if layers:
-        top.legend(fontsize="x-small", ncol=2, loc="best")
-    if producers:
-        bottom.legend(fontsize="x-small", ncol=2, loc="best")
+    for ax in (top, bottom):
+        if ax.get_legend_handles_labels()[0]:  # (a layer without a point has no line)
+            ax.legend(fontsize="x-small", ncol=2, loc="best")
     fig.tight_layout()
 
 
