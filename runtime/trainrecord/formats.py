@@ -71,6 +71,17 @@ def _metrics_check(document: Any, path: Path | None) -> list[Problem]:
     return found or metrics_problems(document)
 
 
+def _diary_check(document: Any, path: Path | None) -> list[Problem]:
+    """A diary line: one that is JSON but not an object breaks ``diary.file.json``, as verify
+    and the readers say (:func:`trainrecord.diary.events.not_an_object`); an object is
+    checked against the line schema."""
+    from trainrecord.diary.events import SCHEMA_BASE, not_an_object
+
+    if not isinstance(document, dict):
+        return [not_an_object(document)]
+    return schemas.problems(document, SCHEMA_BASE + "line.schema.json")
+
+
 def _has(key: str, value: Any = None) -> Callable[[Any], bool]:
     def test(document: Any) -> bool:
         return (
@@ -117,6 +128,7 @@ FORMATS: tuple[Format, ...] = (
         ("diary.jsonl",),
         "diary.file.json",
         _has("event"),
+        _diary_check,
     ),
     Format(
         "diary-metrics",

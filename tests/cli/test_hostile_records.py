@@ -406,7 +406,7 @@ def test_plot_refuses_a_diary_line_that_is_a_json_string(record: Path) -> None:
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-3000:]
     assert done.stderr.startswith(
         f"trainrecord plot: the record is not readable: {record}/diary.jsonl: "
-        "[diary.line.type] line 3: 'hello' is not of type 'object'"
+        "[diary.file.json] line 3: the line is not a JSON object (got 'hello')"
     ), done.stderr
     assert f"trainrecord verify {record} checks the whole record" in done.stderr
     assert not image.exists()
@@ -457,7 +457,12 @@ PLOT_REFUSALS = {
         _stuck([10**400, 0, 0, 0]),
         "line 1.stuck.conv1.0: an integer of about 400 digits is too large to plot",
     ),
-    "alarm-line-a-number": ("diary.jsonl", "alarm", b"4", "[diary.line.type] line 4:"),
+    "alarm-line-a-number": (
+        "diary.jsonl",
+        "alarm",
+        b"4",
+        "[diary.file.json] line 4: the line is not a JSON object (got 4)",
+    ),
     "alarm-without-step": (
         "diary.jsonl",
         "alarm",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -121,10 +122,16 @@ def test_an_unreadable_line_shows_the_lines_before_it(run: Path) -> None:
     assert "events: run_start 1, structure 1\n" in out.stdout
 
 
+RULE = re.compile(r"\[([a-z_]+(?:\.[a-z0-9_]+)+)\]")
+"""A rule named in a message: ``[diary.file.json]``."""
+
 NOT_READABLE = {
     # line 3 as written: what the refusal says after the file's name
-    "an array": (b"[1, 2]", "[diary.line.type] line 3: [1, 2] is not of type 'object'"),
-    "a string": (b'"hello"', "[diary.line.type] line 3: 'hello' is not of type 'object'"),
+    "an array": (b"[1, 2]", "[diary.file.json] line 3: the line is not a JSON object (got [1, 2])"),
+    "a string": (
+        b'"hello"',
+        "[diary.file.json] line 3: the line is not a JSON object (got 'hello')",
+    ),
     "not JSON": (b"{not json", "[diary.file.json] line 3: not strict JSON text"),
     "not UTF-8": (b'{"a": "\xc3"}', "[diary.file.json] line 3: not strict JSON text"),
 }
@@ -148,6 +155,34 @@ def test_no_verify_refuses_a_line_it_cannot_read_naming_file_line_and_rule(
     ), out.stderr
     assert out.stderr.rstrip().endswith(f"; trainrecord verify {run} checks the whole record")
     assert out.stderr.count("\n") == 1, out.stderr
+
+
+@pytest.mark.parametrize("raw", [b"[1, 2]", b"null"])
+def test_every_command_names_one_rule_for_a_line_that_is_json_but_no_object(
+    run: Path, tmp_path: Path, raw: bytes
+) -> None:
+    # Before: verify (and so a verified show's first line) said [diary.file.json], the
+    # readers (show's last line, show --no-verify, plot) [diary.line.type], and validate
+    # [diary.schema] then [diary.line.type]: three rules for one line. spec/README.md's
+    # Diary verification (a strict JSON object, diary.file.json, before any schema rule)
+    # and the conformance suite's diary.file.json tamper ([1, 2], "text") pin verify's
+    pytest.importorskip("matplotlib")
+    lines = (run / "diary.jsonl").read_bytes().split(b"\n")
+    lines[2] = raw
+    (run / "diary.jsonl").write_bytes(b"\n".join(lines))
+    shown = cli("show", run).stdout.rstrip().splitlines()
+    said = {
+        "verify": cli("verify", run).stdout.splitlines()[0],
+        "show": shown[0],
+        "show's summary": shown[-1],
+        "show --no-verify": cli("show", "--no-verify", run).stderr,
+        "plot": cli("plot", run, "-o", tmp_path / "plot.png").stderr,
+        "validate": cli("validate", run / "diary.jsonl").stdout,
+    }
+    for command, text in said.items():
+        assert RULE.findall(text) == ["diary.file.json"], (command, text)
+        assert "line 3" in text and "the line is not a JSON object" in text, (command, text)
+    assert not (tmp_path / "plot.png").exists()
 
 
 @pytest.mark.parametrize("encoding", ["utf-8", "ascii"])

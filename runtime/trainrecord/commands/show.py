@@ -36,7 +36,7 @@ from typing import Any
 
 from trainrecord.canonical import loads_strict
 from trainrecord.commands import load_key_option, no_diary, plain, run_dir_problem
-from trainrecord.diary.events import fast_line_problems
+from trainrecord.diary.events import not_an_object
 from trainrecord.diary.read import DIARY, METRICS, Summary, summarize
 from trainrecord.diary.verifier import VerifyResult, verify
 from trainrecord.errors import Problem, escaped
@@ -491,8 +491,8 @@ def _read(path: Path) -> tuple[list[dict[str, Any]], Problem | None]:
         except ValueError as exc:
             return lines, syntax_problem("diary.file.json", (where,), exc)
         if not isinstance(line, dict):
-            first = fast_line_problems(line)[0]
-            return lines, Problem(first.rule, (where, *first.path), first.message, first.value)
+            problem = not_an_object(line)
+            return lines, Problem(problem.rule, (where,), problem.message, problem.value)
         lines.append(line)
     return lines, None
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from trainrecord.diary.events import fast_validators, line_problems
+from trainrecord.diary.events import NOT_AN_OBJECT, fast_validators, line_problems
 from trainrecord.diary.fastline import (
     LineSyntaxError,
     canonical_body_std,
@@ -299,7 +299,7 @@ def _slow_line(raw: bytes, line_no: int) -> tuple[dict[str, Any], bytes] | LineF
     except LineSyntaxError as exc:
         return LineFailure(line_no, None, "diary.file.json", str(exc))
     if not isinstance(value, dict):
-        return LineFailure(line_no, None, "diary.file.json", "the line is not a JSON object")
+        return LineFailure(line_no, None, "diary.file.json", NOT_AN_OBJECT)
     failure = _fail_schema(line_no, value, raw)
     if failure is not None:
         return failure

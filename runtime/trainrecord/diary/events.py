@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from trainrecord.errors import Problem
+from trainrecord.errors import Problem, safe_value
 from trainrecord.schemas import problems
 
 RECORD_VERSION = 1
@@ -57,6 +57,20 @@ def event_schema(event: Any) -> str:
     if isinstance(event, str) and event in EVENT_TYPES:
         return f"{SCHEMA_BASE}events/{event}.schema.json"
     return COMMON_SCHEMA
+
+
+NOT_AN_OBJECT = "the line is not a JSON object"
+"""What verify, show, plot and validate say of a diary.jsonl line that is JSON but no object."""
+
+
+def not_an_object(line: Any) -> Problem:
+    """The problem of a diary.jsonl line that is JSON but not an object (``[1, 2]``,
+    ``"x"``): ``diary.file.json`` ("every line of diary.jsonl is one strict JSON object"),
+    checked before any schema, as spec/README.md's Diary verification orders the checks and
+    the conformance suite's ``diary.file.json`` tamper pins it. ``diary.line.type`` is the
+    schema's rule for such a value given to the schema (spec/vectors/diary/line.json); a
+    line of the file never gets that far."""
+    return Problem("diary.file.json", (), NOT_AN_OBJECT, safe_value(line))
 
 
 def line_problems(line: Any) -> list[Problem]:

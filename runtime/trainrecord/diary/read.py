@@ -16,7 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from trainrecord.canonical import loads_strict
-from trainrecord.diary.events import METRICS_ROW_SCHEMA, fast_line_problems, fast_problems
+from trainrecord.diary.events import (
+    METRICS_ROW_SCHEMA,
+    fast_line_problems,
+    fast_problems,
+    not_an_object,
+)
 from trainrecord.diary.nonfinite import decode
 from trainrecord.errors import Problem, RecordRefused
 from trainrecord.formats import syntax_problem
@@ -64,7 +69,7 @@ def read_diary(
 
     def check(line: Any) -> list[Problem]:
         if not isinstance(line, dict):
-            return fast_line_problems(line)
+            return [not_an_object(line)]
         event = line.get("event")
         fields = reads.get(event, ()) if isinstance(event, str) else ()
         if not fields:
