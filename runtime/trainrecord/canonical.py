@@ -85,6 +85,21 @@ def loads_strict(text: str | bytes) -> Any:
         ) from None
 
 
+def refusal_reason(exc: Exception, *, in_line: bool) -> str:
+    """Why :func:`loads_strict` refused a text, in words for people.
+
+    A JSON syntax error is said by json's message and its column, and by its line too when
+    the text is a whole file (``in_line`` false): ``expecting value at column 7``. json's
+    own text (``Expecting value: line 1 column 7 (char 6)``) counts lines in the text it
+    parsed, which for one line of a JSON Lines file is always line 1, not the file's line
+    (the caller names that). Other refusals are said by their first line."""
+    if isinstance(exc, json.JSONDecodeError):
+        what = exc.msg.removesuffix(" at")  # "Unterminated string starting at"
+        at = f"column {exc.colno}" if in_line else f"line {exc.lineno}, column {exc.colno}"
+        return f"{what[:1].lower()}{what[1:]} at {at}"
+    return str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+
+
 def dumps_strict(obj: Any, *, indent: int | None = None) -> str:
     """Serialise to strict JSON (no non-finite tokens), UTF-8 text kept as is."""
     return json.dumps(obj, allow_nan=False, ensure_ascii=False, indent=indent)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from trainrecord import schemas
-from trainrecord.canonical import loads_strict
+from trainrecord.canonical import loads_strict, refusal_reason
 from trainrecord.errors import Problem
 
 
@@ -214,8 +214,10 @@ def detect(path: Path, text: str | None = None) -> Format | None:
 
 def syntax_problem(rule: str, where: tuple[str | int, ...], exc: Exception) -> Problem:
     """The problem (``rule``) of a document or line at ``where`` that ``loads_strict``
-    refused with ``exc``: not strict JSON text, and why."""
-    reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+    refused with ``exc``: not strict JSON text, and why. ``where`` is empty for a whole
+    file (a syntax error is said at its line and column) and names the line of a JSON Lines
+    file otherwise (said at its column: the line is in ``where``)."""
+    reason = refusal_reason(exc, in_line=bool(where))
     if "Exceeds the limit" in reason:  # Python's int_max_str_digits (4300 by default)
         reason = "an integer token of more than 4300 digits, which no record holds"
     return Problem(

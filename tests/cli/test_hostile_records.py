@@ -481,13 +481,20 @@ PLOT_REFUSALS = {
         _set("step", {"at": 12}),
         "[diary.step.type] line 12.step:",
     ),
-    "metrics-row-not-json": ("metrics.jsonl", None, b'{"step": ', "[diary.metrics.json] line 1:"),
+    "metrics-row-not-json": (
+        "metrics.jsonl",
+        None,
+        b'{"step": ',
+        "[diary.metrics.json] line 1: not strict JSON text (RFC 8259, UTF-8, no NaN or "
+        "Infinity): expecting value at column 10; rewrite it with a JSON writer;",
+    ),
     "diary-line-not-utf8": ("diary.jsonl", "alarm", b'{"a": "\xc3"}', "[diary.file.json] line 4:"),
 }
 """Lines plot could not draw, each of which crashed it (a TypeError, AttributeError,
 KeyError or OverflowError from plot.py or matplotlib), or, for the last two, was refused
 without naming the file or the line (``the record is not readable (Expecting value: line 1
-column 11 (char 10))``: that line 1 is the JSON text's)."""
+column 11 (char 10))``: that line 1 is the JSON text's; now ``line 1: ... expecting value at
+column 10``)."""
 
 
 @pytest.mark.parametrize("case", list(PLOT_REFUSALS))

@@ -132,7 +132,12 @@ NOT_READABLE = {
         b'"hello"',
         "[diary.file.json] line 3: the line is not a JSON object (got 'hello')",
     ),
-    "not JSON": (b"{not json", "[diary.file.json] line 3: not strict JSON text"),
+    "not JSON": (
+        b"{not json",
+        "[diary.file.json] line 3: not strict JSON text (RFC 8259, UTF-8, no NaN or Infinity): "
+        "expecting property name enclosed in double quotes at column 2; rewrite it with a "
+        "JSON writer;",
+    ),
     "not UTF-8": (b'{"a": "\xc3"}', "[diary.file.json] line 3: not strict JSON text"),
 }
 
@@ -183,6 +188,38 @@ def test_every_command_names_one_rule_for_a_line_that_is_json_but_no_object(
         assert RULE.findall(text) == ["diary.file.json"], (command, text)
         assert "line 3" in text and "the line is not a JSON object" in text, (command, text)
     assert not (tmp_path / "plot.png").exists()
+
+
+def test_a_line_that_is_not_json_is_said_at_its_column_not_at_json_s_line_1(
+    run: Path, tmp_path: Path
+) -> None:
+    # Before: the readers and validate quoted json's text, "Expecting value: line 1 column
+    # 17 (char 16)", after "line 3": line 1 of the line, not of the file
+    pytest.importorskip("matplotlib")
+    lines = (run / "diary.jsonl").read_bytes().split(b"\n")
+    lines[2] = b'{"seq": 2, "a": }'
+    (run / "diary.jsonl").write_bytes(b"\n".join(lines))
+    shown = cli("show", run).stdout.rstrip().splitlines()
+    said = {
+        "verify": cli("verify", run).stdout.splitlines()[0],
+        "show": shown[0],
+        "show's summary": shown[-1],
+        "show --no-verify": cli("show", "--no-verify", run).stderr,
+        "plot": cli("plot", run, "-o", tmp_path / "plot.png").stderr,
+        "validate": cli("validate", run / "diary.jsonl").stdout,
+    }
+    for command, text in said.items():
+        assert "line 3" in text and "expecting value at column 17" in text, (command, text)
+        assert "line 1" not in text and "char" not in text, (command, text)
+    # a whole file: its own line and column are the file's
+    (run / "record.json").write_bytes(b'{"format": 1,\n "diary": }\n')
+    out = cli("validate", run / "record.json")
+    assert out.returncode == 1, out.stderr
+    assert out.stdout == (
+        f"{run / 'record.json'}: [seal.file.json] (top level): not strict JSON text (RFC 8259, "
+        "UTF-8, no NaN or Infinity): expecting value at line 2, column 11; rewrite it with a "
+        "JSON writer\n"
+    )
 
 
 @pytest.mark.parametrize("encoding", ["utf-8", "ascii"])

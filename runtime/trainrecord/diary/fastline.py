@@ -22,7 +22,7 @@ import json
 import re
 from typing import Any
 
-from trainrecord.canonical import canonical_line, loads_strict
+from trainrecord.canonical import canonical_line, loads_strict, refusal_reason
 
 try:
     import orjson
@@ -45,7 +45,9 @@ def parse_std(raw: bytes) -> Any:
     except UnicodeDecodeError as exc:
         raise LineSyntaxError(f"the line is not UTF-8 ({exc.reason})") from None
     except json.JSONDecodeError as exc:
-        raise LineSyntaxError(f"the line is not JSON: {exc.msg} at column {exc.colno}") from None
+        raise LineSyntaxError(
+            f"the line is not JSON: {refusal_reason(exc, in_line=True)}"
+        ) from None
     except ValueError as exc:  # a non-finite token or a duplicate name (loads_strict)
         raise LineSyntaxError(str(exc)) from None
 
