@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -150,3 +151,19 @@ def test_plot_draws_a_layer_name_from_the_file_escaped(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr[-2000:]
     assert (tmp_path / "plot.png").stat().st_size > 0
     no_raw(out.stdout, out.stderr)
+
+
+def test_plot_titles_the_figure_with_the_folder_s_name_escaped(tmp_path: Path) -> None:
+    # The title was run_dir.name as it is: ESC and U+202E went into the image (the font has
+    # no glyph for ESC: a warning on stderr and an empty box), and into an SVG's text, where
+    # ESC is no XML character: the SVG was not well-formed XML
+    pytest.importorskip("matplotlib")
+    run = tmp_path / f"run{BAD}"
+    write_run(run, seal=False)
+    image = tmp_path / "plot.svg"
+    out = cli("plot", run, "-o", image)
+    assert out.returncode == 0 and not out.stderr, out.stderr[-2000:]
+    svg = image.read_text(encoding="utf-8")
+    ElementTree.fromstring(svg)  # well-formed
+    assert f"run{SHOWN}: gradient norm per layer" in svg
+    no_raw(svg, out.stdout)

@@ -274,7 +274,7 @@ def _draw(
             transform=top.transAxes,
         )
     top.set_ylabel("gradient norm")
-    top.set_title(f"{run_dir.name}: gradient norm per layer")
+    top.set_title(f"{escaped(run_dir.name)}: gradient norm per layer")
     producers = list(dict.fromkeys(k for r in rows for k in r.get("stuck", {})))
     for layer in producers:
         steps = [r["step"] for r in rows if layer in r.get("stuck", {})]
