@@ -203,6 +203,59 @@ def test_a_monitor_cell_run_twice_is_refused_naming_the_open_one(tmp_path: Path)
     assert verify(tmp_path / "runs" / "exp1").complete
 
 
+def test_a_monitor_a_cell_holds_and_a_failed_function_was_given_is_named_by_the_cell(
+    tmp_path: Path,
+) -> None:
+    # The notebook's `monitor` passed to a training function that raised: the last error's
+    # traceback holds it as train()'s argument, and so does the notebook's variable. The
+    # refusal named train()'s variable and said that running the cell again lets it go and
+    # continues the record; run again, it was refused again (the variable still held it).
+    make = "monitor = Monitor(model, optimizer, 'runs/exp1', check_every=2)"
+    fail = (
+        "def fail(step, loss):\n"
+        "    if step == 3:\n"
+        "        raise RuntimeError('shapes do not match')\n"
+        "    return loss\n"
+        "train(model, optimizer, monitor, 6, before_step=fail)"
+    )
+    notebook = run_cells([SETUP, make, fail, make, "monitor.close()\n" + make], tmp_path)
+    _, _, failed, again, closed = notebook.cells
+    assert failed.error == "RuntimeError", failed.output
+    assert again.error == "ArgumentRefused", again.output
+    assert "Close it (monitor.close())" in again.message, again.message
+    assert "run this cell again" not in again.message and "train()" not in again.message
+    assert closed.error is None, closed.output  # doing what it says works
+
+
+def test_a_monitor_whose_close_was_cut_short_is_named_when_its_run_dir_is_taken_again(
+    tmp_path: Path,
+) -> None:
+    # Ctrl+C in close() (run_end's line) leaves diary.jsonl open and locked until close()
+    # runs again. A new Monitor on the run_dir meanwhile was refused by the diary's lock
+    # (RecordRefused diary.writer.locked, from inside the diary writer, naming no Monitor):
+    # the Monitor had left the register of open Monitors as its close began.
+    make = "monitor = Monitor(model, optimizer, 'runs/exp1', check_every=2, start_step=5)"
+    notebook = run_cells(
+        [
+            SETUP,
+            "monitor = Monitor(model, optimizer, 'runs/exp1', check_every=2)\n"
+            "train(model, optimizer, monitor, 5)",
+            "interrupt_in('write_line')\nmonitor.close()",
+            make,
+            "monitor.close()\n" + make + "\ntrain(model, optimizer, monitor, 3)\nmonitor.close()",
+        ],
+        tmp_path,
+    )
+    _, _, interrupted, again, resumed = notebook.cells
+    assert interrupted.error == "KeyboardInterrupt", interrupted.output
+    assert again.error == "ArgumentRefused", again.output
+    assert "Close it (monitor.close())" in again.message, again.message
+    assert resumed.error is None, resumed.output
+    found = verify(tmp_path / "runs" / "exp1")
+    assert found.ok and found.complete and found.sealed, found.summary()
+    assert [x["event"] for x in diary(tmp_path / "runs" / "exp1")].count("run_end") == 2
+
+
 def test_a_model_built_again_in_another_cell_is_named_when_the_old_monitor_steps(
     tmp_path: Path,
 ) -> None:

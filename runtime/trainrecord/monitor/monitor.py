@@ -869,7 +869,6 @@ class Monitor:
         else:
             self.closed = True
             self._ended = ended
-        self._held.leave_model()
         sigterm.deactivate(self)
         self._disarm()
         # every failure so far counted; the sinks still get run_end
@@ -880,11 +879,16 @@ class Monitor:
                 self._write_run_end(ended)
         except Exception:  # (said to the caller) not run again
             self._finished = True
+            self._held.leave_model()
             raise
         finally:  # files, locks and the sinks' thread are given back, whatever failed
             stopped = _wait_for_sinks(self._sinks.close, 0.0 if stopped else sink_wait) or stopped
         self._finished = True
         self._held.unclosed = None
+        # Off its model (and its run_dir) once finished: a close cut short keeps diary.jsonl
+        # open and locked, and a new Monitor on the run_dir is refused naming this one and
+        # its close(), not by the diary's lock (diary.writer.locked, which names no Monitor)
+        self._held.leave_model()
         return stopped
 
     def _write_run_end(self, ended: dict[str, str] | None) -> None:
@@ -2685,14 +2689,18 @@ def _run_dir_refusal(run_dir: Path) -> arguments.ArgumentRefused | None:
     the other one is, rather than by the diary writer's lock (``diary.writer.locked``,
     which knows no Monitor). A Monitor no one holds any more, kept only by a reference
     cycle (a traceback dropped since), is let go first by one ``gc.collect()``: before, the
-    run_dir stayed locked until the garbage collector happened to run."""
+    run_dir stayed locked until the garbage collector happened to run. A Monitor the
+    script's or notebook's namespace holds is named by that variable, also when the last
+    error's traceback holds it too (a training function it was passed to raised): running
+    the cell again would not let it go."""
     folder = _folder(run_dir)
     if not _writing_to(folder):
         return None
     gc.collect()
     if not _writing_to(folder):
         return None
-    held = _held_by_last_error(folder)
+    variable = _held_by_main(folder)
+    held = None if variable is not None else _held_by_last_error(folder)
     if held is not None:
         name, function, error = held
         where = (
@@ -2704,7 +2712,7 @@ def _run_dir_refusal(run_dir: Path) -> arguments.ArgumentRefused | None:
             "use 'with Monitor(...) as monitor:' so that an error closes it, with run_end"
         )
     else:
-        name = _held_by_main(folder) or "monitor"
+        name = variable or "monitor"
         where = (
             "it was not closed (a notebook cell that makes a Monitor, run again, leaves the "
             "one it made before open: its variable still holds that one until this call "
