@@ -95,11 +95,13 @@ def _train(
     how: str = "flag",
     steps: int = 150,
     model: MultiTask | None = None,
+    replace_grads: bool = False,
 ) -> tuple[list[dict[str, Any]], MultiTask]:
     """Round-robin training of ``tasks`` heads (step k trains task k % tasks) on one trunk
     and block; at ``bypass_at`` the block is left out of the forward pass (``how``:
     ``flag``, a flag flipped; ``no_grad``, run under ``torch.no_grad()``), still attached,
-    its parameters still requiring gradients."""
+    its parameters still requiring gradients. ``replace_grads``: after each backward the
+    loop replaces every gradient by a new tensor (clamped to [-1, 1], out of place)."""
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(1)
     x = torch.randn(512, 20, generator=g)
@@ -116,6 +118,10 @@ def _train(
             i = slice(step * 32 % 512, step * 32 % 512 + 32)
             loss = F.cross_entropy(model(x[i], step % tasks), y[i])
             loss.backward()
+            if replace_grads:
+                for p in model.parameters():
+                    if p.grad is not None:
+                        p.grad = p.grad.clamp(-1.0, 1.0)
             monitor.step(loss)
             opt.step()
             opt.zero_grad(set_to_none=set_to_none)
@@ -194,6 +200,30 @@ def test_round_robin_heads_still_not_judged_at_check_every_2(run_dir: Path) -> N
     for set_to_none in (False, True):
         lines, _ = _train(run_dir / str(set_to_none), set_to_none=set_to_none, check_every=2)
         assert _alarms(lines) == [], set_to_none
+
+
+@pytest.mark.parametrize("check_every", [3, 6])
+def test_round_robin_heads_whose_gradients_the_loop_replaces_are_not_no_gradient(
+    run_dir: Path, check_every: int
+) -> None:
+    """A loop that replaces every gradient after backward (``p.grad = p.grad.clamp(-1,
+    1)``), under ``zero_grad(set_to_none=False)``: a head the check step did not choose has
+    an all-zero gradient tensor made at that step, not by its backward. It was taken as
+    reached at the check step and nowhere else in the window: heads task1 and task2, which
+    no check step at a multiple of 3 trains, were ``no_gradient`` from the first judged
+    check (15, 30) for the whole run. The loss's graph reaches neither: they sat out, as
+    when their gradients cannot be counted. Under ``zero_grad()`` a block left out of the
+    forward pass is still ``no_gradient`` at the next check."""
+    lines, _ = _train(run_dir, set_to_none=False, check_every=check_every, replace_grads=True)
+    assert _alarms(lines) == []
+    lines, _ = _train(
+        run_dir.parent / "bypassed",
+        set_to_none=True,
+        check_every=check_every,
+        replace_grads=True,
+        bypass_at=90,
+    )
+    assert _alarms(lines) == [(90 + check_every, "block", "no_gradient", None)]
 
 
 class Attention(nn.Module):

@@ -165,6 +165,12 @@ class GradientNorms:
         other steps since the step before the previous check no more often than at the
         check step itself (see :meth:`_unfed`; what it tells is of a layer whose gradient
         is all zero now)."""
+        self.made: set[str] = set()
+        """Layers of :attr:`unfed` with a gradient tensor made since the mark before the
+        check, taken as made by the check step's backward (see :meth:`_unfed`): a loop
+        that replaces gradients (``p.grad = p.grad.clamp(-1, 1)``) makes one at every step
+        for a parameter no backward reached, which the caller tells by the loss's graph
+        (see ``Monitor._sat_out``)."""
 
     def mark(self, step: int) -> None:
         """Note each gradient and its version counter, at the step before the check of
@@ -189,7 +195,7 @@ class GradientNorms:
             before = last
         self._marks = (before, GradMarks(step, refs, versions))
 
-    def _unfed(self, grads: list[torch.Tensor | None], step: int) -> set[str]:
+    def _unfed(self, grads: list[torch.Tensor | None], step: int) -> tuple[set[str], set[str]]:
         """Layers with a gradient now that no backward reached at the steps since the one
         before the previous check more often than at the check step ``step`` itself
         (``grads`` as :meth:`grads` gave them): a block left out of the forward pass (its
@@ -205,14 +211,16 @@ class GradientNorms:
         by no more than ``n`` times its move since the last mark got nothing at the other
         steps that it did not get at this one. A gradient that is not the tensor of the last
         mark was made since, by this step's backward (under ``set_to_none=True``): reached
-        at this step. A layer some gradient of which cannot be counted (no earlier mark,
-        a tensor replaced in between, a view) is not unfed."""
+        at this step (unless the loop made it: see :attr:`made`). A layer some gradient of which cannot be counted (no earlier mark,
+        a tensor replaced in between, a view) is not unfed. Also returns the unfed layers
+        with a gradient made since the last mark (see :attr:`made`)."""
         before, last = self._marks
         if last is None or last.step != step:
-            return set()
+            return set(), set()
         fed = [False] * len(self.names)
         counted = [True] * len(self.names)
         gradless = [True] * len(self.names)
+        made = [False] * len(self.names)
         for i, (owner, g) in enumerate(zip(self.owner, grads, strict=True)):
             if g is None:
                 continue
@@ -221,6 +229,7 @@ class GradientNorms:
             if ref is None or ref() is not g:  # made since the last mark: reached now
                 if g._is_view():
                     counted[owner] = False
+                made[owner] = True
                 continue
             old = None if before is None else before.grads[i]
             if before is None or old is None or old() is not g:
@@ -229,11 +238,12 @@ class GradientNorms:
             now = g._version
             if now - before.versions[i] > (step - before.step + 1) * (now - last.versions[i]):
                 fed[owner] = True
-        return {
+        unfed = {
             name
             for name, f, c, none in zip(self.names, fed, counted, gradless, strict=True)
             if c and not f and not none
         }
+        return unfed, {name for name, m in zip(self.names, made, strict=True) if m} & unfed
 
     def trained_between(
         self, grads: list[torch.Tensor | None], step: int | None = None
@@ -247,7 +257,7 @@ class GradientNorms:
 
         Also sets :attr:`moved` and, at the check of ``step``, :attr:`unfed` (see
         :meth:`_unfed`)."""
-        self.unfed = set() if step is None else self._unfed(grads, step)
+        self.unfed, self.made = (set(), set()) if step is None else self._unfed(grads, step)
         versions = [p._version for p in self.params]
         before, self._versions = self._versions, versions
         self.moved = set()

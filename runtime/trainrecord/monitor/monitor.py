@@ -1174,7 +1174,7 @@ class Monitor:
         ran = probe.called if probe is not None and probe.called else None
         filled = probe.filled if probe is not None else set()
         self._warn_not_this_model(step, tensor, probe)
-        self._gradients(step, value, read, scale, rows, trained_between, ran, filled)
+        self._gradients(step, value, read, scale, rows, trained_between, ran, filled, tensor)
 
     def _judging_state(self) -> dict[str, Any]:
         """Copies of what a check changes as it judges (see :class:`_Attempt`): the loss
@@ -1225,17 +1225,19 @@ class Monitor:
         trained_between: set[str],
         ran: set[int] | None = None,
         filled: set[int] | frozenset[int] = frozenset(),
+        loss: torch.Tensor | None = None,
     ) -> None:
         """A check's gradient norms, their events and the loss's, and its metrics row
         (``read``: each gradient's owner and sum of squares; ``rows``: the producers' stuck
         counts; ``trained_between``: layers without a gradient now that were updated since
         the last check; ``ran``: the ids of the modules run with gradients in the check
         step's forward pass, None when not known; ``filled``: those of them run on an
-        output with values at least once, see :meth:`_ran_empty`)."""
+        output with values at least once, see :meth:`_ran_empty`; ``loss``: the loss tensor
+        given to step(), see :meth:`_sat_out`)."""
         norms, any_grad = self.norms.group(read, 1.0 if scale is None else scale[1])
         routed: set[str] = set()
         if ran is not None:
-            trained_between = trained_between | self._sat_out(norms, ran)
+            trained_between = trained_between | self._sat_out(norms, ran, loss)
             routed = self._ran_empty(norms, ran, filled)
         all_zero = any_grad and all(v == 0.0 for v in norms.values() if v is not None)
         if all_zero:
@@ -1310,7 +1312,9 @@ class Monitor:
         if written:
             self._sinks.put("metrics", row)
 
-    def _sat_out(self, norms: dict[str, float | None], ran: set[int]) -> set[str]:
+    def _sat_out(
+        self, norms: dict[str, float | None], ran: set[int], loss: torch.Tensor | None = None
+    ) -> set[str]:
         """Layers with an all-zero gradient, updated since the last check, whose modules did
         not run in the check step's forward pass (``ran``: the ids of the modules that did):
         they sat this step out, as a task head of round-robin multi-task training does, and
@@ -1320,13 +1324,31 @@ class Monitor:
         often than at this one (:attr:`GradientNorms.unfed`): a block left out of the
         forward pass, whose parameters momentum or weight decay still move, or
         ``MultiheadAttention.out_proj`` (its holder uses its weight directly, never calling
-        it) with a gradient all zero at every step."""
+        it) with a gradient all zero at every step.
+
+        A gradient tensor made since the step before the check is taken as made by the
+        check step's backward (:attr:`GradientNorms.made`); when the autograd graph of
+        ``loss`` (the tensor given to step()) reaches none of the layer's parameters, the
+        loop made it (``p.grad = p.grad.clamp(-1, 1)`` at every step, for every
+        parameter): its window cannot be counted, and the layer sat out as when its
+        gradients cannot be counted. Before, a task head held by a container that ran,
+        under ``zero_grad(set_to_none=False)``, with such a loop, was unfed at every check
+        step that did not choose it (a false ``no_gradient`` for the whole run when
+        ``check_every`` is a multiple of the task count)."""
         out: set[str] = set()
-        unfed = self.norms.unfed
+        unfed, made = self.norms.unfed, self.norms.made
+        reached: set[int] | None = None  # the parameters the loss's graph reaches (ids)
         for name in self.norms.moved:
             module = self.modules.get(name)
-            if norms.get(name) != 0.0 or module is None or id(module) in ran or name in unfed:
+            if norms.get(name) != 0.0 or module is None or id(module) in ran:
                 continue
+            if name in unfed:
+                if name not in made or loss is None or loss.grad_fn is None:
+                    continue
+                if reached is None:
+                    reached = set(_graph_leaves(loss.grad_fn))
+                if any(id(p) in reached for _, p in self.layers[name]):
+                    continue  # made by the check step's backward: unfed
             out.add(name)
         return out
 
@@ -2944,8 +2966,15 @@ def _sigterm_stop(monitor: weakref.ref[Monitor]) -> sigterm.Stop:
 
 def _reaches(node: Any, params: set[int]) -> bool:
     """Whether the autograd graph from ``node`` (a loss's ``grad_fn``) reaches a parameter
-    whose id is in ``params`` (its AccumulateGrad node). The graph's structure outlives
-    backward(), which frees only the tensors it saved."""
+    whose id is in ``params`` (its AccumulateGrad node)."""
+    return any(leaf in params for leaf in _graph_leaves(node))
+
+
+def _graph_leaves(node: Any) -> Iterator[int]:
+    """The ids of the tensors whose gradients the autograd graph from ``node`` (a loss's
+    ``grad_fn``) accumulates (their AccumulateGrad nodes: the parameters it reaches), as the
+    walk finds them. The graph's structure outlives backward(), which frees only the
+    tensors it saved (and the Python object of each node lives as long as the node)."""
     seen: set[int] = set()
     todo = [node]
     while todo:
@@ -2954,10 +2983,9 @@ def _reaches(node: Any, params: set[int]) -> bool:
             continue
         seen.add(id(node))
         variable = getattr(node, "variable", None)
-        if variable is not None and id(variable) in params:
-            return True
+        if variable is not None:
+            yield id(variable)
         todo.extend(after for after, _ in node.next_functions)
-    return False
 
 
 def _wait_for_sinks(wait: Callable[[float], None], timeout: float) -> BaseException | None:
