@@ -56,20 +56,24 @@ def _train(
     bypass_at: int | None = None,
     before_step: Callable[[int, MultiTask, torch.optim.Optimizer], None] | None = None,
     interrupt: tuple[int, Interrupter] | None = None,
+    warmup: int | None = None,
 ) -> tuple[list[dict[str, Any]], Monitor]:
     """Train a trunk, a residual block and one head per task (held by a container module
     that runs at every step: ``MultiTask``), step k on task ``tasks[k]``, with SGD and
     momentum; at ``bypass_at`` the block is left out of the forward pass for good, still
     attached and trainable. ``before_step``: called before each step's forward pass.
     ``interrupt``: (step, interrupter): Ctrl+C inside that step's check, caught by the
-    loop, which calls ``step()`` again at once."""
+    loop, which calls ``step()`` again at once. ``warmup``: the Monitor's (default: its
+    default, 5)."""
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(1)
     x = torch.randn(512, 20, generator=g)
     y = (x @ torch.randn(20, 4, generator=g)).argmax(-1)
     model = MultiTask(max(tasks) + 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    every = {} if check_every is None else {"check_every": check_every}
+    every: dict[str, int] = {} if check_every is None else {"check_every": check_every}
+    if warmup is not None:
+        every["warmup"] = warmup
     with Monitor(model, opt, run_dir, log=False, **every) as monitor:  # type: ignore[arg-type]
         for step, task in enumerate(tasks):
             if before_step is not None:
@@ -206,6 +210,32 @@ def test_the_first_checks_one_step_window_makes_no_head_intermittent(
     lines, monitor = _train(run_dir, tasks, set_to_none=set_to_none, check_every=3)
     assert _no_gradient(lines) == [(63, "heads.task0")]
     assert monitor.alarms.intermittent == {"heads.task1": 1, "heads.task2": 1}
+
+
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_with_no_warm_up_the_first_check_alarms_no_head_step_0_did_not_train(
+    run_dir: Path, set_to_none: bool
+) -> None:
+    """``warmup=0``: checks are judged from the first. Three heads in turn at
+    check_every=3: every window trains each head, and every check step task 0. The first
+    check's window is step 0 alone, which counts for no run of unfed checks; but a layer
+    without a gradient there was judged: heads 1 and 2 were ``no_gradient`` at step 0,
+    for the whole run (the later check steps they sit out keep the alarm). Now a layer
+    without a gradient at the first check is not judged there: a block run under
+    ``torch.no_grad()`` from the start is ``no_gradient`` at the first whole window, 3."""
+
+    def no_grad_block(step: int, model: MultiTask, opt: torch.optim.Optimizer) -> None:
+        model.block_no_grad = True
+
+    lines, _ = _train(
+        run_dir,
+        [s % 3 for s in range(60)],
+        set_to_none=set_to_none,
+        check_every=3,
+        warmup=0,
+        before_step=no_grad_block,
+    )
+    assert _no_gradient(lines) == [(3, "block")]
 
 
 def _scheduled(gap: range, stop: int, steps: int) -> list[int]:

@@ -544,7 +544,9 @@ class GradientAlarms:
         not counted: see below; nor is any check whose window is not a whole one,
         ``whole_window`` False: the Monitor's first, whose window is the steps since it
         started, step 0 alone when it starts at a check, so a task head the first step did
-        not draw is not made intermittent by it). ``loss_above``: the loss rule found
+        not draw is not made intermittent by it, nor, with ``warmup=0``, ``no_gradient``
+        for the whole run when no later check step draws it: a layer without a gradient
+        there is not judged). ``loss_above``: the loss rule found
         this check's loss above its margin (a spike, or above it once). ``routed``: layers
         without a gradient whose modules ran on empty tensors only at this check step (an
         expert given no token, see ``Monitor._ran_empty``): routed, as a layer that sat a
@@ -585,11 +587,10 @@ class GradientAlarms:
                     continue  # trained at other steps (round-robin tasks): nothing to judge now
                 if layer in routed and self.intermittent.get(layer, 0) < 1:
                     self.intermittent[layer] = 1  # (routed: see the docstring)
-                if (
-                    whole_window
-                    and not (base is None and norm == 0.0)
-                    and not self._unfed_long_enough(layer)
-                ):
+                if not whole_window:
+                    if norm is None:  # (an all-zero one: a first check's, see below)
+                        continue  # the Monitor's first check: no run of unfed checks yet
+                elif not (base is None and norm == 0.0) and not self._unfed_long_enough(layer):
                     continue  # an intermittent layer's gap within its usual length
             elif layer in unfed or layer in seated:  # (lookups per layer per check, no call)
                 self._fed(layer)
