@@ -162,6 +162,25 @@ def test_no_verify_refuses_a_line_it_cannot_read_naming_file_line_and_rule(
     assert out.stderr.count("\n") == 1, out.stderr
 
 
+def said_of_line_3(run: Path, tmp_path: Path, raw: bytes) -> dict[str, str]:
+    """What each command that reads diary.jsonl says of it once its line 3 is ``raw``:
+    verify's first line, a verified show's first and last lines, show --no-verify's,
+    plot's and validate's refusals."""
+    pytest.importorskip("matplotlib")
+    lines = (run / "diary.jsonl").read_bytes().split(b"\n")
+    lines[2] = raw
+    (run / "diary.jsonl").write_bytes(b"\n".join(lines))
+    shown = cli("show", run).stdout.rstrip().splitlines()
+    return {
+        "verify": cli("verify", run).stdout.splitlines()[0],
+        "show": shown[0],
+        "show's summary": shown[-1],
+        "show --no-verify": cli("show", "--no-verify", run).stderr,
+        "plot": cli("plot", run, "-o", tmp_path / "plot.png").stderr,
+        "validate": cli("validate", run / "diary.jsonl").stdout,
+    }
+
+
 @pytest.mark.parametrize("raw", [b"[1, 2]", b"null"])
 def test_every_command_names_one_rule_for_a_line_that_is_json_but_no_object(
     run: Path, tmp_path: Path, raw: bytes
@@ -171,19 +190,7 @@ def test_every_command_names_one_rule_for_a_line_that_is_json_but_no_object(
     # [diary.schema] then [diary.line.type]: three rules for one line. spec/README.md's
     # Diary verification (a strict JSON object, diary.file.json, before any schema rule)
     # and the conformance suite's diary.file.json tamper ([1, 2], "text") pin verify's
-    pytest.importorskip("matplotlib")
-    lines = (run / "diary.jsonl").read_bytes().split(b"\n")
-    lines[2] = raw
-    (run / "diary.jsonl").write_bytes(b"\n".join(lines))
-    shown = cli("show", run).stdout.rstrip().splitlines()
-    said = {
-        "verify": cli("verify", run).stdout.splitlines()[0],
-        "show": shown[0],
-        "show's summary": shown[-1],
-        "show --no-verify": cli("show", "--no-verify", run).stderr,
-        "plot": cli("plot", run, "-o", tmp_path / "plot.png").stderr,
-        "validate": cli("validate", run / "diary.jsonl").stdout,
-    }
+    said = said_of_line_3(run, tmp_path, raw)
     for command, text in said.items():
         assert RULE.findall(text) == ["diary.file.json"], (command, text)
         assert "line 3" in text and "the line is not a JSON object" in text, (command, text)
@@ -195,19 +202,7 @@ def test_a_line_that_is_not_json_is_said_at_its_column_not_at_json_s_line_1(
 ) -> None:
     # Before: the readers and validate quoted json's text, "Expecting value: line 1 column
     # 17 (char 16)", after "line 3": line 1 of the line, not of the file
-    pytest.importorskip("matplotlib")
-    lines = (run / "diary.jsonl").read_bytes().split(b"\n")
-    lines[2] = b'{"seq": 2, "a": }'
-    (run / "diary.jsonl").write_bytes(b"\n".join(lines))
-    shown = cli("show", run).stdout.rstrip().splitlines()
-    said = {
-        "verify": cli("verify", run).stdout.splitlines()[0],
-        "show": shown[0],
-        "show's summary": shown[-1],
-        "show --no-verify": cli("show", "--no-verify", run).stderr,
-        "plot": cli("plot", run, "-o", tmp_path / "plot.png").stderr,
-        "validate": cli("validate", run / "diary.jsonl").stdout,
-    }
+    said = said_of_line_3(run, tmp_path, b'{"seq": 2, "a": }')
     for command, text in said.items():
         assert "line 3" in text and "expecting value at column 17" in text, (command, text)
         assert "line 1" not in text and "char" not in text, (command, text)
