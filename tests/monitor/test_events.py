@@ -960,6 +960,77 @@ def test_a_converged_loss_ticking_up_is_no_spike_but_a_real_jump_is() -> None:
     assert seen == [("loss_spike", len(values) - 1)]  # the second check in a row
 
 
+# The loss at checks (check_every=5) of a diverging probe (see the next test): calm, rising
+# to about 2.5 from step 205, then 11.38 at 265 (above the margin once: the loss's spread),
+# and the loss 2-10 x its level and staying, its noise growing.
+DIVERGING = [1.46, 1.44, 1.32, 1.26, 1.2, 0.92, 0.51, 0.64, 1.11, 1.51, 1.14, 0.99, 0.71, 0.4]
+DIVERGING += [1.35, 1.53, 0.35, 1.16, 0.86, 1.51, 0.38, 0.51, 1.07, 2.91, 0.7, 1.29, 1.5, 0.69]
+DIVERGING += [0.72, 0.91, 0.5, 0.69, 0.73, 0.64, 1.04, 0.27, 1.77, 0.93, 1.33, 1.06, 1.27]
+DIVERGING += [3.32, 0.6, 2.42, 1.68, 1.63, 2.72, 1.43, 1.88, 3.11, 3.92, 2.89, 2.21]
+DIVERGING += [11.38, 5.96, 8.0, 27.82, 28.73, 3.73, 4.97, 4.96, 11.51, 9.45, 8.93, 3.7, 10.13]
+DIVERGING += [9.09, 3.06, 3.74, 12.46, 11.04, 5.49, 4.34, 3.95, 8.63, 10.51, 2.17, 3.24, 4.15]
+
+
+def test_a_loss_that_rose_and_stays_after_one_outlier_is_a_spike() -> None:
+    # Before: no loss_spike in the whole run. 11.38 at 265, above the margin once, entered
+    # the windows as the loss's spread; its rise (9.17) was the tail estimate's largest of
+    # about ten, and 3 x the tail made the margin 25.4 for 20 checks: 27.82 and 28.73 over
+    # a baseline of 3.0 (about 10 x) were no spike. The median of the last 5 checks stood
+    # above the level before them (2.15) at 275 and 280: the spike is 280's.
+    tracker = LossTracker()
+    seen = [
+        (e, f["step"], f["value"], f["baseline"])
+        for i, v in enumerate(DIVERGING)
+        for e, f in tracker.observe(5 * i, v)
+    ]
+    assert seen[:2] == [("loss_spike", 280, 27.82, 2.15), ("loss_recovered", 290, 3.73, 2.15)]
+    assert [s[1] for s in seen if s[0] == "loss_spike"] == [280, 330]
+    # one hard batch in that calm stretch is still no spike, nor are two apart
+    calm = LossTracker()
+    values = [*DIVERGING[:53], 11.38, 2.3, 2.5, 9.0, 2.2, 2.6, 2.4]
+    assert [e for i, v in enumerate(values) for e, _ in calm.observe(5 * i, v)] == []
+
+
+def test_a_diverging_run_writes_a_loss_spike(run_dir: Path) -> None:
+    """SGD at lr 0.05 with momentum 0.9 and zero_grad() only every third step: the
+    gradients add up, the loss rises from about 1 to 2.5 and then to 6-29 and stays (a
+    user probe). Before: gradient alarms only, and no ``loss_spike``."""
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc1 = nn.Linear(16, 32)
+            self.fc2 = nn.Linear(32, 32)
+            self.head = nn.Linear(32, 4)
+            self.branch = nn.Linear(32, 32)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h = F.relu(self.fc2(F.relu(self.fc1(x))))
+            return self.head(h + self.branch(h))
+
+    g = torch.Generator().manual_seed(1)
+    x_all = torch.randn(2048, 16, generator=g)
+    y_all = (x_all @ torch.randn(16, 4, generator=g)).argmax(-1)
+    torch.manual_seed(0)
+    model = Net()
+    optimizer = sgd(model, lr=0.05, momentum=0.9)
+    with Monitor(model, optimizer, run_dir, check_every=5) as monitor:
+        for step in range(300):
+            i = (step * 32) % 2048
+            loss = F.cross_entropy(model(x_all[i : i + 32]), y_all[i : i + 32])
+            loss.backward()
+            monitor.step(loss)
+            optimizer.step()
+            if step % 3 == 2:
+                optimizer.zero_grad()
+    lines = read_run(run_dir)
+    losses = [r["loss"] for r in metrics(run_dir)]
+    assert max(losses[:40]) < 3.5 < max(losses[53:])  # calm to step 200, diverging after
+    spikes = events(lines, "loss_spike")
+    assert spikes and 265 <= spikes[0]["step"] <= 295
+    assert spikes[0]["value"] > 4 * spikes[0]["baseline"]
+
+
 def test_show_says_how_a_run_ended_and_where_a_session_continued(run_dir: Path) -> None:
     """``trainrecord show`` on a run continued from a checkpoint whose second session
     crashed: it names the exception and the step the session continued from."""

@@ -16,7 +16,23 @@ at ``checks_in_a_row`` (2) checks in a row, measured against the baseline and ma
 before the first of them (one hard batch is no spike: at small batches near convergence a
 single misclassified sample can be ten times the baseline); it has recovered when it comes
 back within half of that margin. A spike's values and non-finite values never enter the
-windows; a value above the margin at one check only does (it is the loss's spread). A
+windows; a value above the margin at one check only does (it is the loss's spread).
+
+The loss has also *risen* when it stands far above the level it had before its last
+``sustain`` (5) checks: this check's value and the median of those 5 values exceed the
+baseline of the values before them (their median of 10) by more than ``sustain_sigma`` (4)
+of their noise units, ``ratio`` times that baseline's magnitude (more than twofold) and
+``sustain_floor`` (a third) of the largest baseline of the run (with at least 3 values
+before those 5). A check where the loss
+has risen counts as above the margin; a spike whose second check is above only so is
+measured against that earlier level (its baseline and margin), which no value of the last
+5 checks entered. For a value above the margin once is the loss's spread and enters the
+windows, and its rise can be the largest of the tail's ten or so: the margin was then
+3 x that rise for 20 checks (a diverging probe: 11.4 over a baseline of 2.5 made the
+margin 25, and 27.8 and 28.7 at the next checks, 10 x the level, were no spike). A median
+of 5 is not moved by one hard batch, nor by two; healthy losses near convergence do rise
+5-10 x for a few checks at small batches (0.03 to 0.2-0.3, or 0.2 to 0.7 with Adam at
+batch 8), which the floor leaves out. A
 spike that lasts ``window`` (20) checks without recovering is the loss's new level (a
 loss term added, harder data, a curriculum step): its values become the windows, with no
 event (the ``loss_spike`` said when it began), and a later spike is measured against that
@@ -60,11 +76,15 @@ class LossTracker:
     floor: float = 0.05
     tail: float = 3.0
     checks_in_a_row: int = 2
+    sustain: int = 5
+    sustain_sigma: float = 4.0
+    sustain_floor: float = 1 / 3
     values: deque[float] = field(default_factory=deque)
     peak: float = 0.0  # the largest |baseline| so far
     checks: int = 0
     spiking: bool = False
     _frozen: tuple[float, float] = (0.0, 0.0)
+    _frozen_level: tuple[float, float] | None = None  # the level before the last checks
     _above: int = 0  # checks in a row above the margin (while not spiking)
     _held: list[float] = field(default_factory=list)  # their values: a spike's, or the spread's
     _lasting: list[float] = field(default_factory=list)  # the values of a spike that lasts
@@ -83,10 +103,38 @@ class LossTracker:
         """Median of the most recent values."""
         return statistics.median(list(self.values)[-self.window_base :])
 
+    @staticmethod
+    def _noise(values: list[float]) -> float:
+        """The standard deviation of white noise, from the median successive difference."""
+        diffs = [abs(b - a) for a, b in itertools.pairwise(values)]
+        return 1.4826 * statistics.median(diffs) / math.sqrt(2.0) if diffs else 0.0
+
+    def _level(self) -> tuple[float, float] | None:
+        """The baseline and the risen margin of the values before the last ``sustain - 1``
+        (None while fewer than 3)."""
+        before = list(self.values)[: max(0, len(self.values) - (self.sustain - 1))]
+        if len(before) < 3:
+            return None
+        baseline = statistics.median(before[-self.window_base :])
+        margin = max(
+            self.sustain_sigma * self._noise(before[-self.window :]),
+            self.ratio * abs(baseline),
+            self.sustain_floor * self.peak,
+        )
+        return baseline, margin
+
+    def _risen(self, value: float) -> bool:
+        """Whether this value and the median of the last ``sustain`` stand above the level."""
+        if self._frozen_level is None:
+            return False
+        baseline, margin = self._frozen_level
+        earlier = [*self.values, *self._held]
+        recent = [*earlier[max(0, len(earlier) - self.sustain + 1) :], value]
+        return value - baseline > margin and statistics.median(recent) - baseline > margin
+
     def _margin(self, baseline: float) -> float:
         values = list(self.values)
-        diffs = [abs(b - a) for a, b in itertools.pairwise(values)]
-        noise = 1.4826 * statistics.median(diffs) / math.sqrt(2.0) if diffs else 0.0
+        noise = self._noise(values)
         rises = [b - a for a, b in itertools.pairwise(values) if b > a]
         tail = statistics.quantiles(rises, n=10)[-1] if len(rises) >= 2 else 0.0
         return max(
@@ -128,14 +176,20 @@ class LossTracker:
             if not self._above:
                 baseline = self.baseline
                 self._frozen = (baseline, self._margin(baseline))
+                self._frozen_level = self._level()
             baseline, margin = self._frozen
-            if value - baseline > margin:
+            over = value - baseline > margin
+            risen = not over and self._risen(value)
+            if over or risen:
                 self._above += 1
                 self._held.append(value)
                 if self._above < self.checks_in_a_row:
                     return events  # above once: a spike if it stays there at the next check
                 self.spiking = True
                 self._above = 0
+                if risen and self._frozen_level is not None:  # measured from the level before
+                    self._frozen = self._frozen_level
+                    baseline = self._frozen[0]
                 self._lasting = list(self._held)  # (should the spike last: its level)
                 self._held.clear()  # a spike's values never enter the windows
                 events.append(
