@@ -32,7 +32,14 @@ import torch
 from torch import nn
 
 from trainrecord.monitor.gradients import holders
-from trainrecord.monitor.structure import Structure, affine_of, bias_of, out_axis, weight_of
+from trainrecord.monitor.structure import (
+    Structure,
+    affine_of,
+    bias_of,
+    computed_parts,
+    out_axis,
+    weight_of,
+)
 
 MOMENTUM_KEYS = ("momentum_buffer", "exp_avg")
 """Optimizer-state entries that move a parameter when its gradient is zero."""
@@ -100,10 +107,14 @@ class Producer:
                 f"reaches it through that other use, whatever the ReLU {self.relu} passes "
                 "back"
             )
-        if not isinstance(getattr(self.module, "weight", None), nn.Parameter):
+        parts = [(self.module, self.name), (self.bn_module, self.batchnorm)]
+        computed = next(computed_parts(parts), None)
+        if computed is not None:
+            owner, role = computed
             return (
-                f"the weight of {self.name} is computed from other parameters (a "
-                "parametrization or weight norm): the proof would rest on a copy"
+                f"the {role} of {owner} is computed from other parameters (a "
+                "parametrization, weight norm or pruning mask): the proof would rest on a "
+                "copy, which the parameters it is computed from can move"
             )
         return None
 
@@ -147,9 +158,9 @@ def _shared(
     """The first parameter a proof or a repair of ``name``'s channels rests on (its weight
     and bias, its BatchNorm's) that another module (or the model itself) holds too, and
     those holders in words."""
-    held = [(name, role, getattr(modules[name], role, None)) for role in ("weight", "bias")]
+    held = [(name, role, modules[name]._parameters.get(role)) for role in ("weight", "bias")]
     if bn is not None:
-        held += [(bn, role, getattr(modules[bn], role, None)) for role in ("weight", "bias")]
+        held += [(bn, role, modules[bn]._parameters.get(role)) for role in ("weight", "bias")]
     for owner, role, param in held:
         others = [m for m in owners.get(id(param), []) if m != owner]
         if isinstance(param, nn.Parameter) and others:

@@ -59,7 +59,10 @@ from trainrecord.monitor.structure import (
     first_tensor,
     in_transform,
     out_axis,
+    own_parameter,
+    read,
     tensors_in,
+    weight_of,
 )
 
 LEAVE_MOST = 0.4  # a producer at most (or all) leaves it below 40 % of its channels stuck
@@ -457,10 +460,13 @@ def starting_from_zero(
     if not channels:
         return set()
     affine = affine_of(batchnorm)
-    param: Any = affine[0] if affine is not None else getattr(producer, "weight", None)
+    owner = batchnorm if affine is not None and batchnorm is not None else producer
+    if not own_parameter(owner, "weight"):  # computed: a copy with no .grad (reading one warns)
+        return set()
+    param: Any = affine[0] if affine is not None else weight_of(producer)
     axis = 0 if affine is not None else out_axis(producer)
-    grad = getattr(param, "grad", None)
-    if not isinstance(param, torch.Tensor) or not isinstance(grad, torch.Tensor):
+    grad = param.grad
+    if not isinstance(grad, torch.Tensor):
         return set()
     if grad.is_sparse or grad.shape != param.shape:
         return set()
@@ -495,7 +501,7 @@ def incoming_norms_of(producers: list[nn.Module]) -> list[torch.Tensor | None]:
     out: list[torch.Tensor | None] = []
     with torch.no_grad():  # linalg.vector_norm: Tensor.norm goes through Python-level code
         for producer in producers:
-            weight = getattr(producer, "weight", None)
+            weight = read(producer, "weight")
             if weight is None:
                 out.append(None)
                 continue

@@ -46,7 +46,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, is_dataclass
 from pathlib import Path
-from typing import Any, NoReturn, SupportsIndex
+from typing import Any, NoReturn, SupportsIndex, cast
 
 import numpy as np
 import torch
@@ -104,8 +104,11 @@ from trainrecord.monitor.structure import (
     PRODUCERS,
     Structure,
     StructureProbe,
+    affine_of,
+    computed_parts,
     is_producer,
     out_channels,
+    own_parameter,
 )
 
 COMPILED_GLOBAL_HOOKS = r"Using `torch\.compile\(module\)` when there are global hooks"
@@ -387,7 +390,7 @@ class Monitor:
         # the same flat channels: nothing to undo.
         self._flat_from_start: dict[tuple[str, int], set[int]] = {}
         self._relu_cache: np.ndarray | None = None
-        self._scale_sources: tuple[list[torch.Tensor], list[nn.Module]] | None = None
+        self._scale_sources: tuple[list[torch.Tensor | nn.Module], list[nn.Module]] | None = None
         self._pad_index: dict[tuple[int, ...], torch.Tensor] = {}
         self._one_device = len({p.device for p in self.model.parameters()}) <= 1
         first = next(self.model.parameters(), None)
@@ -1377,23 +1380,30 @@ class Monitor:
         consumers whose outgoing weights can be zeroed without touching another module
         (``owners``: the layers holding each parameter).
 
-        A weight that is computed (a parametrization or weight norm) would be recomputed
-        from its own parameters on the next forward pass, undoing the repair; a parameter
+        A weight or bias that is computed (a parametrization, weight norm or pruning mask;
+        the producer's or its BatchNorm's) would be recomputed from its own parameters on
+        the next forward pass, undoing the repair; a parameter
         shared with another module (tied weights) would change that module too."""
         shared = {key for key, names in owners.items() if len(names) > 1}
         limits: dict[str, str] = {}
         for name in self.producers:
             info = self.producer_info[name]
-            if not isinstance(getattr(info.module, "weight", None), nn.Parameter):
+            parts = [(info.module, name), (info.bn_module, info.batchnorm)]
+            computed = next(computed_parts(parts), None)
+            if computed is not None:
+                # (a repair's new values written into such a copy, a pruned BatchNorm's
+                # weight, were lost at the next forward pass: the channels stayed dead and
+                # were "repaired" again every repair_patience checks)
+                owner, role = computed
                 limits[name] = (
-                    "its weight is computed (a parametrization or weight norm): a repair "
-                    "would be undone at the next forward pass"
+                    f"the {role} of {owner} is computed (a parametrization, weight norm or "
+                    "pruning mask): a repair would be undone at the next forward pass"
                 )
                 continue
             if info.shared is not None:
                 limits[name] = "a parameter it would change is shared with another module"
         for name, consumer in list(structure.consumer.items()):
-            weight = getattr(self.modules[consumer], "weight", None)
+            weight = self.modules[consumer]._parameters.get("weight")
             if not isinstance(weight, nn.Parameter) or id(weight) in shared:
                 del structure.consumer[name]  # repaired, but not function-preserving
         return limits
@@ -1929,19 +1939,28 @@ class Monitor:
     def _scale_parts(self) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         """The BatchNorm gammas (raw) and the other producers' scales (on their device)."""
         if self._scale_sources is None:  # which producers have a gamma: once per structure
-            gammas: list[torch.Tensor] = []
+            sources: list[torch.Tensor | nn.Module] = []
             others: list[nn.Module] = []
             for name in self.producers:
                 bn = self.producer_info[name].bn_module
-                weight = getattr(bn, "weight", None) if bn is not None else None
-                if isinstance(weight, torch.Tensor):
-                    gammas.append(weight)
+                if bn is not None and own_parameter(bn, "weight"):
+                    sources.append(cast(torch.Tensor, bn._parameters["weight"]))
+                elif bn is not None and affine_of(bn) is not None:
+                    sources.append(bn)  # computed (a parametrization): read at each check
                 else:
                     others.append(self.producer_info[name].module)
-            self._scale_sources = (gammas, others)
-        gammas, modules = self._scale_sources
+            self._scale_sources = (sources, others)
+        sources, modules = self._scale_sources
+        gammas = [s if isinstance(s, torch.Tensor) else self._gamma(s) for s in sources]
         scales = incoming_norms_of(modules)
         return gammas, [t for t in scales if t is not None and t.numel()]
+
+    @staticmethod
+    def _gamma(bn: nn.Module) -> torch.Tensor:
+        """The weight of a BatchNorm whose weight is computed, as its forward pass uses it."""
+        affine = affine_of(bn)
+        assert affine is not None  # (taken as a source because it has one)
+        return affine[0]
 
     def _padded_scales(self, values: torch.Tensor | None = None) -> torch.Tensor | None:
         """Every producer's per-channel scale, one row each, padded with NaN (None: none).

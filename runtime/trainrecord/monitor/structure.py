@@ -48,6 +48,7 @@ from torch.nn.modules.module import (
     register_module_forward_hook,
     register_module_forward_pre_hook,
 )
+from torch.nn.utils import parametrize
 
 PRODUCERS: tuple[type[nn.Module], ...] = (
     nn.Conv1d,
@@ -90,23 +91,77 @@ def out_channels(module: nn.Module) -> int:
 # ``Tensor | Module``: these read the ones the monitor uses, typed as what they are.
 
 
+def read(module: nn.Module, name: str) -> Any:
+    """``module``'s attribute ``name`` as its forward pass uses it (None when it has none),
+    read without changing anything: a parametrized one (``torch.nn.utils.parametrize``) is
+    computed with its parametrization's modules in eval mode. In training mode
+    ``parametrizations.spectral_norm`` runs a power iteration at every read, moving its
+    ``_u`` and ``_v`` buffers: the Monitor's reads at a check changed the weights the run
+    trained (a run with a watch-only Monitor differed from the same run without one)."""
+    if not parametrize.is_parametrized(module, name):
+        return getattr(module, name, None)
+    parts = cast(nn.ModuleDict, module.parametrizations)[name]
+    modes = [(part, part.training) for part in parts.modules()]
+    try:
+        for part, _ in modes:
+            part.training = False
+        return getattr(module, name)
+    finally:
+        for part, mode in modes:
+            part.training = mode
+
+
+def own_parameter(module: nn.Module, name: str) -> bool:
+    """Whether ``module``'s attribute ``name`` is a Parameter it holds itself, not one
+    computed from others at each forward pass (a parametrization, ``weight_norm``, a
+    pruning mask's ``weight_orig * weight_mask``). Nothing is computed to tell."""
+    return isinstance(module._parameters.get(name), nn.Parameter)
+
+
+def computed(module: nn.Module, name: str) -> bool:
+    """Whether ``module``'s attribute ``name`` is a tensor computed from other parameters at
+    each forward pass (see :func:`own_parameter`), not a Parameter it holds, nor absent (``bias=False``,
+    a BatchNorm with ``affine=False``)."""
+    if own_parameter(module, name):
+        return False
+    if parametrize.is_parametrized(module, name):
+        return True
+    return name not in module._parameters and isinstance(getattr(module, name, None), torch.Tensor)
+
+
+def computed_parts(
+    parts: list[tuple[nn.Module | None, str | None]],
+) -> Iterator[tuple[str, str]]:
+    """(name, role) of each weight and bias of the named modules ``parts`` (a producer, its
+    BatchNorm) that is computed (see :func:`computed`)."""
+    for module, name in parts:
+        if module is None or name is None:
+            continue
+        for role in ("weight", "bias"):
+            if computed(module, role):
+                yield name, role
+
+
 def weight_of(module: nn.Module) -> torch.Tensor:
     """The weight of a producer or of a consumer (Conv, ConvTranspose, Linear: they always
-    have one; a parametrization's is a computed tensor, not a Parameter)."""
-    return cast(torch.Tensor, module.weight)
+    have one; a parametrization's is a computed tensor, not a Parameter: see :func:`read`)."""
+    return cast(torch.Tensor, read(module, "weight"))
 
 
 def bias_of(module: nn.Module) -> torch.Tensor | None:
     """The bias of a producer or of a consumer; None when it has none (``bias=False``)."""
-    return cast("torch.Tensor | None", module.bias)
+    return cast("torch.Tensor | None", read(module, "bias"))
 
 
 def affine_of(bn: nn.Module | None) -> tuple[torch.Tensor, torch.Tensor] | None:
     """A BatchNorm's (weight, bias); None without a BatchNorm, or when it has neither
     (``affine=False``)."""
-    if bn is None or getattr(bn, "weight", None) is None:
+    if bn is None:
         return None
-    return cast(torch.Tensor, bn.weight), cast(torch.Tensor, bn.bias)
+    weight = read(bn, "weight")
+    if weight is None:
+        return None
+    return cast(torch.Tensor, weight), cast(torch.Tensor, read(bn, "bias"))
 
 
 def running_stats_of(bn: nn.Module) -> tuple[torch.Tensor, torch.Tensor] | None:
