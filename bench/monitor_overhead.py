@@ -144,6 +144,7 @@ class FloorCheck:
     def arm(self) -> None:
         """Install the hooks for this step's forward."""
         self.probe = ActivationProbe(self.watched, self.model)
+        self.probe.install()
 
     def step(self, loss: torch.Tensor) -> None:
         """Remove the hooks, read the gradients."""

@@ -320,3 +320,98 @@ def test_a_check_run_again_after_the_next_batch_reports_its_own_step(tmp_path: P
     assert lines == control
     rows = metrics(tmp_path / "interrupted")
     assert [row for row in rows if row["step"] <= 12] == metrics(tmp_path / "control")[:7]
+
+
+CELL_STEPS = 8
+CELL_DATA = batches(CELL_STEPS, batch=16)
+
+
+def _global_hooks() -> tuple[int, int, int]:
+    """How many global forward, forward-pre and optimizer-step hooks the process holds."""
+    from torch.nn.modules import module
+    from torch.optim import optimizer
+
+    return (
+        len(module._global_forward_hooks),
+        len(module._global_forward_pre_hooks),
+        len(optimizer._global_optimizer_post_hooks),
+    )
+
+
+def _cell_run_again(
+    run_dir: Path, check_every: int, at: int, interrupt: Interrupter | None
+) -> tuple[int, tuple[int, ...]]:
+    """A notebook's training cell (zero_grad, forward, backward, ``step()``,
+    ``optimizer.step()``) stopped by Ctrl+C inside ``step()`` at the loop's step ``at``:
+    that step's ``optimizer.step()`` never runs. The cell run again goes on from the step
+    it stopped at (its batch again) to ``CELL_STEPS`` optimizer steps. Returns the
+    Monitor's step count then, and the global hooks the run left after close()."""
+    before = _global_hooks()
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    done = 0  # the loop's optimizer steps
+
+    def cell() -> None:
+        nonlocal done
+        while done < CELL_STEPS:
+            x, y = CELL_DATA[done]
+            optimizer.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            if done == at and interrupt is not None and interrupt.landed is None:
+                sys.setprofile(interrupt)
+            try:
+                monitor.step(loss.detach())
+            finally:
+                sys.setprofile(None)
+            optimizer.step()
+            done += 1
+
+    monitor = Monitor(model, optimizer, run_dir, check_every=check_every)
+    try:
+        cell()
+    except KeyboardInterrupt:
+        cell()  # the cell run again
+    steps = monitor.steps
+    monitor.close()
+    return steps, tuple(n - m for n, m in zip(_global_hooks(), before, strict=True))
+
+
+@pytest.mark.parametrize(
+    ("check_every", "at"),
+    [
+        (2, 3),  # the step after the check of step 2, which arms the check of step 4
+        (1, 3),  # a check, then the arming of the next (every step)
+    ],
+)
+def test_ctrl_c_anywhere_in_step_then_the_cell_run_again_numbers_the_loops_steps(
+    tmp_path: Path, check_every: int, at: int
+) -> None:
+    """Ctrl+C at each signal point of ``step()`` (all of its last 200, every 11th before:
+    inside the check itself, which the tests above cover), not caught: the cell stops
+    before that step's ``optimizer.step()``, and is run again from that step. The record
+    and the metrics equal the uninterrupted run's, the Monitor counts the loop's optimizer
+    steps, and no hook is left behind. Before: a Ctrl+C in the arming of a check (the
+    step before it) or after a complete check counted the step, so the cell run again
+    took every later step as one step further (run_end.steps 9 for the loop's 8, each
+    later check on the step before its own), and one landing as the arming kept its
+    activation probe left that probe's three global hooks in the process for good."""
+    control_steps, left = _cell_run_again(tmp_path / "control", check_every, at, None)
+    assert (control_steps, left) == (CELL_STEPS, (0, 0, 0))
+    control = said(read_run(tmp_path / "control"))
+    control_rows = metrics(tmp_path / "control")
+    counting = Interrupter(0, ("step",))  # (never raises: counts the points)
+    _cell_run_again(tmp_path / "counting", check_every, at, counting)
+    total = counting.seen
+    points = [*range(1, total - 200, 11), *range(max(total - 200, 1), total + 1)]
+    for point in points:
+        run_dir = tmp_path / str(point)
+        interrupt = Interrupter(point, ("step",))
+        steps, left = _cell_run_again(run_dir, check_every, at, interrupt)
+        assert interrupt.landed is not None, point
+        assert steps == CELL_STEPS, interrupt.landed
+        assert left == (0, 0, 0), interrupt.landed
+        assert said(read_run(run_dir)) == control, interrupt.landed  # (verified)
+        assert metrics(run_dir) == control_rows, interrupt.landed
+    assert total > 100  # step() was driven through

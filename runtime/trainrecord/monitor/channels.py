@@ -207,14 +207,17 @@ class ActivationProbe:
         self._modules = list(modules.values())  # held, so that their ids stay theirs
         self._names = {id(m): n for n, m in modules.items()}
         self._removed = False
-        # one global hook, matched by identity: nothing is stored on the model's modules,
-        # so a torch.save(model) or copy.deepcopy(model) meanwhile sees no trace of it
-        self._handles = [register_module_forward_hook(self._hook)]
-        if root is not None:  # (the exit hook after _hook: run when the forward pass raised)
-            self._handles += [
-                register_module_forward_pre_hook(self._enter),
-                register_module_forward_hook(self._exit, always_call=True),
-            ]
+        self._handles: list[Any] = []  # (see install)
+
+    def install(self) -> None:
+        """Install the hooks: one global hook, matched by identity, so nothing is stored on
+        the model's modules (a torch.save(model) or copy.deepcopy(model) meanwhile sees no
+        trace of it). Called once its holder keeps the probe, and each handle kept as it is
+        made: Ctrl+C anywhere in the arming leaves no hook that remove() cannot reach."""
+        self._handles.append(register_module_forward_hook(self._hook))
+        if self._root is not None:  # (the exit hook after _hook: run when the pass raised)
+            self._handles.append(register_module_forward_pre_hook(self._enter))
+            self._handles.append(register_module_forward_hook(self._exit, always_call=True))
 
     def _enter(self, module: nn.Module, args: Any) -> None:
         if module is self._root:

@@ -414,7 +414,7 @@ class Monitor:
         self._metrics: Any = None
         self._stepped_at: _StepMark | None = None  # what the last check saw (_warn_twice)
         self._attempt: _Attempt | None = None  # the check begun and not complete
-        self._completed: _StepMark | None = None  # a complete check whose step() raised
+        self._completed: int | None = None  # the step of a complete check, until step() returns
         self._said_twice = False
         self._said_micro = False
         self._said_not_this_model = False
@@ -530,7 +530,7 @@ class Monitor:
         if not self.layers and self.dist.writer:
             LOGGER.warning("trainrecord.Monitor: %s", NO_TRAINABLE.split("; checks")[0])
         if self.steps % self.check_every == 0:
-            self._arm()
+            self._arm(self.steps)
         if self.dist.writer:  # a SIGTERM (Slurm, docker stop) still writes run_end
             # (watched under DDP: a rank blocked in a collective still stops at once)
             sigterm.activate(self, _sigterm_stop(weakref.ref(self)), watch=self.dist.active)
@@ -743,11 +743,16 @@ class Monitor:
         if step % self.check_every > 1 and (step + 1) % self.check_every:
             self.steps = step + 1  # between checks: a counter, nothing else
             return
-        again = self._completed
-        if again is not None:  # Ctrl+C in step() after its check was complete, caught
+        checked = self._completed
+        if checked is not None and checked == step - 1:
+            # Ctrl+C in step() after its check was complete (the check counted its step
+            # with its row), caught: this is that step again, and its check is in the
+            # record; what that step() left undone is done now, and no step is counted
+            with self._bookkeeping():
+                self._after_check(checked)
             self._completed = None
-            if again.step == step - 1 and again.same():  # step() again, for that step
-                return
+            return
+        self._completed = None
         mark = self._stepped_at
         if mark is not None:  # the step after a check: was step() called twice?
             self._stepped_at = None
@@ -768,22 +773,32 @@ class Monitor:
                 self.steps = step + 1
                 return
             if step % self.check_every == 0:
-                try:
-                    self._check(step, self._loss_value(loss))
-                except BaseException:
-                    if self.steps == step + 1:  # complete (counted with its row), then Ctrl+C
-                        self._completed = _StepMark.of(step, self._parameters, self.optimizer)
-                        if self.steps % self.check_every == 0 and not self._checks_stopped:
-                            self._arm()
-                    raise
-                if not self._said_twice:
-                    self._stepped_at = _StepMark.of(step, self._parameters, self.optimizer)
-                    if self._stepped_at is not None:
-                        self._stepped_at.scale = self._scale_now()
-            self.steps = step + 1
-            if self.steps % self.check_every == 0 and not self._checks_stopped:
-                self._arm()
-                self._window_has_step = True  # this step's optimizer.step() comes next
+                self._check(step, self._loss_value(loss))  # (counts the step when complete)
+                self._after_check(step)
+            else:
+                self._arm_next(step)
+        # Counted once step() has done all it does: a step() that raised (Ctrl+C at the
+        # step before a check, in its arming) counts nothing, and the next step() is that
+        # step again (a notebook cell interrupted there skipped the loop's optimizer.step():
+        # counting it put every later step number one past the loop's)
+        self.steps = step + 1
+        self._completed = None
+
+    def _after_check(self, step: int) -> None:
+        """The rest of the step() of a check at ``step``: the mark that tells a step()
+        called twice (:meth:`_warn_twice`), and the arming of the next step's check
+        (``check_every=1``)."""
+        if not self._said_twice:
+            self._stepped_at = _StepMark.of(step, self._parameters, self.optimizer)
+            if self._stepped_at is not None:
+                self._stepped_at.scale = self._scale_now()
+        self._arm_next(step)
+
+    def _arm_next(self, step: int) -> None:
+        """At ``step``, arm the check of the next step when it is one."""
+        if (step + 1) % self.check_every == 0 and not self._checks_stopped:
+            self._arm(step + 1)
+            self._window_has_step = True  # this step's optimizer.step() comes next
 
     def set_optimizer(self, optimizer: torch.optim.Optimizer) -> None:
         """Follow ``optimizer`` from now on: the optimizer that replaced the one the Monitor
@@ -997,13 +1012,18 @@ class Monitor:
 
     # -- hooks ----------------------------------------------------------------------------
 
-    def _arm(self) -> None:
-        """Install forward hooks for the next (check) step's forward pass."""
+    def _arm(self, check: int) -> None:
+        """Install forward hooks for the forward pass of the check of step ``check`` (the
+        next step). Arming again replaces what an earlier arming installed: each probe is
+        held before its hooks are installed, so a Ctrl+C anywhere in it leaves no hook that
+        the next arming (or close()) does not remove."""
         self._disarm()
         self._follow_model()
-        self.norms.mark(self.steps)  # what reaches each gradient up to the check (_sat_out)
+        self.norms.mark(check)  # what reaches each gradient up to the check (_sat_out)
         if self.structure is None:
-            self._structure_probe = StructureProbe(self.modules, self.model)
+            structure_probe = StructureProbe(self.modules, self.model)
+            self._structure_probe = structure_probe
+            structure_probe.install()
             watched = {
                 n: m
                 for n, m in self.modules.items()
@@ -1014,9 +1034,9 @@ class Monitor:
             for name in self.producers:
                 measured = self.structure.pairs.get(name, name)
                 watched[measured] = self.modules[measured]
-        self._activation_probe = ActivationProbe(
-            watched, self.model, note_compiled=not self.compiled
-        )
+        probe = ActivationProbe(watched, self.model, note_compiled=not self.compiled)
+        self._activation_probe = probe
+        probe.install()
         self._held.step_watch.install()  # which optimizer steps the model, up to the check
         self._hand_marks = None
         if self._awaiting_optimizer():  # did the parameters change in the window? (below)
@@ -1303,15 +1323,16 @@ class Monitor:
             except BaseException:
                 if self._metrics.rows != rows_before:  # (Ctrl+C after the row was written)
                     self.steps, self.checks = step + 1, self.checks + 1  # counted with it
-                    self._attempt = None
+                    self._attempt, self._completed = None, step
                 raise
             else:
                 written = True
         # The check is complete: counted with its step, right after its row (a check that
         # raised part-way is not counted). An exception later (Ctrl+C in the sinks' hand-off
-        # or in step()) must leave rows <= checks <= steps, or run_end is refused.
+        # or in step()) must leave rows <= checks <= steps, or run_end is refused; the next
+        # step() is then this step again (``_completed``), which counts nothing.
         self.steps, self.checks = step + 1, self.checks + 1
-        self._attempt = None
+        self._attempt, self._completed = None, step
         if written:
             self._sinks.put("metrics", row)
 

@@ -365,14 +365,17 @@ class StructureProbe:
             ):
                 self._names[id(module)] = name
         self._root_module = root
-        # global hooks, matched by identity: nothing is stored on the model's modules, so a
-        # torch.save(model) or copy.deepcopy(model) meanwhile sees no trace of the probe
-        self._handles: list[Any] = [
-            register_module_forward_pre_hook(self._pre),
-            register_module_forward_hook(self._post),
-            # after _post: run when the model's forward pass raised too (torch >= 2.1)
-            register_module_forward_hook(self._exit, always_call=True),
-        ]
+        self._handles: list[Any] = []  # (see install)
+
+    def install(self) -> None:
+        """Install the hooks: global hooks, matched by identity, so nothing is stored on the
+        model's modules (a torch.save(model) or copy.deepcopy(model) meanwhile sees no trace
+        of the probe). Called once its holder keeps the probe, and each handle kept as it is
+        made: Ctrl+C anywhere in the arming leaves no hook that remove() cannot reach."""
+        self._handles.append(register_module_forward_pre_hook(self._pre))
+        self._handles.append(register_module_forward_hook(self._post))
+        # after _post: run when the model's forward pass raised too (torch >= 2.1)
+        self._handles.append(register_module_forward_hook(self._exit, always_call=True))
 
     def _pre(self, module: nn.Module, args: Any) -> None:
         if module is self._root_module:
