@@ -31,7 +31,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from trainrecord.monitor.gradients import holders
+from trainrecord.monitor.gradients import class_name, holders
 from trainrecord.monitor.structure import (
     Structure,
     affine_of,
@@ -76,7 +76,7 @@ class Producer:
                 "it is measured and certified as without a checkpoint"
             )
         if self.relu is None and self.other_norm is not None:
-            kind = type(self.other_norm_module).__name__ if self.other_norm_module else "norm"
+            kind = class_name(self.other_norm_module) if self.other_norm_module else "norm"
             return (
                 f"the output of {self.name} goes through the {kind} {self.other_norm}, which "
                 "is not paired (only a BatchNorm is: the record's batchnorm field), so no "
@@ -173,7 +173,7 @@ def _activation(
 ) -> tuple[str, str] | None:
     """The name and class of the non-ReLU activation module ``layer``'s output goes to."""
     name = structure.other_activation.get(layer)
-    return (name, type(modules[name]).__name__) if name in modules else None
+    return (name, class_name(modules[name])) if name in modules else None
 
 
 def _state_slices_zero(

@@ -1,8 +1,9 @@
 """Per-layer gradient norms in one batched pass, their baselines, and gradient alarms.
 
 A *layer* is a module that owns parameters directly (``named_modules()`` with
-``parameters(recurse=False)``): a Conv2d, a Linear, a BatchNorm. Its gradient norm is the
-L2 norm over all its parameters' gradients. On a check step every parameter's sum of
+``parameters(recurse=False)``): a Conv2d, a Linear, a BatchNorm; a parametrized module's
+parametrizations' parameters (``X.parametrizations.weight.original``) are ``X``'s. Its
+gradient norm is the L2 norm over all its parameters' gradients. On a check step every parameter's sum of
 squares comes from one batched pass over the gradients that exist, then one transfer to the
 host, where the sums are grouped per layer in double precision (a sparse gradient, as
 ``nn.Embedding(sparse=True)`` makes, counts by its stored values). On a GPU the pass is one
@@ -65,14 +66,22 @@ import statistics
 import weakref
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
+from torch.nn.utils import parametrize
 
 WHOLE_MODEL = "model"
 """The layer name of a model that is one module without submodules (a bare ``nn.Linear``,
 ``nn.Conv2d``): ``named_modules()`` names it ``""``, which no layer may be called."""
+
+
+PARAMETRIZATIONS = "parametrizations"
+"""Where ``torch.nn.utils.parametrize`` keeps a parametrized module's parametrizations: a
+``ModuleDict`` of a ``ParametrizationList`` per tensor (``X.parametrizations.weight``),
+which holds the tensor's ``original`` (or ``original0``, ``original1``, ...) and the
+parametrization modules."""
 
 
 def named_modules(model: nn.Module) -> dict[str, nn.Module]:
@@ -80,47 +89,102 @@ def named_modules(model: nn.Module) -> dict[str, nn.Module]:
     ``nn.Linear``: logistic regression, one convolution) named :data:`WHOLE_MODEL` instead of
     ``""``: it is one layer, and a producer when it is a Conv or Linear (taken apart into a
     layer per parameter, as a container's own parameters are, a Linear was two layers of
-    kind ``Parameter``, never a producer, and its run had no structure or manifest)."""
+    kind ``Parameter``, never a producer, and its run had no structure or manifest). So is
+    one whose only submodules are its parametrizations (a bare Linear under
+    ``parametrizations.spectral_norm``)."""
     modules = dict(model.named_modules())
-    if len(modules) == 1:
-        return {WHOLE_MODEL: model}
+    inner = [n for n in modules if n]
+    if inner and not parametrize.is_parametrized(model):
+        return modules
+    if all(n == PARAMETRIZATIONS or n.startswith(PARAMETRIZATIONS + ".") for n in inner):
+        return {WHOLE_MODEL: model, **{n: modules[n] for n in inner}}
     return modules
 
 
-def parameter_layers(model: nn.Module) -> dict[str, list[tuple[str, nn.Parameter]]]:
-    """Modules that own trainable parameters directly, in ``named_modules()`` order.
-
-    A parameter a model with submodules owns itself (a ViT's ``pos_embedding``, a
-    ``logit_scale``) has no module name of its own: it is a layer by itself, named after the
-    parameter (its kind is ``Parameter``, see :func:`layer_kind`). A model without
-    submodules is one layer, :data:`WHOLE_MODEL` (see :func:`named_modules`)."""
-    out: dict[str, list[tuple[str, nn.Parameter]]] = {}
-    for name, module in named_modules(model).items():
-        params = [(n, p) for n, p in module.named_parameters(recurse=False) if p.requires_grad]
-        if not params:
-            continue
-        if name:
-            out[name] = params
+def module_layers(modules: dict[str, nn.Module]) -> dict[str, str]:
+    """The layer each module's own parameters belong to, by the module's name in
+    ``modules`` (:func:`named_modules`): its own name, except for the modules
+    ``torch.nn.utils.parametrize`` keeps under a parametrized module ``X``
+    (``X.parametrizations``, ``X.parametrizations.weight`` holding the weight's ``original``,
+    and the parametrization modules under it): theirs belong to ``X``, one layer per user
+    module, as the older hook-based ``weight_norm``, ``spectral_norm`` and pruning give
+    (``X`` over ``weight_orig``, ``weight_g`` and ``weight_v``). Before, ``X`` and
+    ``X.parametrizations.weight`` were two layers: two rows, and two alarms for one fault,
+    under a name of torch's internals. The parametrized tensor of the model itself (a
+    model with submodules) belongs to the layer named after the tensor, as its own
+    parameters do (see :func:`parameter_layers`); the model's own module is ``""``."""
+    out: dict[str, str] = {}
+    inside: dict[str, str] = {}  # path of a module under parametrizations -> its layer
+    for index, (name, module) in enumerate(modules.items()):
+        path = "" if index == 0 else name  # (the model may be named WHOLE_MODEL)
+        parent = path.rpartition(".")[0]
+        if path in inside:
+            layer = inside[path]
+        elif path and parent in inside:  # a parametrization module, or one of its own
+            layer = inside[path] = inside[parent]
         else:
-            out.update({n: [(n, p)] for n, p in params})
+            layer = name
+        out[name] = layer
+        if parametrize.is_parametrized(module):
+            base = f"{path}.{PARAMETRIZATIONS}" if path else PARAMETRIZATIONS
+            inside[base] = layer
+            for tensor in cast(nn.ModuleDict, module.parametrizations):
+                inside[f"{base}.{tensor}"] = layer or tensor
+    return out
+
+
+def layer_parameters(modules: dict[str, nn.Module]) -> dict[str, list[tuple[str, nn.Parameter]]]:
+    """Every parameter of each layer, trainable or not, in ``named_modules()`` order of the
+    layers (see :func:`module_layers`); each named from the layer's module
+    (``bias``, ``parametrizations.weight.original``), each once. A parameter the model
+    itself owns (its module named ``""``) is a layer by itself, named after it."""
+    layer_of = module_layers(modules)
+    out: dict[str, list[tuple[str, nn.Parameter]]] = {}
+    for name, module in modules.items():
+        layer = layer_of[name]
+        if layer and layer == name:
+            out.setdefault(layer, [])  # its place, before its parametrizations'
+        for own, param in module.named_parameters(recurse=False):
+            held = out.setdefault(layer or own, [])
+            if all(p is not param for _, p in held):
+                inner = name[len(layer) + 1 :] if name.startswith(layer + ".") else name
+                held.append((f"{inner}.{own}" if layer != name else own, param))
+    return {layer: params for layer, params in out.items() if params}
+
+
+def parameter_layers(model: nn.Module) -> dict[str, list[tuple[str, nn.Parameter]]]:
+    """Modules that own trainable parameters, in ``named_modules()`` order, with them.
+
+    A module's parameters are those it holds directly and, for a parametrized module, those
+    of its parametrizations (see :func:`module_layers`). A parameter a model with submodules
+    owns itself (a ViT's ``pos_embedding``, a ``logit_scale``) has no module name of its
+    own: it is a layer by itself, named after the parameter (its kind is ``Parameter``, see
+    :func:`layer_kind`). A model without submodules is one layer, :data:`WHOLE_MODEL` (see
+    :func:`named_modules`)."""
+    out: dict[str, list[tuple[str, nn.Parameter]]] = {}
+    for layer, params in layer_parameters(named_modules(model)).items():
+        trainable = [(n, p) for n, p in params if p.requires_grad]
+        if trainable:
+            out[layer] = trainable
     return out
 
 
 def parameter_owners(
     modules: dict[str, nn.Module], trainable_only: bool = False
 ) -> dict[int, list[str]]:
-    """The layers that hold each parameter directly, by the parameter's id, named as
-    :func:`parameter_layers` names them: a module's name (in ``modules``), or, for a
-    parameter the model itself holds (its module named ``""``), the parameter's own name. A
-    parameter held by more than one is shared (tied weights: a gradient reaches it through
-    each of them). ``trainable_only``: only the parameters that require gradients (the
-    layers' parameters); otherwise every parameter (what a certificate or a repair rests
-    on may be trained again later)."""
+    """The layers that hold each parameter, by the parameter's id, named as
+    :func:`parameter_layers` names them: a module's name (in ``modules``; the parameters of
+    a parametrized module's parametrizations are its own), or, for a parameter the model
+    itself holds (its module named ``""``), the parameter's own name. A parameter held by
+    more than one is shared (tied weights, tied parametrization originals: a gradient
+    reaches it through each of them). ``trainable_only``: only the parameters that require
+    gradients (the layers' parameters); otherwise every parameter (what a certificate or a
+    repair rests on may be trained again later)."""
     owners: dict[int, list[str]] = {}
-    for name, module in modules.items():
-        for own, param in module.named_parameters(recurse=False):
+    for layer, params in layer_parameters(modules).items():
+        for _, param in params:
             if param.requires_grad or not trainable_only:
-                owners.setdefault(id(param), []).append(name or own)
+                owners.setdefault(id(param), []).append(layer)
     return owners
 
 
@@ -139,7 +203,13 @@ def holders(names: list[str], modules: dict[str, nn.Module]) -> str:
 def layer_kind(modules: dict[str, nn.Module], layer: str) -> str:
     """A layer's kind: its module's class name, or ``Parameter`` for one the model owns."""
     module = modules.get(layer)
-    return type(module).__name__ if module is not None else "Parameter"
+    return class_name(module) if module is not None else "Parameter"
+
+
+def class_name(module: nn.Module) -> str:
+    """The name of the class the user gave ``module``: ``Conv2d``, not the
+    ``ParametrizedConv2d`` that ``torch.nn.utils.parametrize`` makes it."""
+    return parametrize.type_before_parametrizations(module).__name__
 
 
 class GradientNorms:

@@ -79,7 +79,9 @@ from trainrecord.monitor.distributed import Distributed, unwrap
 from trainrecord.monitor.gradients import (
     GradientAlarms,
     GradientNorms,
+    class_name,
     layer_kind,
+    layer_parameters,
     named_modules,
     parameter_layers,
     parameter_owners,
@@ -2151,15 +2153,12 @@ class Monitor:
         self._emit("repair", fields)
 
     def _frozen_layers(self) -> list[str]:
-        """Modules that own parameters, none of them trainable (a fine-tune's frozen base):
-        named in the manifest, which lists only the layers it checks. Parameters the model
-        itself owns are named as :func:`parameter_layers` names them."""
-        out: list[str] = []
-        for name, module in self.modules.items():
-            own = list(module.named_parameters(recurse=False))
-            if own and not any(p.requires_grad for _, p in own):
-                out.extend([name] if name else [n for n, _ in own])
-        return out
+        """Layers with parameters, none of them trainable (a fine-tune's frozen base): named
+        in the manifest, which lists only the layers it checks; named as
+        :func:`parameter_layers` names them (a parametrized module with its
+        parametrizations' parameters, a parameter the model itself owns by its name)."""
+        layers = layer_parameters(self.modules)
+        return [n for n, own in layers.items() if not any(p.requires_grad for _, p in own)]
 
     def _tied_layers(self) -> list[list[str]]:
         """Groups of layers that own one trainable parameter together (GPT-2's wte and
@@ -2269,7 +2268,7 @@ class Monitor:
         return {
             "name": self.name,
             "tool": f"trainrecord {__version__}",
-            "model": type(self.model).__name__,
+            "model": class_name(self.model),
             "parameters": sum(p.numel() for _, p in named),
             "layers": list(self.layers),
             "architecture_sha256": architecture_sha256((n, p.shape) for n, p in named),
