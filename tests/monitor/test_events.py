@@ -984,38 +984,41 @@ def test_a_loss_that_rose_and_stays_after_one_outlier_is_a_spike() -> None:
         for e, f in tracker.observe(5 * i, v)
     ]
     assert seen[:2] == [("loss_spike", 280, 27.82, 2.15), ("loss_recovered", 290, 3.73, 2.15)]
-    assert [s[1] for s in seen if s[0] == "loss_spike"] == [280, 330]
+    # 12.46 and 11.04 at 330 and 335, 8 checks after the recovery and below that spike's
+    # top (28.73), are that spike again, no new one (they were a second spike before)
+    assert [s[1] for s in seen if s[0] == "loss_spike"] == [280]
     # one hard batch in that calm stretch is still no spike, nor are two apart
     calm = LossTracker()
     values = [*DIVERGING[:53], 11.38, 2.3, 2.5, 9.0, 2.2, 2.6, 2.4]
     assert [e for i, v in enumerate(values) for e, _ in calm.observe(5 * i, v)] == []
 
 
-def test_a_diverging_run_writes_a_loss_spike(run_dir: Path) -> None:
-    """SGD at lr 0.05 with momentum 0.9 and zero_grad() only every third step: the
-    gradients add up, the loss rises from about 1 to 2.5 and then to 6-29 and stays (a
-    user probe). Before: gradient alarms only, and no ``loss_spike``."""
+class DivergingNet(nn.Module):
+    """Two layers, a residual branch and a head (a user probe's model)."""
 
-    class Net(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.fc1 = nn.Linear(16, 32)
-            self.fc2 = nn.Linear(32, 32)
-            self.head = nn.Linear(32, 4)
-            self.branch = nn.Linear(32, 32)
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 32)
+        self.head = nn.Linear(32, 4)
+        self.branch = nn.Linear(32, 32)
 
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            h = F.relu(self.fc2(F.relu(self.fc1(x))))
-            return self.head(h + self.branch(h))
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = F.relu(self.fc2(F.relu(self.fc1(x))))
+        return self.head(h + self.branch(h))
 
+
+def _diverging(run_dir: Path, lr: float, check_every: int, steps: int) -> list[dict[str, Any]]:
+    """SGD at ``lr`` with momentum 0.9 and zero_grad() only every third step (the
+    gradients add up) on a fixed teacher's labels, under the Monitor: the diary's lines."""
     g = torch.Generator().manual_seed(1)
     x_all = torch.randn(2048, 16, generator=g)
     y_all = (x_all @ torch.randn(16, 4, generator=g)).argmax(-1)
     torch.manual_seed(0)
-    model = Net()
-    optimizer = sgd(model, lr=0.05, momentum=0.9)
-    with Monitor(model, optimizer, run_dir, check_every=5) as monitor:
-        for step in range(300):
+    model = DivergingNet()
+    optimizer = sgd(model, lr=lr, momentum=0.9)
+    with Monitor(model, optimizer, run_dir, check_every=check_every, log=False) as monitor:
+        for step in range(steps):
             i = (step * 32) % 2048
             loss = F.cross_entropy(model(x_all[i : i + 32]), y_all[i : i + 32])
             loss.backward()
@@ -1023,12 +1026,51 @@ def test_a_diverging_run_writes_a_loss_spike(run_dir: Path) -> None:
             optimizer.step()
             if step % 3 == 2:
                 optimizer.zero_grad()
-    lines = read_run(run_dir)
+    return read_run(run_dir)
+
+
+def test_a_diverging_run_writes_a_loss_spike(run_dir: Path) -> None:
+    """SGD at lr 0.05 with momentum 0.9 and zero_grad() only every third step: the
+    gradients add up, the loss rises from about 1 to 2.5 and then to 6-29 and stays (a
+    user probe). Before: gradient alarms only, and no ``loss_spike``."""
+    lines = _diverging(run_dir, lr=0.05, check_every=5, steps=300)
     losses = [r["loss"] for r in metrics(run_dir)]
     assert max(losses[:40]) < 3.5 < max(losses[53:])  # calm to step 200, diverging after
     spikes = events(lines, "loss_spike")
     assert spikes and 265 <= spikes[0]["step"] <= 295
     assert spikes[0]["value"] > 4 * spikes[0]["baseline"]
+
+
+def test_a_run_blowing_up_writes_a_spike_per_rise_not_per_bounce(run_dir: Path) -> None:
+    """The same loop at lr 0.1, check_every=1: the loss rises from about 1.4 to 1e6 and
+    more in 340 steps, bouncing. Before: 10 ``loss_spike`` and 7 ``loss_recovered``; five
+    of those spikes came 2-6 checks after a recovery at one low batch (84 then 86, 120 then
+    122, 226 then 229, 292 then 298, 305 then 307), the loss no higher than the spike
+    before had reached. A spike right after one ended (within 20 checks) is now said only
+    when the loss stands above that spike's top by that spike's own factor again."""
+    lines = _diverging(run_dir, lr=0.1, check_every=1, steps=340)
+    spikes = [s["step"] for s in events(lines, "loss_spike")]
+    recovered = [r["step"] for r in events(lines, "loss_recovered")]
+    assert spikes[0] == 78  # the first spike is as it was
+    assert not [(r, s) for r in recovered for s in spikes if 0 < s - r <= 6], (recovered, spikes)
+    assert 3 <= len(spikes) <= 6, spikes
+
+
+def test_a_spike_right_after_one_is_said_when_it_rises_by_that_spike_s_factor() -> None:
+    calm = [1.0 + 0.02 * math.sin(i) for i in range(30)]
+    spike = [3.0, 3.1, 2.9]  # a spike over a baseline of about 1 (a factor of 3): top 3.1
+    again = LossTracker()  # the same height 5 checks after its recovery: the same spike
+    values = [*calm, *spike, *calm[:5], 3.0, 3.1, *calm[:5]]
+    seen = [(e, i) for i, v in enumerate(values) for e, _ in again.observe(i, v)]
+    assert seen == [("loss_spike", 31), ("loss_recovered", 33)]
+    higher = LossTracker()  # above 3.1 x 3.1: a spike again
+    values = [*calm, *spike, *calm[:5], 9.8, 10.0, *calm[:5]]
+    seen = [(e, i) for i, v in enumerate(values) for e, _ in higher.observe(i, v)]
+    assert [i for e, i in seen if e == "loss_spike"] == [31, 39]
+    later = LossTracker()  # the same height after 20 checks back at the level: a spike
+    values = [*calm, *spike, *calm[:21], 3.0, 3.1, *calm[:5]]
+    seen = [(e, i) for i, v in enumerate(values) for e, _ in later.observe(i, v)]
+    assert [i for e, i in seen if e == "loss_spike"] == [31, 55]
 
 
 def test_show_says_how_a_run_ended_and_where_a_session_continued(run_dir: Path) -> None:

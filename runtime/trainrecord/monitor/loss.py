@@ -32,8 +32,16 @@ windows, and its rise can be the largest of the tail's ten or so: the margin was
 margin 25, and 27.8 and 28.7 at the next checks, 10 x the level, were no spike). A median
 of 5 is not moved by one hard batch, nor by two; healthy losses near convergence do rise
 5-10 x for a few checks at small batches (0.03 to 0.2-0.3, or 0.2 to 0.7 with Adam at
-batch 8), which the floor leaves out. A
-spike that lasts ``window`` (20) checks without recovering is the loss's new level (a
+batch 8), which the floor leaves out.
+
+Right after a spike ended (within ``window`` checks of its recovery, or of its values
+becoming the loss's level), two checks above the margin are that spike again, with no
+event, unless one of them exceeds the spike's top by its own factor (see
+:meth:`LossTracker._repeats`): a run blowing up recovers at one low batch and spikes again
+some checks later, no higher (a loop at lr 0.1, ``check_every=1``: 10 spikes in 340
+steps, 5 of them 2-6 checks after a recovery; now 5). Their values enter the windows.
+
+A spike that lasts ``window`` (20) checks without recovering is the loss's new level (a
 loss term added, harder data, a curriculum step): its values become the windows, with no
 event (the ``loss_spike`` said when it began), and a later spike is measured against that
 level (before, the tracker stayed ``spiking`` for the rest of the run and reported no
@@ -88,6 +96,8 @@ class LossTracker:
     _above: int = 0  # checks in a row above the margin (while not spiking)
     _held: list[float] = field(default_factory=list)  # their values: a spike's, or the spread's
     _lasting: list[float] = field(default_factory=list)  # the values of a spike that lasts
+    _ended: tuple[int, float, float] | None = None  # the last spike ended: check, top, baseline
+    _again: bool = False  # this check was the last spike's level again (see _repeats)
     new_level: bool = False
     """Whether the last check's value made a spike that lasted the loss's new level (the
     gradient alarms then take the layers' new level too: see ``GradientAlarms.observe``)."""
@@ -95,8 +105,9 @@ class LossTracker:
     @property
     def above(self) -> bool:
         """Whether the value of the last check stood above the margin: a spike, or above
-        it once (the gradient alarms leave a rise the loss explains to this rule)."""
-        return self.spiking or self._above > 0
+        it once, or the last spike's level again (the gradient alarms leave a rise the loss
+        explains to this rule)."""
+        return self.spiking or self._above > 0 or self._again
 
     @property
     def baseline(self) -> float:
@@ -148,6 +159,7 @@ class LossTracker:
         """Events for this check's loss value."""
         self.checks += 1
         self.new_level = False
+        self._again = False
         if not math.isfinite(value):
             return [
                 (
@@ -160,7 +172,7 @@ class LossTracker:
             baseline, margin = self._frozen
             if value - baseline <= 0.5 * margin:
                 self.spiking = False
-                self._lasting.clear()
+                self._end()
                 events.append(
                     ("loss_recovered", {"step": step, "value": value, "baseline": baseline})
                 )
@@ -168,7 +180,7 @@ class LossTracker:
                 self._lasting.append(value)
                 if len(self._lasting) >= self.window:  # the loss's new level: measured from it
                     self.values = deque(self._lasting)
-                    self._lasting.clear()
+                    self._end()
                     self.spiking = False
                     self.new_level = True
                     return events
@@ -185,8 +197,12 @@ class LossTracker:
                 self._held.append(value)
                 if self._above < self.checks_in_a_row:
                     return events  # above once: a spike if it stays there at the next check
-                self.spiking = True
                 self._above = 0
+                if self._repeats():  # the last spike's level again: its values are kept
+                    self._again = True
+                    self._keep([])
+                    return events
+                self.spiking = True
                 if risen and self._frozen_level is not None:  # measured from the level before
                     self._frozen = self._frozen_level
                     baseline = self._frozen[0]
@@ -201,10 +217,35 @@ class LossTracker:
             else:
                 self._above = 0
         if not self.spiking:
-            for kept in [*self._held, value]:  # a lone hard batch is the loss's own spread
-                self.values.append(kept)
-            self._held.clear()
-            while len(self.values) > self.window:
-                self.values.popleft()
-            self.peak = max(self.peak, abs(self.baseline))
+            self._keep([value])
         return events
+
+    def _keep(self, values: list[float]) -> None:
+        """The values held above the margin and ``values`` enter the windows (a lone hard
+        batch is the loss's own spread)."""
+        for kept in [*self._held, *values]:
+            self.values.append(kept)
+        self._held.clear()
+        while len(self.values) > self.window:
+            self.values.popleft()
+        self.peak = max(self.peak, abs(self.baseline))
+
+    def _end(self) -> None:
+        """The spike ended (recovered, or its values the loss's new level): noted for
+        :meth:`_repeats`."""
+        self._ended = (self.checks, max(self._lasting), self._frozen[0])
+        self._lasting.clear()
+
+    def _repeats(self) -> bool:
+        """Whether the checks held above the margin, right after a spike ended (within
+        ``window`` checks), stay within that spike's level raised by its own factor: its
+        top times its top over its baseline (twice its top less its baseline, for a
+        baseline at or below 0). Such a spike is the last one again, not a new one: a loss
+        that keeps rising and bouncing (a run blowing up) recovered at one low batch and
+        spiked again some checks later, or took a lasting spike's values as its level and
+        spiked over them at once."""
+        if self._ended is None or self.checks - self._ended[0] > self.window:
+            return False
+        _, top, baseline = self._ended
+        bound = top * top / baseline if baseline > 0 else 2 * top - baseline
+        return max(self._held) <= bound
