@@ -96,12 +96,14 @@ def _train(
     steps: int = 150,
     model: MultiTask | None = None,
     replace_grads: bool = False,
+    give: str = "tensor",
 ) -> tuple[list[dict[str, Any]], MultiTask]:
     """Round-robin training of ``tasks`` heads (step k trains task k % tasks) on one trunk
     and block; at ``bypass_at`` the block is left out of the forward pass (``how``:
     ``flag``, a flag flipped; ``no_grad``, run under ``torch.no_grad()``), still attached,
     its parameters still requiring gradients. ``replace_grads``: after each backward the
-    loop replaces every gradient by a new tensor (clamped to [-1, 1], out of place)."""
+    loop replaces every gradient by a new tensor (clamped to [-1, 1], out of place).
+    ``give``: what step() is given, the loss ``tensor``, its ``item()`` or ``detach()``."""
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(1)
     x = torch.randn(512, 20, generator=g)
@@ -122,7 +124,7 @@ def _train(
                 for p in model.parameters():
                     if p.grad is not None:
                         p.grad = p.grad.clamp(-1.0, 1.0)
-            monitor.step(loss)
+            monitor.step({"tensor": loss, "item": loss.item(), "detach": loss.detach()}[give])
             opt.step()
             opt.zero_grad(set_to_none=set_to_none)
     return read_run(run_dir), model
@@ -224,6 +226,28 @@ def test_round_robin_heads_whose_gradients_the_loop_replaces_are_not_no_gradient
         bypass_at=90,
     )
     assert _alarms(lines) == [(90 + check_every, "block", "no_gradient", None)]
+
+
+@pytest.mark.parametrize("give", ["item", "detach"])
+def test_replaced_gradients_of_heads_when_step_is_given_no_loss_graph(
+    run_dir: Path, give: str
+) -> None:
+    """As above, with step() given ``loss.item()`` or ``loss.detach()``: no graph to walk,
+    and heads task1 and task2 were ``no_gradient`` from the first judged check (15) for
+    the whole run, as before 2470d23. The graphs of the check step's forward passes (the
+    model's outputs, which the backward reached) now tell the same: they sat out. The
+    block left out of the forward pass is still ``no_gradient`` at the next check."""
+    lines, _ = _train(run_dir, set_to_none=False, check_every=3, replace_grads=True, give=give)
+    assert _alarms(lines) == []
+    lines, _ = _train(
+        run_dir.parent / "bypassed",
+        set_to_none=True,
+        check_every=3,
+        replace_grads=True,
+        bypass_at=90,
+        give=give,
+    )
+    assert _alarms(lines) == [(93, "block", "no_gradient", None)]
 
 
 class Attention(nn.Module):

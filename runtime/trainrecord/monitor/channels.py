@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import functools
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
@@ -136,6 +137,7 @@ class _Pass:
     counted: bool = False
     called: set[int] = field(default_factory=set)  # modules it ran with gradients (ids)
     filled: set[int] = field(default_factory=set)  # of them, run on something (see probe's)
+    reached: set[int] = field(default_factory=set)  # parameters its outputs' graphs reach
 
 
 class ActivationProbe:
@@ -183,15 +185,21 @@ class ActivationProbe:
     layer's. ``filled`` holds those of them that ran at least once on an output with
     values: a module in ``called`` but not in ``filled`` ran on empty tensors only (an
     expert of a mixture of experts called on the no tokens routed to it), and its gradient
-    is all zero by construction."""
+    is all zero by construction. With ``walk``, ``reached`` holds the ids of the
+    parameters the autograd graphs of the counted passes' outputs reach (walked as each
+    pass returns: a ``grad_fn`` kept here would be held by the output's tensor hook,
+    which holds the probe, a cycle through the graph that Python's collector cannot see)."""
 
     def __init__(
         self,
         modules: dict[str, nn.Module],
         root: nn.Module | None = None,
         note_compiled: bool = True,
+        walk: bool = False,
     ) -> None:
         self._root = root  # the model
+        self.walk = walk  # walk the graphs of the model's outputs (see reached)
+        self.reached: set[int] = set()  # ids of the parameters those of counted passes reach
         self._note_compiled = note_compiled
         self.compiled_call = False  # a torch.compile wrapper of root was called
         self._running: list[_Pass] = []  # the model's forward passes begun, not ended
@@ -246,6 +254,7 @@ class ActivationProbe:
         running.counted = True
         self.called |= running.called
         self.filled |= running.filled
+        self.reached |= running.reached
         seen, running.seen = running.seen, []
         for measured in seen:
             self._add(*measured)
@@ -260,6 +269,8 @@ class ActivationProbe:
                     if out.grad_fn is not None:
                         out.register_hook(functools.partial(_reached, self, running))
                         running.waits = True
+                        if self.walk:  # (ids only: a node held here would hold its graph)
+                            running.reached.update(graph_leaves(out.grad_fn))
         # not inside backward (asked once a call: below too)
         forward = grad and torch._C._current_graph_task_id() == -1
         tensor = first_tensor(output)
@@ -358,6 +369,24 @@ class ActivationProbe:
 def _reached(probe: ActivationProbe, running: _Pass, grad: torch.Tensor) -> None:
     """The tensor hook on a pass's output (a function, so that the hook holds no frame)."""
     probe._reached(running)
+
+
+def graph_leaves(node: Any) -> Iterator[int]:
+    """The ids of the tensors whose gradients the autograd graph from ``node`` (a loss's
+    ``grad_fn``) accumulates (their AccumulateGrad nodes: the parameters it reaches), as the
+    walk finds them. The graph's structure outlives backward(), which frees only the
+    tensors it saved (and the Python object of each node lives as long as the node)."""
+    seen: set[int] = set()
+    todo = [node]
+    while todo:
+        node = todo.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        variable = getattr(node, "variable", None)
+        if variable is not None:
+            yield id(variable)
+        todo.extend(after for after, _ in node.next_functions)
 
 
 @dataclass

@@ -70,6 +70,7 @@ from trainrecord.monitor.channels import (
     ChannelTracker,
     channel_scale,
     classify,
+    graph_leaves,
     incoming_norms_of,
     starting_from_zero,
 )
@@ -1036,7 +1037,9 @@ class Monitor:
             for name in self.producers:
                 measured = self.structure.pairs.get(name, name)
                 watched[measured] = self.modules[measured]
-        probe = ActivationProbe(watched, self.model, note_compiled=not self.compiled)
+        probe = ActivationProbe(
+            watched, self.model, note_compiled=not self.compiled, walk=bool(self.norms.made)
+        )
         self._activation_probe = probe
         probe.install()
         self._held.step_watch.install()  # which optimizer steps the model, up to the check
@@ -1199,7 +1202,10 @@ class Monitor:
         ran = probe.called if probe is not None and probe.called else None
         filled = probe.filled if probe is not None else set()
         self._warn_not_this_model(step, tensor, probe)
-        self._gradients(step, value, read, scale, rows, trained_between, ran, filled, tensor)
+        walked = probe.reached if probe is not None and probe.walk else None
+        self._gradients(
+            step, value, read, scale, rows, trained_between, ran, filled, tensor, walked
+        )
 
     def _judging_state(self) -> dict[str, Any]:
         """Copies of what a check changes as it judges (see :class:`_Attempt`): the loss
@@ -1251,6 +1257,7 @@ class Monitor:
         ran: set[int] | None = None,
         filled: set[int] | frozenset[int] = frozenset(),
         loss: torch.Tensor | None = None,
+        walked: set[int] | None = None,
     ) -> None:
         """A check's gradient norms, their events and the loss's, and its metrics row
         (``read``: each gradient's owner and sum of squares; ``rows``: the producers' stuck
@@ -1258,11 +1265,12 @@ class Monitor:
         the last check; ``ran``: the ids of the modules run with gradients in the check
         step's forward pass, None when not known; ``filled``: those of them run on an
         output with values at least once, see :meth:`_ran_empty`; ``loss``: the loss tensor
-        given to step(), see :meth:`_sat_out`)."""
+        given to step(), and ``walked``, the parameters the graphs of the check step's forward
+        passes reached, see :meth:`_sat_out`)."""
         norms, any_grad = self.norms.group(read, 1.0 if scale is None else scale[1])
         routed: set[str] = set()
         if ran is not None:
-            trained_between = trained_between | self._sat_out(norms, ran, loss)
+            trained_between = trained_between | self._sat_out(norms, ran, loss, walked)
             routed = self._ran_empty(norms, ran, filled)
         all_zero = any_grad and all(v == 0.0 for v in norms.values() if v is not None)
         if all_zero:
@@ -1339,7 +1347,11 @@ class Monitor:
             self._sinks.put("metrics", row)
 
     def _sat_out(
-        self, norms: dict[str, float | None], ran: set[int], loss: torch.Tensor | None = None
+        self,
+        norms: dict[str, float | None],
+        ran: set[int],
+        loss: torch.Tensor | None = None,
+        walked: set[int] | None = None,
     ) -> set[str]:
         """Layers with an all-zero gradient, updated since the last check, whose modules did
         not run in the check step's forward pass (``ran``: the ids of the modules that did):
@@ -1360,7 +1372,11 @@ class Monitor:
         gradients cannot be counted. Before, a task head held by a container that ran,
         under ``zero_grad(set_to_none=False)``, with such a loop, was unfed at every check
         step that did not choose it (a false ``no_gradient`` for the whole run when
-        ``check_every`` is a multiple of the task count)."""
+        ``check_every`` is a multiple of the task count). A loss given as a number
+        (``loss.item()``) or detached has no graph: ``walked`` then tells, the parameters
+        the graphs of the check step's forward passes reached (the probe walks the
+        outputs' graphs when the last check saw such gradients, ``GradientNorms.made``).
+        Before, with such a loss, those heads were ``no_gradient`` for the whole run."""
         out: set[str] = set()
         unfed, made = self.norms.unfed, self.norms.made
         reached: set[int] | None = None  # the parameters the loss's graph reaches (ids)
@@ -1369,10 +1385,12 @@ class Monitor:
             if norms.get(name) != 0.0 or module is None or id(module) in ran:
                 continue
             if name in unfed:
-                if name not in made or loss is None or loss.grad_fn is None:
+                if name not in made:
                     continue
                 if reached is None:
-                    reached = set(_graph_leaves(loss.grad_fn))
+                    reached = _reached(loss, walked)
+                    if reached is None:
+                        continue  # (no graph to tell by)
                 if any(id(p) in reached for _, p in self.layers[name]):
                     continue  # made by the check step's backward: unfed
             out.add(name)
@@ -3003,28 +3021,19 @@ def _sigterm_stop(monitor: weakref.ref[Monitor]) -> sigterm.Stop:
     return sigterm.Stop(begin, busy=busy)
 
 
+def _reached(loss: torch.Tensor | None, walked: set[int] | None) -> set[int] | None:
+    """The ids of the parameters the check step's backward could reach: those the loss
+    tensor's graph reaches, or, for a loss given as a number or detached, ``walked`` (those
+    the graphs of the forward passes' outputs reach; None: not walked, not known)."""
+    if loss is not None and loss.grad_fn is not None:
+        return set(graph_leaves(loss.grad_fn))
+    return walked
+
+
 def _reaches(node: Any, params: set[int]) -> bool:
     """Whether the autograd graph from ``node`` (a loss's ``grad_fn``) reaches a parameter
     whose id is in ``params`` (its AccumulateGrad node)."""
-    return any(leaf in params for leaf in _graph_leaves(node))
-
-
-def _graph_leaves(node: Any) -> Iterator[int]:
-    """The ids of the tensors whose gradients the autograd graph from ``node`` (a loss's
-    ``grad_fn``) accumulates (their AccumulateGrad nodes: the parameters it reaches), as the
-    walk finds them. The graph's structure outlives backward(), which frees only the
-    tensors it saved (and the Python object of each node lives as long as the node)."""
-    seen: set[int] = set()
-    todo = [node]
-    while todo:
-        node = todo.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        variable = getattr(node, "variable", None)
-        if variable is not None:
-            yield id(variable)
-        todo.extend(after for after, _ in node.next_functions)
+    return any(leaf in params for leaf in graph_leaves(node))
 
 
 def _wait_for_sinks(wait: Callable[[float], None], timeout: float) -> BaseException | None:
