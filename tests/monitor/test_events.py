@@ -993,6 +993,30 @@ def test_a_loss_that_rose_and_stays_after_one_outlier_is_a_spike() -> None:
     assert [e for i, v in enumerate(values) for e, _ in calm.observe(5 * i, v)] == []
 
 
+def test_a_rise_under_a_raised_learning_rate_is_left_to_the_margin() -> None:
+    """The risen rule does not count a check whose learning rate (some param group's)
+    stands above the median of its own at the level's checks: the user's schedule raised
+    it (a warm restart, a cyclic lr's upswing). The probe's sequence at a constant lr is a
+    spike at 280 as without lrs; with the lr doubled at step 250, just before the loss
+    rose, its rise is the schedule's, and the margin, blinded by 11.38, says nothing (the
+    cost: a divergence that starts within 10 checks of an lr raise is reported by the
+    margin only)."""
+
+    def spikes(lrs: Any) -> list[int]:
+        tracker = LossTracker()
+        return [
+            f["step"]
+            for i, v in enumerate(DIVERGING)
+            for e, f in tracker.observe(5 * i, v, lrs(i))
+            if e == "loss_spike"
+        ]
+
+    assert spikes(lambda i: (0.05, 0.01)) == spikes(lambda i: None) == [280]
+    assert spikes(lambda i: (0.05, 0.01) if i < 50 else (0.1, 0.01)) == []
+    assert spikes(lambda i: (0.05, 0.01) if i < 50 else (0.05, 0.01, 0.01)) == []  # a group added
+    assert spikes(lambda i: (0.05, 0.01) if i < 50 else (0.05, 0.005)) == [280]  # lowered
+
+
 class DivergingNet(nn.Module):
     """Two layers, a residual branch and a head (a user probe's model)."""
 

@@ -34,6 +34,17 @@ of 5 is not moved by one hard batch, nor by two; healthy losses near convergence
 5-10 x for a few checks at small batches (0.03 to 0.2-0.3, or 0.2 to 0.7 with Adam at
 batch 8), which the floor leaves out.
 
+A check at which a learning rate stands above the one the level was measured at (some
+param group's, given to :meth:`LossTracker.observe` as ``lrs``, above the median of its
+own at the 10 checks before the last 5; a group added counts, at 0 before) has not risen:
+the user's schedule raised the loss (a warm restart: SGD at lr 0.2 every 300 steps took a
+loss of 0.05 to 0.33-0.66 for 6 checks at ``check_every=10``; a cyclic lr's upswing to 0.5
+took 0.05 to 1.17 and back), and the margin still reports a jump (two checks above it).
+The cost: a loss that rises and stays within 10 checks of an lr raise, after one value
+above the margin once blinded it, is not reported by this rule (a network that died at a
+cyclic lr's peak at ``check_every=10``: its channels and ``no_gradient`` alarms said so;
+the diverging probe with its lr doubled just before the rise).
+
 Right after a spike ended (within ``window`` checks of its recovery, or of its values
 becoming the loss's level), two checks above the margin are that spike again, with no
 event, unless one of them exceeds the spike's top by its own factor (see
@@ -96,6 +107,7 @@ class LossTracker:
     _above: int = 0  # checks in a row above the margin (while not spiking)
     _held: list[float] = field(default_factory=list)  # their values: a spike's, or the spread's
     _lasting: list[float] = field(default_factory=list)  # the values of a spike that lasts
+    _lrs: deque[tuple[float, ...] | None] = field(default_factory=deque)  # at the last checks
     _ended: tuple[int, float, float] | None = None  # the last spike ended: check, top, baseline
     _again: bool = False  # this check was the last spike's level again (see _repeats)
     new_level: bool = False
@@ -143,6 +155,19 @@ class LossTracker:
         recent = [*earlier[max(0, len(earlier) - self.sustain + 1) :], value]
         return value - baseline > margin and statistics.median(recent) - baseline > margin
 
+    def _lr_rose(self) -> bool:
+        """Whether a learning rate stands above the one the level was measured at: some
+        param group's at this check above the median of its own at the ``window_base``
+        checks before the last ``sustain`` (0 at a check before the group was added)."""
+        now = self._lrs[-1] if self._lrs else None
+        level = [lrs for lrs in list(self._lrs)[: -self.sustain] if lrs is not None]
+        if now is None or not level:
+            return False
+        return any(
+            lr > statistics.median(then[i] if i < len(then) else 0.0 for then in level)
+            for i, lr in enumerate(now)
+        )
+
     def _margin(self, baseline: float) -> float:
         values = list(self.values)
         noise = self._noise(values)
@@ -155,9 +180,15 @@ class LossTracker:
             self.floor * self.peak,
         )
 
-    def observe(self, step: int, value: float) -> list[tuple[str, dict[str, Any]]]:
-        """Events for this check's loss value."""
+    def observe(
+        self, step: int, value: float, lrs: tuple[float, ...] | None = None
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """Events for this check's loss value; ``lrs``: the optimizer's learning rate per
+        param group at this check (None: not known)."""
         self.checks += 1
+        self._lrs.append(lrs)
+        while len(self._lrs) > self.window_base + self.sustain:
+            self._lrs.popleft()
         self.new_level = False
         self._again = False
         if not math.isfinite(value):
@@ -191,7 +222,7 @@ class LossTracker:
                 self._frozen_level = self._level()
             baseline, margin = self._frozen
             over = value - baseline > margin
-            risen = not over and self._risen(value)
+            risen = not over and self._risen(value) and not self._lr_rose()
             if over or risen:
                 self._above += 1
                 self._held.append(value)

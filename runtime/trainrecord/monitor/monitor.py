@@ -1295,7 +1295,7 @@ class Monitor:
             self._once("no_gradients", {"step": step, "severity": "warning", "message": message})
         new_level = False
         if value is not None:
-            for event, fields in self.loss.observe(step, value):
+            for event, fields in self.loss.observe(step, value, _learning_rates(self.optimizer)):
                 self._emit(event, fields)
             new_level = self.loss.new_level
         bad = [n for n, v in norms.items() if v is not None and not math.isfinite(v)]
@@ -2991,6 +2991,20 @@ def _check_optimizer_trains(
             "parameters (optimizer = SGD(model.parameters(), ...)), or give the Monitor "
             "the model this optimizer trains",
         )
+
+
+def _learning_rates(optimizer: torch.optim.Optimizer | None) -> tuple[float, ...] | None:
+    """The learning rate of each param group (the loss rule does not count a rise that came
+    with a raised one as the loss's own); None when one is not a number (not known)."""
+    rates: list[float] = []
+    for group in getattr(optimizer, "param_groups", None) or []:
+        lr = group.get("lr") if isinstance(group, dict) else None
+        if isinstance(lr, torch.Tensor) and lr.numel() == 1:
+            lr = lr.item()
+        if isinstance(lr, bool) or not isinstance(lr, int | float) or not math.isfinite(lr):
+            return None
+        rates.append(float(lr))
+    return tuple(rates) or None
 
 
 def _trains_none_of(optimizer: torch.optim.Optimizer, trainable: set[int]) -> bool:
