@@ -62,6 +62,20 @@ def printable(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+def printable_tree(value: Any) -> Any:
+    """``value`` (JSON-ready) with every string, keys too, :func:`printable`: a surrogate
+    code point (a field name read as ``"\\ud800"``, a file name that is not UTF-8) shown as
+    its escape, so ``--json`` prints JSON text any reader takes (RFC 8259 leaves a lone
+    surrogate's ``\\u`` escape to each reader: a strict one refuses the document)."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable(str(k)): printable_tree(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [printable_tree(v) for v in value]
+    return value
+
+
 def escaped(text: str) -> str:
     """``text`` with each character of :data:`_UNSAFE` as its Python escape (``\\x1b``,
     ``\\n``, ``\\u202e``, ``\\ud800``): what a file or a client wrote, safe to print or log."""

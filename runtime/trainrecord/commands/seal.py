@@ -3,7 +3,13 @@
 The record is verified first; one that does not verify is never sealed. With ``--key``
 the seal is signed (record.sig, Ed25519 over the exact bytes of record.json). A record
 already signed by another key (or, without ``--key``, signed at all) is resealed only with
-``--replace``, which replaces its signature.
+``--replace``, which replaces its signature. A record still being written (a Monitor or
+writer has its diary.jsonl or metrics.jsonl open) is not sealed: its writer seals it at close.
+
+exit status: 0 sealed; 2 not sealed: usage error (no run directory, no diary.jsonl, a --key
+that is not a private key), a record that does not verify, one still being written, one
+signed by another key without --replace, or a seal that could not be written (the record
+is left as it was).
 """
 
 from __future__ import annotations
@@ -16,8 +22,12 @@ from typing import Any
 
 from trainrecord.commands import plain, run_dir_problem
 from trainrecord.diary import write_seal
+from trainrecord.diary.durability import writers_kept_off
 from trainrecord.diary.keys import fingerprint, load_private_key
 from trainrecord.errors import escaped
+
+LOCKS = (("diary.jsonl", "diary.writer.locked"), ("metrics.jsonl", "diary_metrics.writer.locked"))
+"""The files a live run's writers hold locked, each with the rule of a second writer."""
 
 
 def register(subparsers: Any) -> None:
@@ -77,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-    seal = write_seal(args.run_dir, signing_key=key)
+    with writers_kept_off(args.run_dir, LOCKS):  # not a record still being written
+        seal = write_seal(args.run_dir, signing_key=key)
     diary = seal["diary"]
     print(f"sealed {args.run_dir}: {diary['lines']} lines, head {diary['head_hash'][:16]}...")
     if seal["signature"]:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from trainrecord import formats
-from trainrecord.errors import escaped, printable
+from trainrecord.errors import escaped, printable_tree
 
 DESCRIPTION = """\
 Check record files against the trainrecord spec and print every problem with its rule id.
@@ -84,6 +84,11 @@ def _expand(paths: list[Path]) -> list[Path]:
         else:
             out.append(path)
     return out
+
+
+def _shown(paths: list[Path]) -> str:
+    """The paths as a shell would take them back (quoted where they need it)."""
+    return " ".join(shlex.quote(str(p)) for p in paths)
 
 
 def _forced(args: argparse.Namespace) -> formats.Format | None:
@@ -167,19 +172,6 @@ def _shape_only(entry: dict[str, Any]) -> str:
     return f" (schema only: trainrecord verify {run_dir} checks the hash chain and seal)"
 
 
-def _printable(value: Any) -> Any:
-    """``value`` (JSON-ready) with every string printable: a surrogate code point (a field
-    name read as ``"\\ud800"``, a file name that is not UTF-8) shown as its escape, so the
-    output is UTF-8 and ``--json`` prints JSON text any reader takes."""
-    if isinstance(value, str):
-        return printable(value)
-    if isinstance(value, dict):
-        return {printable(str(k)): _printable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_printable(v) for v in value]
-    return value
-
-
 def run(args: argparse.Namespace) -> int:
     """Validate every path; print the result; return the exit status."""
     try:
@@ -197,12 +189,12 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    results = [_printable(_check(path, forced)) for path in _expand(args.paths)]
+    results = [printable_tree(_check(path, forced)) for path in _expand(args.paths)]
     errors = any(r["error"] for r in results)
     invalid = any(r["problems"] for r in results)
     if args.json:
         doc = {
-            "valid": not errors and not invalid,
+            "valid": bool(results) and not errors and not invalid,  # no file: nothing valid
             "files": [{k: v for k, v in r.items() if k != "shown"} for r in results],
         }
         print(json.dumps(doc, indent=2, ensure_ascii=False))
@@ -216,8 +208,14 @@ def run(args: argparse.Namespace) -> int:
             else:
                 for line in r["shown"]:
                     print(f"{path}: {line}")
-        if not results:
-            print("trainrecord validate: no record files found", file=sys.stderr)
+    if not results:  # (stderr: with --json too, whose stdout stays the one JSON object)
+        print(
+            f"trainrecord validate: no record files found in {escaped(_shown(args.paths))}: a "
+            "folder stands for the files in it named observed.attempt<N>.json, metrics.json, "
+            "diary.jsonl, metrics.jsonl, record.json or report.json; give a record file itself "
+            "to check one named otherwise",
+            file=sys.stderr,
+        )
     if errors or not results:
         return 2
     return 1 if invalid else 0

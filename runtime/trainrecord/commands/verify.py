@@ -19,6 +19,7 @@ from typing import Any
 
 from trainrecord.commands import load_key_option, no_diary, run_dir_problem, whole_number
 from trainrecord.diary import verify
+from trainrecord.errors import printable_tree
 
 EXIT = {"ok": 0, "failed": 1, "torn": 3}
 
@@ -78,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     progress = sys.stderr.isatty() and not args.no_progress and not args.json
     result = verify(args.run_dir, public_key=key, workers=args.workers, progress=progress)
     if args.json:
-        print(json.dumps(result.to_json(), indent=2))
+        print(json.dumps(printable_tree(result.to_json()), indent=2))  # (a name not UTF-8)
     else:
         print(result.summary())
         for warning in result.warnings:

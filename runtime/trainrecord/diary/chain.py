@@ -269,6 +269,45 @@ def irregular(path: Path, file: str) -> LineFailure | None:
     )
 
 
+CRLF_FIX = (
+    "a Windows checkout (git's core.autocrlf) or an editor converted the record's line "
+    "ends: convert its files back (dos2unix diary.jsonl metrics.jsonl record.json "
+    "record.sig) and keep git from converting them (`*.jsonl -text` and `record.* -text` "
+    "in .gitattributes)"
+)
+"""What to do about a record whose files were converted to CRLF line ends."""
+
+
+def crlf_note(path: Path, sha256: str | None = None) -> str:
+    """``""`` unless ``path`` holds a CRLF line end; then ``"; NAME has CRLF line ends
+    ..."``, to follow a digest or signature failure of that file: whether the file with LF
+    line ends has SHA-256 ``sha256`` (the digest a writer took of its bytes, written with
+    LF; None: not known) and, when it has or may have, what to do. The verdict stays the
+    rule's: the bytes are not those pinned (a decision in spec/README.md, "File bytes")."""
+    digest, found, held = hashlib.sha256(), False, b""
+    try:
+        with open(path, "rb") as fh:
+            while block := fh.read(1 << 20):
+                block = held + block
+                held = block[-1:] if block.endswith(b"\r") else b""  # (a CR LF cut in two)
+                block = block[: len(block) - len(held)]
+                found = found or b"\r\n" in block
+                digest.update(block.replace(b"\r\n", b"\n"))
+    except OSError:
+        return ""
+    if not found:
+        return ""
+    digest.update(held)
+    if sha256 is None:
+        return f"; {path.name} has CRLF line ends: {CRLF_FIX}"
+    if digest.hexdigest() == sha256:
+        return f"; {path.name} has CRLF line ends, and with LF line ends it matches: {CRLF_FIX}"
+    return (
+        f"; {path.name} has CRLF line ends, and with LF line ends it does not match either: "
+        "more than its line ends was changed"
+    )
+
+
 def _seq_of(value: Any) -> int | None:
     seq = value.get("seq") if isinstance(value, dict) else None
     return seq if type(seq) is int else None

@@ -50,6 +50,7 @@ import os
 import threading
 import time
 import weakref
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -303,6 +304,39 @@ def _lock(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
+@contextlib.contextmanager
+def writers_kept_off(run_dir: Path, names: tuple[tuple[str, str], ...]) -> Iterator[None]:
+    """Hold a shared lock on each file of ``names`` ((file name, rule) pairs) in ``run_dir``
+    that is there, for the ``with`` block: a writer holding one open (a live run) is refused
+    with that file's rule (``RecordRefused``), and none can open one while the block runs.
+
+    ``trainrecord seal`` takes it: a seal of a record still being written pins a state the
+    next line changes, so the record fails verification (``seal.metrics.sha256``) although
+    nothing was tampered with, until the writer's own seal at close (never, after a crash)."""
+    with contextlib.ExitStack() as held:
+        for name, rule in names:
+            path = run_dir / name
+            try:
+                fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            except FileNotFoundError:
+                continue
+            held.callback(os.close, fd)
+            if fcntl is None:  # pragma: no cover - not POSIX: no locks to ask
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise RecordRefused.one(
+                    rule,
+                    [name],
+                    f"a writer (a Monitor or DiaryWriter, in this or another process) still has "
+                    f"{name} open: the run is still being written, and a seal made now would "
+                    "fail verification at its next line; the writer seals the record when it "
+                    "closes (or, after a crash, seal it once no writer is left)",
+                ) from None
+        yield
+
+
 def cause_text(exc: OSError) -> str:
     """An OSError's cause in words: its text and errno name ("No space left on device (ENOSPC)")."""
     name = errno.errorcode.get(exc.errno or 0)
@@ -321,6 +355,12 @@ def write_advice(code: int | None, *, elsewhere: bool = True) -> str:
             "The file reached the largest size allowed (the process's file-size limit, "
             "ulimit -f, or the filesystem's): raise that limit"
             + (" or start a new run_dir" if elsewhere else "")
+        )
+    if code == errno.EROFS:
+        return (
+            "The folder is on a read-only file system (a read-only mount): remount it "
+            "writable"
+            + (" (or give the run a run_dir elsewhere)" if elsewhere else " (or copy the record)")
         )
     return "Check that disk (its space, permissions and health)"
 

@@ -24,7 +24,7 @@ from cryptography.exceptions import InvalidSignature
 
 from trainrecord import __version__
 from trainrecord.canonical import loads_strict
-from trainrecord.diary.chain import LineFailure, irregular, problem_text
+from trainrecord.diary.chain import CRLF_FIX, LineFailure, crlf_note, irregular, problem_text
 from trainrecord.diary.durability import cause_text, fsync_dir, write_advice
 from trainrecord.diary.events import RECORD_VERSION, SEAL_SCHEMA
 from trainrecord.diary.keys import fingerprint, load_private_key, load_public_key
@@ -143,9 +143,9 @@ def write_seal(
 
     data = (json.dumps(seal, indent=2, sort_keys=True, allow_nan=False) + "\n").encode()
     sig_path = run / SIGNATURE
-    if key is None:
+    _atomic_write(run / SEAL, data)  # first: a seal that cannot be written leaves record.sig
+    if key is None:  # (removed before, a failed write left a signed seal without it: failed)
         sig_path.unlink(missing_ok=True)
-    _atomic_write(run / SEAL, data)
     if key is not None:
         try:
             _atomic_write(sig_path, base64.b64encode(key.sign(data)) + b"\n")
@@ -183,6 +183,21 @@ def _lines_cause(path: Path, sealed: int, head_hash: str, lines: int) -> str:
         f"its line {sealed} is not the sealed head, so record.json is another record's "
         "seal, or the diary was rewritten after sealing"
     )
+
+
+def _crlf_signed(key: Any, signature: bytes, data: bytes) -> str:
+    """What to add to a signature that does not hold when record.json has CRLF line ends:
+    whether it holds over the LF bytes (the ones signed), and what to do; "" otherwise."""
+    if b"\r\n" not in data:
+        return ""
+    try:
+        key.verify(signature, data.replace(b"\r\n", b"\n"))
+    except InvalidSignature:
+        return (
+            "; record.json has CRLF line ends, and with LF line ends the signature does not "
+            "hold either: more than its line ends was changed"
+        )
+    return f"; record.json has CRLF line ends, and with LF line ends it matches: {CRLF_FIX}"
 
 
 def _fail(rule: str, message: str, file: str = SEAL) -> LineFailure:
@@ -231,7 +246,11 @@ def check_seal(
             "record's seal, or the diary was rewritten after sealing",
         )
     if sha != diary["sha256"] or size != diary["bytes"]:
-        return _fail("seal.diary.sha256", "diary.jsonl's SHA-256 differs from the sealed one")
+        return _fail(
+            "seal.diary.sha256",
+            "diary.jsonl's SHA-256 differs from the sealed one"
+            + crlf_note(run / DIARY, diary["sha256"]),
+        )
     metrics = seal["metrics"]
     mpath = run / METRICS
     if metrics is None:
@@ -242,7 +261,10 @@ def check_seal(
             return _fail("seal.metrics.sha256", "the seal names metrics.jsonl but it is missing")
         msha, msize, mrows = _file_facts(mpath)
         if (msha, msize, mrows) != (metrics["sha256"], metrics["bytes"], metrics["rows"]):
-            return _fail("seal.metrics.sha256", "metrics.jsonl differs from the sealed one")
+            return _fail(
+                "seal.metrics.sha256",
+                "metrics.jsonl differs from the sealed one" + crlf_note(mpath, metrics["sha256"]),
+            )
     result.sealed = True
     result.sealed_at, result.sealed_lines = seal["sealed_at"], diary["lines"]
     return _check_signature(seal, data, sig_path, result, public_key)
@@ -287,7 +309,8 @@ def _check_signature(
     except (UnicodeDecodeError, ValueError, binascii.Error):
         return _fail(
             "seal.signature.format",
-            "record.sig is not one line of base64 holding a 64-byte Ed25519 signature",
+            "record.sig is not one line of base64 holding a 64-byte Ed25519 signature"
+            + crlf_note(sig_path),
             SIGNATURE,
         )
     if public_key is None:
@@ -309,7 +332,8 @@ def _check_signature(
     except InvalidSignature:
         return _fail(
             "seal.signature.invalid",
-            "record.sig is not a valid signature of record.json by the given key",
+            "record.sig is not a valid signature of record.json by the given key"
+            + _crlf_signed(key, signature, data),
             SIGNATURE,
         )
     result.signed = True

@@ -24,7 +24,7 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, Literal
 
@@ -32,6 +32,7 @@ from trainrecord.diary.chain import (
     ChunkResult,
     LineFailure,
     RunEnd,
+    crlf_note,
     irregular,
     problem_text,
     scan,
@@ -433,7 +434,11 @@ def _check_metrics(
         result.warnings.append(f"metrics.jsonl ends in a torn row ({len(tail)} bytes)")
     result.metrics_rows = row
     digest.update(tail)
-    return segments.end(digest.hexdigest(), row)
+    failure = segments.end(digest.hexdigest(), row)
+    if failure is not None and failure.rule == "diary.metrics.sha256":  # CRLF: say so
+        note = crlf_note(path, run_ends[-1].sha if complete else None)
+        failure = replace(failure, message=failure.message + note) if note else failure
+    return failure
 
 
 class _Segments:
