@@ -33,7 +33,7 @@ def test_verify_of_a_config_nested_300_deep_is_ok_not_a_traceback(tmp_path: Path
         writer.append("run_start", fields)
     out = cli("verify", tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr[-2000:]
-    assert "Traceback" not in out.stderr and out.stdout.startswith("OK: 1 lines verified")
+    assert "Traceback" not in out.stderr and out.stdout.startswith("OK: 1 line verified")
 
 
 def test_verify_says_not_signed_for_an_unsigned_seal(records: dict[str, Path]) -> None:

@@ -14,8 +14,8 @@ import pytest
 
 from tests.conftest import SPEC
 from tests.diary import test_canonical_vectors, test_crash, test_verify_tamper_probe, test_writer
-from tests.diary.helpers import write_run
-from trainrecord.diary import generate_keypair, verify, write_seal
+from tests.diary.helpers import BODIES, write_run
+from trainrecord.diary import DiaryWriter, generate_keypair, verify, write_seal
 
 
 def _lines(run: Path) -> list[bytes]:
@@ -607,3 +607,16 @@ def test_failure_messages_show_the_rule_once_and_count_the_lines_right(
     assert result.failure is not None and result.failure.line == n  # the run_end line
     assert result.summary().endswith(f"(the {n} diary lines verify)"), result.summary()
     assert "lines verified before it" not in result.summary()
+
+
+def test_a_one_line_diary_is_said_in_the_singular(tmp_path: Path) -> None:
+    """verify said 'OK: 1 lines verified' and 'the first 1 lines verify' of a diary of one
+    line (a run that has written only run_start, then crashed mid-line)."""
+    with DiaryWriter(tmp_path, seal=False) as writer:
+        writer.append("run_start", BODIES["run_start"])
+    ok = verify(tmp_path).summary()
+    assert ok.startswith("OK: 1 line verified ("), ok
+    with (tmp_path / "diary.jsonl").open("ab") as f:
+        f.write(b'{"seq": 1')
+    torn = verify(tmp_path).summary()
+    assert torn.startswith("TORN TAIL: the first 1 line verifies; the last line is"), torn

@@ -42,6 +42,7 @@ from trainrecord.diary.verifier import VerifyResult, verify
 from trainrecord.errors import Problem, escaped
 from trainrecord.formats import syntax_problem
 from trainrecord.schemas import finite_number
+from trainrecord.wording import counted
 
 EXIT = {"ok": 0, "failed": 1, "torn": 3}
 """Exit status by verdict, as trainrecord verify's."""
@@ -73,12 +74,6 @@ def _num(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
-
-
-def _n(count: Any, word: str, plural: str | None = None) -> str:
-    """``1 step``, ``2 steps``; a count that is not a number is shown as it is."""
-    one = isinstance(count, int) and not isinstance(count, bool) and count == 1
-    return f"{count} {word if one else plural or word + 's'}"
 
 
 def _known(value: Any) -> str:
@@ -188,7 +183,7 @@ def findings(s: Summary) -> list[str]:
     if s.nonfinite:
         kinds = list(dict.fromkeys(str(c.get("event")) for c in s.nonfinite))
         facts.append(
-            f"{_n(len(s.nonfinite), 'non-finite event')} ({', '.join(kinds)}) from step "
+            f"{counted(len(s.nonfinite), 'non-finite event')} ({', '.join(kinds)}) from step "
             f"{s.nonfinite[0].get('step')}"
         )
     for lines, verb in ((s.certificates, "proven dead"), (s.repairs, "repaired")):
@@ -198,18 +193,18 @@ def findings(s: Summary) -> list[str]:
         steps = _steps([c.get("step") for c in lines])
         if len(layers) < len(lines):  # the same layer again: its counts do not add up
             what = "certificate" if verb == "proven dead" else "repair"
-            facts.append(f"{_n(len(lines), what)} of {_names(layers)} ({steps})")
+            facts.append(f"{counted(len(lines), what)} of {_names(layers)} ({steps})")
         elif (
             verb == "repaired"
             and facts
             and facts[-1].startswith(
-                f"{_n(_sum(lines, 'count'), 'channel')} proven dead in {_names(layers)} ("
+                f"{counted(_sum(lines, 'count'), 'channel')} proven dead in {_names(layers)} ("
             )
         ):
             facts[-1] += f", repaired ({steps})"  # the same channels
         else:
             facts.append(
-                f"{_n(_sum(lines, 'count'), 'channel')} {verb} in {_names(layers)} ({steps})"
+                f"{counted(_sum(lines, 'count'), 'channel')} {verb} in {_names(layers)} ({steps})"
             )
     unproven = {  # stuck for a reason no certificate proves
         layer: c
@@ -235,7 +230,7 @@ def findings(s: Summary) -> list[str]:
         still = sum(1 for spans in mine.values() if spans[-1].endswith(" (open)"))
         state = "cleared" if not still else "open" if still == len(mine) else f"{still} open"
         facts.append(
-            f"{_n(len(mine), 'layer')} {one if len(mine) == 1 else many} at "
+            f"{counted(len(mine), 'layer')} {one if len(mine) == 1 else many} at "
             f"{_steps(opened)} ({state})"
         )
     rises = [c for c in s.spikes if c.get("event") == "loss_spike"]
@@ -281,11 +276,11 @@ def loss_line(rows: Iterable[dict[str, Any]]) -> str | None:
     if first is None or low is None or last is None:
         if not missing:
             return None
-        return f"loss at the checks: none ({_n(missing, 'row')} without a finite loss)"
+        return f"loss at the checks: none ({counted(missing, 'row')} without a finite loss)"
     return (
         f"loss at the checks: first {_num(first[1])} (step {first[0]}), lowest "
         f"{_num(low[1])} (step {low[0]}), last {_num(last[1])} (step {last[0]})"
-        + (f"; {_n(missing, 'check')} without a finite loss" if missing else "")
+        + (f"; {counted(missing, 'check')} without a finite loss" if missing else "")
     )
 
 
@@ -327,7 +322,7 @@ def render(s: Summary, loss: str | None = None) -> list[str]:
     if s.manifest:
         m = s.manifest
         out.append(
-            f"checks every {_n(m.get('check_every'), 'step')}; precision {m.get('precision')}; "
+            f"checks every {counted(m.get('check_every'), 'step')}; precision {m.get('precision')}; "
             f"repair {'on' if m.get('repair') else 'off'}"
         )
         unchecked = _without_relu(s.manifest)
@@ -355,7 +350,9 @@ def render(s: Summary, loss: str | None = None) -> list[str]:
                 span = f" of the last session (steps {start}-{start + steps - 1})"
             else:
                 span = " of the last session"
-        out.append(f"ended{how} after {_n(steps, 'step')}{span} and {_n(e.get('checks'), 'check')}")
+        out.append(
+            f"ended{how} after {counted(steps, 'step')}{span} and {counted(e.get('checks'), 'check')}"
+        )
     else:
         out.append("no run_end: the run is still going, or it crashed")
     if loss is not None:
@@ -377,14 +374,16 @@ def render(s: Summary, loss: str | None = None) -> list[str]:
                 "    ",
             )
     stuck = {k: v for k, v in s.channels.items() if v.get("level") != "none"}
-    out.append(f"stuck channels ({_n(len(stuck), 'layer')}):" if stuck else "stuck channels: none")
+    out.append(
+        f"stuck channels ({counted(len(stuck), 'layer')}):" if stuck else "stuck channels: none"
+    )
     for layer, c in stuck.items():
         history = s.channel_events.get(layer, [c])
         start = len(history)
         while start > 0 and history[start - 1].get("event") == "channels":
             start -= 1  # back to the first channels event after the last channels_cleared
         start = min(start, len(history) - 1)  # (the last a channels_cleared with a level)
-        changes = f" ({_n(len(history), 'channel event')} in all)" if len(history) > 1 else ""
+        changes = f" ({counted(len(history), 'channel event')} in all)" if len(history) > 1 else ""
         out.append(
             f"  {layer}: {c.get('level')} of {c.get('channels')} (certified "
             f"{c.get('n_certified')}, flat {c.get('n_flat')}, silent {c.get('n_observed')}"
@@ -392,7 +391,9 @@ def render(s: Summary, loss: str | None = None) -> list[str]:
         )
     out.append(f"certificates ({len(s.certificates)}):" if s.certificates else "certificates: none")
     for c in s.certificates:
-        out.append(f"  step {c.get('step')} {c.get('layer')}: {_n(c.get('count'), 'channel')} dead")
+        out.append(
+            f"  step {c.get('step')} {c.get('layer')}: {counted(c.get('count'), 'channel')} dead"
+        )
         out += _wrap(str(c.get("statement")), "    ", "    ")
         assumes = c.get("assumes")
         if isinstance(assumes, list) and assumes:
@@ -404,12 +405,12 @@ def render(s: Summary, loss: str | None = None) -> list[str]:
     for c in s.refusals:
         out.append(
             f"  not certified at step {c.get('step')} {c.get('layer')}: "
-            f"{_n(c.get('count'), 'channel')}; {c.get('reason')}"
+            f"{counted(c.get('count'), 'channel')}; {c.get('reason')}"
         )
     out.append(f"repairs ({len(s.repairs)}):" if s.repairs else "repairs: none")
     for c in s.repairs:
         out.append(
-            f"  step {c.get('step')} {c.get('layer')}: {_n(c.get('count'), 'channel')} by "
+            f"  step {c.get('step')} {c.get('layer')}: {counted(c.get('count'), 'channel')} by "
             f"{c.get('method')}, |dW| {_num(c.get('delta_norm'))}, rng {c.get('rng')}"
         )
     out.append(f"loss events ({len(s.spikes)}):" if s.spikes else "loss spikes: none")

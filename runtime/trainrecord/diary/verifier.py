@@ -40,6 +40,7 @@ from trainrecord.diary.chain import (
 from trainrecord.diary.events import METRICS_ROW_SCHEMA, fast_problems, fast_validators
 from trainrecord.diary.fastline import LineSyntaxError, parse_std
 from trainrecord.errors import escaped
+from trainrecord.wording import counted
 
 DIARY = "diary.jsonl"
 METRICS = "metrics.jsonl"
@@ -99,7 +100,7 @@ class VerifyResult:
     def summary(self) -> str:
         """One paragraph for people."""
         if self.status == "ok":
-            head = f"OK: {self.lines} lines verified"
+            head = f"OK: {counted(self.lines, 'line')} verified"
             extra = ["ended with run_end" if self.complete else "no run_end yet"]
             if not self.sealed:
                 extra.append("not sealed")
@@ -115,7 +116,8 @@ class VerifyResult:
             return f"{head} ({', '.join(extra)})"
         if self.status == "torn":
             return (
-                f"TORN TAIL: the first {self.lines} lines verify; the last line is "
+                f"TORN TAIL: the first {counted(self.lines, 'line')} "
+                f"{'verifies' if self.lines == 1 else 'verify'}; the last line is "
                 f"incomplete ({self.torn_bytes} bytes without a newline), as a crash while "
                 "writing leaves it. A cut made on purpose leaves the same: only a seal "
                 "(record.json, signed to tell who made it) can tell them apart."
@@ -123,8 +125,9 @@ class VerifyResult:
         if self.failure is not None and (
             self.failure.file != DIARY or 0 < self.failure.line <= self.lines
         ):  # not a line of its own (metrics, seal), or a line that verified (run_end's digest)
-            return f"FAILED: {self.failure} (the {self.lines} diary lines verify)"
-        return f"FAILED: {self.failure} ({self.lines} lines verified before it)"
+            verb = "verifies" if self.lines == 1 else "verify"
+            return f"FAILED: {self.failure} (the {counted(self.lines, 'diary line')} {verb})"
+        return f"FAILED: {self.failure} ({counted(self.lines, 'line')} verified before it)"
 
     def _seal_text(self) -> str:
         """What the matching seal covers: when it was made and the lines it pins (an older
@@ -137,8 +140,7 @@ class VerifyResult:
                 pass
             else:
                 when = stamp
-        lines = self.sealed_lines
-        return f"sealed {when} over {lines} line{'' if lines == 1 else 's'}"
+        return f"sealed {when} over {counted(self.sealed_lines, 'line')}"
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready form (the --json output)."""
