@@ -28,8 +28,8 @@ has risen counts as above the margin; a spike whose second check is above only s
 measured against that earlier level (its baseline and margin), which no value of the last
 5 checks entered. For a value above the margin once is the loss's spread and enters the
 windows, and its rise can be the largest of the tail's ten or so: the margin was then
-3 x that rise for 20 checks (a diverging probe: 11.4 over a baseline of 2.5 made the
-margin 25, and 27.8 and 28.7 at the next checks, 10 x the level, were no spike). A median
+3 x that rise for 20 checks (a diverging probe: 11.4 over a baseline of 2.3 made the
+margin 25, and 27.8 and 28.7 three and four checks later, 10 x the level, were no spike). A median
 of 5 is not moved by one hard batch, nor by two; healthy losses near convergence do rise
 5-10 x for a few checks at small batches (0.03 to 0.2-0.3, or 0.2 to 0.7 with Adam at
 batch 8), which the floor leaves out.
