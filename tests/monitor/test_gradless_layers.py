@@ -23,6 +23,7 @@ the torch behaviour that rests on.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -382,3 +383,55 @@ def test_torch_replaces_the_gradient_under_create_graph_and_shares_a_views_versi
     before = view._version
     base[6:].add_(1.0)
     assert view._version == before + 1
+
+
+class Unrolled(nn.Module):
+    """An RNN cell unrolled by hand over the sequence, returning its output at each step as
+    a list (a decoder's per-step logits): the graph of each output holds every step before
+    it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cell = nn.RNNCell(8, 16)
+        self.head = nn.Linear(16, 2)
+
+    def forward(self, x: torch.Tensor) -> list[torch.Tensor]:
+        h = torch.zeros(x.shape[1], 16)
+        outs = []
+        for t in range(x.shape[0]):
+            h = self.cell(x[t], h)
+            outs.append(self.head(h))
+        return outs
+
+
+def test_walking_the_graphs_of_many_outputs_costs_one_walk(run_dir: Path) -> None:
+    """The probe walks the graphs of a forward pass's outputs (a loop replacing gradients,
+    step() given ``loss.item()``) once for all of them. Before, each output's graph was
+    walked from scratch: an unrolled RNN returning its 800 per-step outputs as a list took
+    a walk of 1 + 2 + ... + 800 steps at every check step, about 15 times the step itself
+    (measured at 600 outputs: 0.77 s a check step against 0.05 s without the Monitor and
+    0.09 s with one walk)."""
+    torch.manual_seed(0)
+    model = Unrolled()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(800, 4, 8)
+
+    def one_step(monitor: Monitor | None) -> float:
+        start = time.perf_counter()
+        loss = torch.stack(model(x)).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        for p in model.parameters():
+            assert p.grad is not None
+            p.grad = p.grad.clamp(-1.0, 1.0)  # (made by the loop: the next checks walk)
+        if monitor is not None:
+            monitor.step(loss.item())
+        opt.step()
+        return time.perf_counter() - start
+
+    plain = min(one_step(None) for _ in range(3))
+    with Monitor(model, opt, run_dir, check_every=1, log=False) as monitor:
+        one_step(monitor)  # the first check: it saw the loop's gradients
+        walked = min(one_step(monitor) for _ in range(3))
+    assert walked < 4 * plain, (walked, plain)
+    assert events(read_run(run_dir), "alarm") == []

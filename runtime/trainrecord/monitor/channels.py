@@ -265,12 +265,17 @@ class ActivationProbe:
             running = self._running[-1]
             running.returned = True
             if grad and not in_transform():
+                roots = []
                 for out in tensors_in(output):
                     if out.grad_fn is not None:
                         out.register_hook(functools.partial(_reached, self, running))
                         running.waits = True
-                        if self.walk:  # (ids only: a node held here would hold its graph)
-                            running.reached.update(graph_leaves(out.grad_fn))
+                        roots.append(out.grad_fn)
+                if self.walk and roots:  # (ids only: a node held here would hold its graph)
+                    # one walk over all the outputs: their graphs share nodes (an unrolled
+                    # loop's output per step holds every step before it), and a walk per
+                    # output went over them again each time, quadratic in their number
+                    running.reached.update(graph_leaves(*roots))
         # not inside backward (asked once a call: below too)
         forward = grad and torch._C._current_graph_task_id() == -1
         tensor = first_tensor(output)
@@ -371,13 +376,15 @@ def _reached(probe: ActivationProbe, running: _Pass, grad: torch.Tensor) -> None
     probe._reached(running)
 
 
-def graph_leaves(node: Any) -> Iterator[int]:
-    """The ids of the tensors whose gradients the autograd graph from ``node`` (a loss's
-    ``grad_fn``) accumulates (their AccumulateGrad nodes: the parameters it reaches), as the
-    walk finds them. The graph's structure outlives backward(), which frees only the
-    tensors it saved (and the Python object of each node lives as long as the node)."""
+def graph_leaves(*nodes: Any) -> Iterator[int]:
+    """The ids of the tensors whose gradients the autograd graph from ``nodes`` (a loss's
+    ``grad_fn``, or those of a forward pass's outputs) accumulates (their AccumulateGrad
+    nodes: the parameters it reaches), as the walk finds them; each node is visited once,
+    however many of ``nodes`` reach it. The graph's structure outlives backward(), which
+    frees only the tensors it saved (and the Python object of each node lives as long as
+    the node)."""
     seen: set[int] = set()
-    todo = [node]
+    todo = list(nodes)
     while todo:
         node = todo.pop()
         if node is None or id(node) in seen:
