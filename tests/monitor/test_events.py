@@ -1097,6 +1097,39 @@ def test_a_spike_right_after_one_is_said_when_it_rises_by_that_spike_s_factor() 
     assert [i for e, i in seen if e == "loss_spike"] == [31, 55]
 
 
+def test_a_fault_right_after_a_spike_over_a_converged_loss_is_a_spike(run_dir: Path) -> None:
+    """An MLP regression converged to a loss of 2e-4 (Adam); two batches with a few
+    outliers (300, 301) are a spike at 0.55, recovered at 306; from step 308 the targets
+    come in other units (x 30): the loss at 408, above 10 for the 40 checks after. Before,
+    no event: within 20 checks of the spike's end, a rise was that spike again up to its top
+    times its own factor, top over baseline, which over a loss near 0 is about 2700 (a
+    bound of 1500). The factor is now taken over a baseline no lower than the floor (5 %
+    of the run's largest baseline), as no rise below it counts."""
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    teacher = torch.randn(8, 1, generator=g) / 8**0.5
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with Monitor(model, optimizer, run_dir, check_every=1, log=False) as monitor:
+        for step in range(348):
+            x = torch.randn(64, 8, generator=g)
+            y = x @ teacher
+            if step in (300, 301):
+                y[:4] += 3.0  # a few outliers in two batches
+            if step >= 308:
+                y = y * 30  # the targets in other units from here on
+            loss = F.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            monitor.step(loss)
+            optimizer.step()
+    lines = read_run(run_dir)
+    losses = [r["loss"] for r in metrics(run_dir)]
+    assert max(losses[290:300]) < 1e-3 and min(losses[308:]) > 5  # the fault is there
+    said = [(e["event"], e["step"]) for e in lines if e["event"].startswith("loss_")]
+    assert said == [("loss_spike", 301), ("loss_recovered", 306), ("loss_spike", 309)]
+
+
 def test_show_says_how_a_run_ended_and_where_a_session_continued(run_dir: Path) -> None:
     """``trainrecord show`` on a run continued from a checkpoint whose second session
     crashed: it names the exception and the step the session continued from."""

@@ -47,7 +47,8 @@ the diverging probe with its lr doubled just before the rise).
 
 Right after a spike ended (within ``window`` checks of its recovery, or of its values
 becoming the loss's level), two checks above the margin are that spike again, with no
-event, unless one of them exceeds the spike's top by its own factor (see
+event, unless one of them exceeds the spike's top by its own factor (its top over its
+baseline, or over the floor when that is higher; see
 :meth:`LossTracker._repeats`): a run blowing up recovers at one low batch and spikes again
 some checks later, no higher (a loop at lr 0.1, ``check_every=1``: 10 spikes in 340
 steps, 5 of them 2-6 checks after a recovery; now 5). Their values enter the windows.
@@ -108,7 +109,8 @@ class LossTracker:
     _held: list[float] = field(default_factory=list)  # their values: a spike's, or the spread's
     _lasting: list[float] = field(default_factory=list)  # the values of a spike that lasts
     _lrs: deque[tuple[float, ...] | None] = field(default_factory=deque)  # at the last checks
-    _ended: tuple[int, float, float] | None = None  # the last spike ended: check, top, baseline
+    # the last spike ended: its check, top, baseline and the floor then (see _repeats)
+    _ended: tuple[int, float, float, float] | None = None
     _again: bool = False  # this check was the last spike's level again (see _repeats)
     new_level: bool = False
     """Whether the last check's value made a spike that lasted the loss's new level (the
@@ -264,7 +266,7 @@ class LossTracker:
     def _end(self) -> None:
         """The spike ended (recovered, or its values the loss's new level): noted for
         :meth:`_repeats`."""
-        self._ended = (self.checks, max(self._lasting), self._frozen[0])
+        self._ended = (self.checks, max(self._lasting), self._frozen[0], self.floor * self.peak)
         self._lasting.clear()
 
     def _repeats(self) -> bool:
@@ -274,9 +276,17 @@ class LossTracker:
         baseline at or below 0). Such a spike is the last one again, not a new one: a loss
         that keeps rising and bouncing (a run blowing up) recovered at one low batch and
         spiked again some checks later, or took a lasting spike's values as its level and
-        spiked over them at once."""
+        spiked over them at once.
+
+        The factor is taken over a baseline no lower than the floor (``floor`` times the
+        run's largest baseline, when the spike ended), below which no rise counts: over a
+        converged loss near 0 the factor is the baseline's noise, not the spike's (an MLP
+        regression at a loss of 2e-4, two batches with outliers at 0.55: a factor of 2700,
+        and the targets in other units 3 checks after its recovery, the loss at 408 and above
+        10 for 40 checks,
+        were "that spike again", with no event at all)."""
         if self._ended is None or self.checks - self._ended[0] > self.window:
             return False
-        _, top, baseline = self._ended
-        bound = top * top / baseline if baseline > 0 else 2 * top - baseline
+        _, top, baseline, floor = self._ended
+        bound = top * top / max(baseline, floor) if baseline > 0 else 2 * top - baseline
         return max(self._held) <= bound
