@@ -68,8 +68,10 @@ def test_a_pruned_layer_raises_no_torch_warning_from_the_monitor(run_dir: Path) 
         with Monitor(model, optimizer, run_dir, check_every=2) as monitor:
             train(model, optimizer, monitor, 6)
     lines = read_run(run_dir)
-    certified, flat, silent, _ = metrics(run_dir)[-1]["stuck"]["fc1"]
-    assert (certified, flat + silent) == (0, 4)  # the pruned units output their bias
+    # the pruned units output their bias: pruned on purpose, not stuck (see
+    # test_pruned_channels)
+    assert metrics(run_dir)[-1]["stuck"]["fc1"] == [0, 0, 0, 0]
+    assert {p["layer"]: p for p in events(lines, "manifest")[0]["producers"]}["fc1"]["pruned"] == 4
     assert not events(lines, "certificate")
 
 
@@ -140,7 +142,11 @@ def test_a_pruned_batchnorm_weight_is_never_repaired(run_dir: Path) -> None:
     assert not events(lines, "repair")
     repair = events(lines, "manifest")[0]["repair"]
     assert "the weight of bn2 is computed" in repair["not_repaired"]["conv2"]
-    assert metrics(run_dir)[-1]["stuck"]["conv2"][2] == 2  # silent, and said so
+    # gamma pruned (network slimming): the channels are pruned, not stuck
+    assert metrics(run_dir)[-1]["stuck"]["conv2"] == [0, 0, 0, 0]
+    assert {p["layer"]: p for p in events(lines, "manifest")[0]["producers"]}["conv2"][
+        "pruned"
+    ] == 2
     assert _silent_peak(model, [0, 1]) == 0.0
 
 

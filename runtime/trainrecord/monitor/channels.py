@@ -25,7 +25,13 @@ A channel is, in this order of precedence:
 * **decayed**: its scale (|gamma| with a BatchNorm, else the norm of its incoming weights)
   is below ``decay_ratio`` times the median over the layer's channels.
 
-The level is ``none`` (no stuck channel), ``some``, ``most`` (half or more) or ``all``.
+A channel a ``torch.nn.utils.prune`` mask holds at zero (its producer's ``weight_mask`` row
+all zero, or its BatchNorm's ``weight_mask`` entry zero) is **pruned**: removed on purpose,
+in none of the four categories and left out of the channels the level is counted against
+(see :func:`pruned_channels`).
+
+The level is ``none`` (no stuck channel), ``some``, ``most`` (half or more) or ``all`` of
+the channels not pruned.
 A producer's events follow its level with hysteresis: it leaves ``most`` below
 ``LEAVE_MOST`` of its channels and ``all`` below ``LEAVE_ALL`` (a layer whose count wavers
 by a channel around the half writes one event, not one per check), and it leaves a stuck
@@ -52,6 +58,7 @@ from torch.nn.modules.module import (
     register_module_forward_hook,
     register_module_forward_pre_hook,
 )
+from torch.nn.utils import prune
 
 from trainrecord.monitor.compiled import COMPILED_WRAPPER
 from trainrecord.monitor.structure import (
@@ -60,6 +67,7 @@ from trainrecord.monitor.structure import (
     first_tensor,
     in_transform,
     out_axis,
+    out_channels,
     own_parameter,
     read,
     tensors_in,
@@ -398,13 +406,15 @@ def graph_leaves(*nodes: Any) -> Iterator[int]:
 
 @dataclass
 class ChannelCounts:
-    """One producer's stuck channels at one check."""
+    """One producer's stuck channels at one check (``total``: all its channels, the pruned
+    ones included; ``pruned``: those a pruning mask holds at zero, in no category)."""
 
     total: int
     certified: list[int] = field(default_factory=list)
     flat: list[int] = field(default_factory=list)
     observed: list[int] = field(default_factory=list)
     decayed: list[int] = field(default_factory=list)
+    pruned: list[int] = field(default_factory=list)
 
     @property
     def stuck(self) -> int:
@@ -412,14 +422,19 @@ class ChannelCounts:
         return len(self.certified) + len(self.flat) + len(self.observed) + len(self.decayed)
 
     @property
+    def active(self) -> int:
+        """The channels the level is counted against: all but the pruned ones."""
+        return self.total - len(self.pruned)
+
+    @property
     def level(self) -> str:
-        """none, some, most (half or more) or all."""
+        """none, some, most (half or more) or all of the channels not pruned."""
         stuck = self.stuck
         if stuck == 0:
             return "none"
-        if stuck >= self.total:
+        if stuck >= self.active:
             return "all"
-        return "most" if 2 * stuck >= self.total else "some"
+        return "most" if 2 * stuck >= self.active else "some"
 
     def row(self) -> list[int]:
         """[certified, constant, silent, decayed] for metrics.jsonl."""
@@ -437,8 +452,8 @@ def held(level: str, counts: ChannelCounts) -> bool:
     if LEVELS.index(now) >= LEVELS.index(level) or now == "none":
         return False
     if level == "all":
-        return counts.stuck >= LEAVE_ALL * counts.total
-    return level == "most" and counts.stuck >= LEAVE_MOST * counts.total
+        return counts.stuck >= LEAVE_ALL * counts.active
+    return level == "most" and counts.stuck >= LEAVE_MOST * counts.active
 
 
 def classify(
@@ -451,18 +466,23 @@ def classify(
     decay_ratio: float,
     proven: set[int] | None = None,
     starting: set[int] | None = None,
+    pruned: list[int] | None = None,
 ) -> ChannelCounts:
     """Sort a producer's channels into the four categories (see the module docstring);
     ``proven``: the channels silent now whose silence rests on enough values (None: every
     channel silent now). A channel silent now but not proven yet is in no category, nor is
     one of ``starting`` (zero scale, non-zero gradient: see :func:`starting_from_zero`)
-    that is not silent.
+    that is not silent, nor one of ``pruned`` (see :func:`pruned_channels`), which is
+    left out of the median scale of the decayed rule too.
 
     Works on tensors; only the (usually empty) index lists become Python lists."""
-    counts = ChannelCounts(total=total, certified=sorted(certified))
+    pruned = [c for c in pruned or [] if c not in certified]
+    counts = ChannelCounts(total=total, certified=sorted(certified), pruned=pruned)
     taken = torch.zeros(total, dtype=torch.bool)
     if certified:
         taken[sorted(certified)] = True
+    if pruned:
+        taken[pruned] = True
     if high is not None and low is not None and high.numel() == total:
         silent = (high <= 0) & ~taken if relu else torch.zeros(total, dtype=torch.bool)
         flat = (high == low) & ~taken & ~silent
@@ -476,11 +496,103 @@ def classify(
             counts.observed = [c for c in counts.observed if c in proven]
         counts.flat = flat.nonzero().flatten().tolist()
         taken |= silent | flat
-    if scale is not None and scale.numel() == total and total:
-        median = scale.median()
+    if scale is not None and scale.numel() == total and total > len(pruned):
+        kept = scale if not pruned else scale[~_indexed(total, pruned)]
+        median = kept.median()
         if median > 0:
             counts.decayed = ((scale < decay_ratio * median) & ~taken).nonzero().flatten().tolist()
     return counts
+
+
+def _indexed(total: int, channels: list[int]) -> torch.Tensor:
+    """A boolean mask of ``total`` channels, True at ``channels``."""
+    mask = torch.zeros(total, dtype=torch.bool)
+    mask[channels] = True
+    return mask
+
+
+def prune_mask(module: nn.Module | None, name: str) -> torch.Tensor | None:
+    """The mask ``torch.nn.utils.prune`` applies to ``module``'s ``name`` (its
+    ``<name>_mask`` buffer, multiplied into ``<name>_orig`` by a forward pre-hook of the
+    pruning method), or None when that tensor is not pruned (nothing is computed)."""
+    if module is None:
+        return None
+    for hook in module._forward_pre_hooks.values():
+        if isinstance(hook, prune.BasePruningMethod) and hook._tensor_name == name:
+            mask = module._buffers.get(f"{name}_mask")
+            return mask if isinstance(mask, torch.Tensor) else None
+    return None
+
+
+def pruned_channels(producer: nn.Module, batchnorm: nn.Module | None) -> list[int] | None:
+    """The output channels of ``producer`` that pruning masks hold at zero: those whose
+    row of the producer's ``weight_mask`` is all zero (every incoming weight removed:
+    ``prune.ln_structured``/``random_structured`` along the output axis, or a
+    ``custom_from_mask`` that zeroes whole rows), and those whose entry of the paired
+    BatchNorm's ``weight_mask`` is zero (gamma removed, as network slimming prunes). The
+    bias plays no part: a pruned channel outputs its bias (or the BatchNorm's beta), a
+    constant by design, whether the bias is masked too or not. None when neither weight is
+    pruned; an empty list when a mask removes no whole channel (unstructured pruning)."""
+    mask = prune_mask(producer, "weight")
+    gamma = prune_mask(batchnorm, "weight")
+    if mask is None and gamma is None:
+        return None
+    total = out_channels(producer)
+    out = torch.zeros(total, dtype=torch.bool)
+    with torch.no_grad():
+        if mask is not None:
+            axis = out_axis(producer)
+            if mask.dim() > axis and mask.shape[axis] == total:
+                rows = mask.detach().movedim(axis, 0).reshape(total, -1)
+                out |= ~(rows != 0).any(dim=1).cpu()
+        if gamma is not None and gamma.shape == (total,):
+            out |= (gamma.detach() == 0).cpu()
+    return out.nonzero().flatten().tolist()
+
+
+@dataclass
+class PrunedChannels:
+    """Each producer's pruned channels (see :func:`pruned_channels`), computed again only
+    when a mask changed: pruning again puts a new mask buffer in place (iterative
+    pruning), and a mask edited in place moves its version counter. The masks seen are
+    held, so that a new one cannot take a freed one's identity."""
+
+    seen: dict[str, tuple[tuple[Any, ...], list[int] | None]] = field(default_factory=dict)
+
+    def of(self, name: str, producer: nn.Module, batchnorm: nn.Module | None) -> list[int]:
+        """The pruned channels of producer ``name`` now (empty when none)."""
+        return self.masked(name, producer, batchnorm) or []
+
+    def masked(
+        self, name: str, producer: nn.Module, batchnorm: nn.Module | None
+    ) -> list[int] | None:
+        """As :meth:`of`, but None when no pruning mask applies to the producer."""
+        masks = (prune_mask(producer, "weight"), prune_mask(batchnorm, "weight"))
+        key: tuple[Any, ...] = (
+            *((m, m._version) if m is not None else None for m in masks),
+            id(producer),
+            id(batchnorm),
+        )
+        held = self.seen.get(name)
+        if held is not None and _same(held[0], key):
+            return held[1]
+        channels = pruned_channels(producer, batchnorm)
+        self.seen[name] = (key, channels)
+        return channels
+
+
+def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """Whether two keys of :class:`PrunedChannels` name the same masks at the same
+    versions (tensors compared by identity: ``==`` on tensors compares values)."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if isinstance(x, tuple) and isinstance(y, tuple):
+            if x[0] is not y[0] or x[1] != y[1]:
+                return False
+        elif x != y:
+            return False
+    return True
 
 
 def starting_from_zero(
@@ -634,4 +746,4 @@ class ChannelTracker:
             "certified": counts.certified[:limit],
             "flat": counts.flat[:limit],
             "observed": counts.observed[:limit],
-        }
+        } | ({"n_pruned": len(counts.pruned)} if counts.pruned else {})

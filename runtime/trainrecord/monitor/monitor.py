@@ -68,6 +68,7 @@ from trainrecord.monitor.channels import (
     ActivationProbe,
     ChannelCounts,
     ChannelTracker,
+    PrunedChannels,
     channel_scale,
     classify,
     graph_leaves,
@@ -405,7 +406,9 @@ class Monitor:
         self._seen_first: set[str] = set()  # the modules the first check's hooks measured
         self._manifest_due = False
         self._activation_dtypes: set[torch.dtype] = set()
-        self._described: tuple[str, bool] | None = None  # the last manifest's precision, compiled
+        # the last manifest's precision, compiled, and pruned channels per producer
+        self._described: tuple[str, bool, dict[str, int]] | None = None
+        self._pruned = PrunedChannels()  # the channels pruning masks hold at zero
         self._not_repairable: dict[str, str] = {}
         self._dynamo_at_arming = False
         self.compiled = False
@@ -1125,8 +1128,9 @@ class Monitor:
         if (
             self.structure is not None
             and self._described is not None
-            and self._described != (self._precision(), self.compiled)
-        ):  # autocast switched on or off, a scaler enabled: a new manifest says so
+            and self._described != (self._precision(), self.compiled, self._pruned_counts())
+        ):  # autocast switched on or off, a scaler enabled, more channels pruned: a new
+            # manifest says so
             self._manifest_due = True
         if self._manifest_due:  # (due until written: Ctrl+C before its line leaves it due)
             self._emit("manifest", self._manifest(step))
@@ -1853,15 +1857,18 @@ class Monitor:
                 out[name] = [len(self.certifier.certified.get(name, ())), 0, 0, 0]
                 continue
             relu = info.relu is not None
+            pruned = self._pruned.of(name, info.module, info.bn_module)
             candidates: list[int] = []
             if relu and high is not None and low is not None:
                 candidates = ((high <= 0) | (high == low)).nonzero().flatten().tolist()
+                if pruned:  # removed on purpose: never examined (nor certified)
+                    candidates = sorted(set(candidates) - set(pruned))
             certified, events = self.certifier.check(step, info, candidates)
             for event, fields in events:
                 self._emit(event, fields)
             silent: set[int] = set()
             if relu and high is not None:
-                silent = set((high <= 0).nonzero().flatten().tolist()) - certified
+                silent = set((high <= 0).nonzero().flatten().tolist()) - certified - set(pruned)
             measured = self.structure.pairs.get(name, name)
             starting: set[int] = set()
             if high is not None and low is not None:
@@ -1882,6 +1889,7 @@ class Monitor:
                 self._silence(name, silent, values.get(measured, 0), high)
                 | (silent & self.certifier.silent_by_weights.get(name, set())),
                 starting,
+                pruned,
             )
             out[name] = counts.row()
             revived = self._revived_after.get(name, {})
@@ -2333,9 +2341,37 @@ class Monitor:
             precision += "; GradScaler: gradient norms divided by the scale"
         return precision
 
+    def _pruned_counts(self) -> dict[str, int]:
+        """Per producer under a ``torch.nn.utils.prune`` mask (its weight's, or its
+        BatchNorm's), how many of its channels the masks hold at zero now (0 for
+        unstructured pruning, which removes no whole channel)."""
+        out: dict[str, int] = {}
+        for name in self.producers:
+            info = self.producer_info.get(name)
+            if info is None:
+                continue
+            channels = self._pruned.masked(name, info.module, info.bn_module)
+            if channels is not None:
+                out[name] = len(channels)
+        return out
+
+    @staticmethod
+    def _pruned_note(pruned: dict[str, int]) -> str:
+        """The manifest's note on the producers under a pruning mask."""
+        layers = ", ".join(f"{name} ({count})" for name, count in pruned.items())
+        return (
+            "pruned channels (torch.nn.utils.prune masks holding a channel's incoming "
+            "weights, or its BatchNorm weight, at zero; producers entries say how many): "
+            f"{layers}: removed on purpose, they are not counted as stuck (in no category "
+            "of channels events or metrics rows) nor in the channels a level is counted "
+            "against, and are never certified or repaired; a check where the masks changed "
+            "writes a new manifest"
+        )
+
     def _manifest(self, step: int) -> dict[str, Any]:
         producers = []
         assert self.structure is not None
+        pruned = self._pruned_counts()
         for name in self.producers:
             info = self.producer_info[name]
             reason = info.static_reason()
@@ -2349,9 +2385,11 @@ class Monitor:
             }
             if reason is not None:
                 entry["reason"] = reason
+            if name in pruned:
+                entry["pruned"] = pruned[name]
             producers.append(entry)
         precision = self._precision()
-        self._described = (precision, self.compiled)
+        self._described = (precision, self.compiled, pruned)
         notes = [
             "steps between checks only increment a counter; forward hooks are installed for "
             "the forward pass of a check step only (every forward with gradients from the "
@@ -2382,6 +2420,8 @@ class Monitor:
                 "(their producers entries say measured: false); decayed channels are still "
                 "counted"
             )
+        if pruned:
+            notes.append(self._pruned_note(pruned))
         frozen = self._frozen_layers()
         if frozen:
             notes.append(
