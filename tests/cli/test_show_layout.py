@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from tests.diary.helpers import cli, rechain, write_run
-from trainrecord.commands.show import loss_line
+from tests.diary.helpers import BODIES, cli, rechain, write_run
+from trainrecord.commands.show import findings, loss_line
+from trainrecord.diary.read import summarize
 from trainrecord.monitor.demo import run_demo
 
 LAYERS = "conv1.0, conv1.1, conv2.0, conv2.1, conv3.0, conv3.1"
@@ -292,3 +293,12 @@ def test_plot_takes_a_gradient_norm_too_large_for_a_float_as_no_point(
     out = cli("plot", copy, "--output", tmp_path / "plot.png")
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
     assert (tmp_path / "plot.png").stat().st_size > 0
+
+
+def test_one_stuck_channel_is_said_in_the_singular() -> None:
+    # "findings: 1 silent channels in conv2" before
+    channels = {"event": "channels", **BODIES["channels"], "layer": "conv2", "level": "some"}
+    one = {**channels, "n_certified": 0, "n_flat": 0, "n_observed": 1, "n_decayed": 0}
+    assert "1 silent channel in conv2" in " ".join(findings(summarize([one])))
+    two = {**one, "n_flat": 1}
+    assert "1 flat, 1 silent channels in conv2" in " ".join(findings(summarize([two])))

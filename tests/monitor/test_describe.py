@@ -46,3 +46,12 @@ def test_layers_named_by_sequential_indices_read_as_layers() -> None:
     assert low.startswith("step 200: layer '0' (Linear): gradient vanishing (norm 1e-05,")
     channels = describe({"event": "channels", **BODIES["channels"], "layer": "2"})
     assert channels.startswith(f"step {BODIES['channels']['step']}: layer '2': ")
+
+
+def test_a_count_of_one_channel_is_said_in_the_singular() -> None:
+    # "1 channels proven dead", "repaired 1 channels" before
+    certificate = {"event": "certificate", **BODIES["certificate"], "count": 1}
+    assert describe(certificate).endswith(": 1 channel proven dead"), describe(certificate)
+    repair = {"event": "repair", **BODIES["repair"], "count": 1}
+    assert ": repaired 1 channel (" in describe(repair), describe(repair)
+    assert ": repaired 2 channels (" in describe({**repair, "count": 2})

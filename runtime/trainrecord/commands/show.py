@@ -212,12 +212,10 @@ def findings(s: Summary) -> list[str]:
         if c.get("level") != "none" and any(_int(c.get(k)) for k in _UNPROVEN)
     }
     if unproven:
-        kinds = [
-            f"{total} {word}"
-            for key, word in _UNPROVEN.items()
-            if (total := _sum(list(unproven.values()), key))
-        ]
-        facts.append(f"{', '.join(kinds)} channels in {_names(list(unproven))}")
+        totals = {word: _sum(list(unproven.values()), key) for key, word in _UNPROVEN.items()}
+        kinds = [f"{total} {word}" for word, total in totals.items() if total]
+        noun = "channel" if sum(totals.values()) == 1 else "channels"
+        facts.append(f"{', '.join(kinds)} {noun} in {_names(list(unproven))}")
     episodes = _alarm_episodes(s)
     for diagnosis in dict.fromkeys(d for _, d in episodes):
         mine = {layer: spans for (layer, d), spans in episodes.items() if d == diagnosis}

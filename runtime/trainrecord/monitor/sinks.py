@@ -15,6 +15,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from trainrecord.wording import counted
+
 LOGGER = logging.getLogger("trainrecord.monitor")
 _LEVELS = {
     "critical": logging.ERROR,
@@ -64,9 +66,9 @@ def describe(line: dict[str, Any]) -> str:
             + (f"; {pruned} more pruned)" if pruned else ")")
         )
     if event == "certificate":
-        return f"{where}{named}: {line['count']} channels proven dead"
+        return f"{where}{named}: {counted(line['count'], 'channel')} proven dead"
     if event == "repair":
-        return f"{where}{named}: repaired {line['count']} channels ({line['method']})"
+        return f"{where}{named}: repaired {counted(line['count'], 'channel')} ({line['method']})"
     if event == "loss_spike":
         return f"{where}loss spike {line['value']:.4g} (baseline {line['baseline']:.4g})"
     if event == "nonfinite_loss":
