@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -41,21 +41,60 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
 @pytest.fixture
-def tiny_fs(tmp_path: Path) -> Iterator[Path]:
-    """A real 16 KiB tmpfs, to fill up (needs root and mount; skipped where either is missing)."""
+def small_fs(tmp_path: Path) -> Iterator[Callable[[str], Path]]:
+    """Mount real tmpfs file systems of a given size (``small_fs("64k")``), to fill up
+    (needs root and mount; skipped where either is missing); each is unmounted after."""
     mount = shutil.which("mount")
     if os.geteuid() != 0 or mount is None:
         pytest.skip("mounting a tmpfs needs root")
-    where = tmp_path / "tiny"
-    where.mkdir()
-    done = subprocess.run(
-        [mount, "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(where)],
+    mounted: list[Path] = []
+
+    def make(size: str) -> Path:
+        where = tmp_path / f"tmpfs{len(mounted)}"
+        where.mkdir()
+        done = subprocess.run(
+            [mount, "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+            capture_output=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace')}")
+        mounted.append(where)
+        return where
+
+    try:
+        yield make
+    finally:
+        for where in mounted:
+            subprocess.run(["umount", str(where)], check=False)
+
+
+@pytest.fixture
+def tiny_fs(small_fs: Callable[[str], Path]) -> Path:
+    """A real 16 KiB tmpfs, to fill up (needs root and mount; skipped where either is missing)."""
+    return small_fs("16k")
+
+
+UNSHARE = ("unshare", "--user", "--map-root-user", "--mount")
+
+
+def read_only_bind(
+    source: Path, target: Path, command: list[str]
+) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` with ``source`` mounted read-only at ``target``, in a mount namespace
+    of its own (``unshare``; the test is skipped where that is not allowed)."""
+    if shutil.which("unshare") is None:  # pragma: no cover
+        pytest.skip("no unshare")
+    target.mkdir()
+    script = (
+        'mount --bind "$1" "$2" && mount -o remount,ro,bind "$2" || exit 97; shift 2; exec "$@"'
+    )
+    out = subprocess.run(
+        [*UNSHARE, "sh", "-c", script, "sh", str(source), str(target), *command],
         capture_output=True,
+        text=True,
         check=False,
     )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace')}")
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", str(where)], check=False)
+    if out.returncode == 97 or "unshare:" in out.stderr:
+        pytest.skip(f"no read-only bind mount here: {out.stderr.strip()[:200]}")
+    return out

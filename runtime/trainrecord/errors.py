@@ -24,6 +24,8 @@ shows as it is, ``show``'s lines, a problem's field path, the receiver's log), w
 
 from __future__ import annotations
 
+import errno as errnos
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -235,3 +237,66 @@ class WriterClosed(TrainrecordError, ValueError):
     """A write to a diary or metrics writer after its ``close()`` (a ``ValueError``, as a
     write to a closed file is); nothing was written. Open a new writer on the folder to
     continue the record."""
+
+
+def cause_text(exc: OSError) -> str:
+    """An OSError's cause in words: its text and errno name ("No space left on device (ENOSPC)")."""
+    name = errnos.errorcode.get(exc.errno or 0)
+    text = exc.strerror or str(exc) or type(exc).__name__
+    return f"{text} ({name})" if name else text
+
+
+def write_advice(code: int | None, *, elsewhere: str | None = "run_dir") -> str:
+    """What to do about a failed write, by its errno; ``elsewhere`` names the folder argument
+    the run could give instead ("or give the run a run_dir on another one"; None: no such
+    hint)."""
+    if code in (errnos.ENOSPC, getattr(errnos, "EDQUOT", -1)):
+        return "Free space on that disk" + (
+            f" (or give the run a {elsewhere} on another one)" if elsewhere else ""
+        )
+    if code == errnos.EFBIG:
+        return (
+            "The file reached the largest size allowed (the process's file-size limit, "
+            "ulimit -f, or the filesystem's): raise that limit"
+            + (f" or start a new {elsewhere}" if elsewhere else "")
+        )
+    if code == errnos.EROFS:
+        return (
+            "The folder is on a read-only file system (a read-only mount): remount it "
+            "writable"
+            + (
+                f" (or give the run a {elsewhere} elsewhere)"
+                if elsewhere
+                else " (or copy the record)"
+            )
+        )
+    if code in (errnos.EACCES, errnos.EPERM):
+        return (
+            "This user may not change that file or folder (its permissions or owner, or an "
+            "immutable file: lsattr shows it): make it writable"
+            + (f" (or give the run a {elsewhere} elsewhere)" if elsewhere else "")
+        )
+    if code == errnos.EISDIR:
+        return "A folder stands where the file goes: move it away"
+    return "Check that disk (its space, permissions and health)"
+
+
+def write_failed(
+    path: str | os.PathLike[str],
+    exc: OSError,
+    state: str,
+    *,
+    elsewhere: str | None = "run_dir",
+    then: str = "",
+    verb: str = "write",
+) -> RecordWriteError:
+    """The :class:`RecordWriteError` of a file written whole or not at all that could not
+    be: "trainrecord could not write PATH: CAUSE; STATE. ADVICE[, THEN]." (``then``: what
+    to run once the advice is followed; ``verb``: "remove" for a file that was to go)."""
+    advice = write_advice(exc.errno, elsewhere=elsewhere)
+    return RecordWriteError(
+        exc.errno,
+        f"trainrecord could not {verb} {os.fspath(path)}: {cause_text(exc)}; {state}. "
+        f"{advice}{', then ' + then if then else ''}.",
+        os.fspath(path),
+    )

@@ -11,11 +11,11 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import read_only_bind
 from tests.diary.helpers import BODIES, cli, write_run
 from trainrecord.diary import DiaryWriter, MetricsWriter, generate_keypair
 
@@ -157,44 +157,13 @@ def test_verify_json_of_a_folder_name_not_utf8_is_json_any_reader_takes(
         assert name.startswith(str(tmp_path) + "/caf\\udce9")
 
 
-UNSHARE = ("unshare", "--user", "--map-root-user", "--mount")
-
-
-def _read_only_bind(
-    source: Path, target: Path, command: list[str]
-) -> subprocess.CompletedProcess[str]:
-    """Run ``command`` with ``source`` mounted read-only at ``target``, in a mount namespace
-    of its own (``unshare``; skipped where it is not allowed)."""
-    target.mkdir()
-    script = (
-        'mount --bind "$1" "$2" && mount -o remount,ro,bind "$2" || exit 97; shift 2; exec "$@"'
-    )
-    out = subprocess.run(
-        [*UNSHARE, "sh", "-c", script, "sh", str(source), str(target), *command],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if out.returncode == 97 or "unshare:" in out.stderr:
-        pytest.skip(f"no read-only bind mount here: {out.stderr.strip()[:200]}")
-    return out
-
-
-@pytest.fixture
-def unshare() -> Iterator[None]:
-    if shutil.which("unshare") is None:  # pragma: no cover
-        pytest.skip("no unshare")
-    yield
-
-
-@pytest.mark.usefixtures("unshare")
 def test_seal_on_a_read_only_mount_names_record_json_and_what_to_do(tmp_path: Path) -> None:
     """An unsealed record on a read-only mount: seal said "Read-only file system:
     .../record.sig", a file that is not there (it removed record.sig first)."""
     run = tmp_path / "run"
     write_run(run, seal=False)
     target = tmp_path / "ro"
-    out = _read_only_bind(
+    out = read_only_bind(
         run, target, [sys.executable, "-m", "trainrecord.cli", "seal", str(target)]
     )
     assert out.returncode == 2, out.stdout + out.stderr[-2000:]

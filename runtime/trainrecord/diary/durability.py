@@ -54,7 +54,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
-from trainrecord.errors import RecordRefused, RecordWriteError
+from trainrecord.errors import RecordRefused, RecordWriteError, cause_text, write_advice
 from trainrecord.folders import open_no_link
 
 try:
@@ -335,34 +335,6 @@ def writers_kept_off(run_dir: Path, names: tuple[tuple[str, str], ...]) -> Itera
                     "closes (or, after a crash, seal it once no writer is left)",
                 ) from None
         yield
-
-
-def cause_text(exc: OSError) -> str:
-    """An OSError's cause in words: its text and errno name ("No space left on device (ENOSPC)")."""
-    name = errno.errorcode.get(exc.errno or 0)
-    text = exc.strerror or str(exc) or type(exc).__name__
-    return f"{text} ({name})" if name else text
-
-
-def write_advice(code: int | None, *, elsewhere: bool = True) -> str:
-    """What to do about a failed write, by its errno (``elsewhere``: or use another run_dir)."""
-    if code in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
-        return "Free space on that disk" + (
-            " (or give the run a run_dir on another one)" if elsewhere else ""
-        )
-    if code == errno.EFBIG:
-        return (
-            "The file reached the largest size allowed (the process's file-size limit, "
-            "ulimit -f, or the filesystem's): raise that limit"
-            + (" or start a new run_dir" if elsewhere else "")
-        )
-    if code == errno.EROFS:
-        return (
-            "The folder is on a read-only file system (a read-only mount): remount it "
-            "writable"
-            + (" (or give the run a run_dir elsewhere)" if elsewhere else " (or copy the record)")
-        )
-    return "Check that disk (its space, permissions and health)"
 
 
 class _SyncScheduler:

@@ -16,6 +16,7 @@ import binascii
 import contextlib
 import hashlib
 import os
+import stat
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,10 +26,10 @@ from cryptography.exceptions import InvalidSignature
 from trainrecord import __version__
 from trainrecord.canonical import loads_strict
 from trainrecord.diary.chain import CRLF_FIX, LineFailure, crlf_note, irregular, problem_text
-from trainrecord.diary.durability import cause_text, fsync_dir, write_advice
+from trainrecord.diary.durability import fsync_dir
 from trainrecord.diary.events import RECORD_VERSION, SEAL_SCHEMA
 from trainrecord.diary.keys import fingerprint, load_private_key, load_public_key
-from trainrecord.errors import RecordRefused, RecordWriteError
+from trainrecord.errors import RecordRefused, RecordWriteError, cause_text, write_failed
 from trainrecord.schemas import problems
 
 if TYPE_CHECKING:
@@ -49,24 +50,105 @@ def _file_facts(path: Path) -> tuple[str, int, int]:
     return digest.hexdigest(), size, lines
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write ``path`` whole or not at all: a temporary file of a random name, created
-    exclusively (never through a link someone put there: a name from the pid could be
-    guessed, and a planted link made the seal overwrite the file it pointed at), renamed
-    over it."""
+def _old_seal(path: Path) -> bytes | None:
+    """The bytes of record.json as it is, to put back should the new seal fail half-way;
+    None when there is none to put back (none there, or no regular file of at most 1 MiB:
+    no seal that verifies)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        facts = os.fstat(fd)
+        if not stat.S_ISREG(facts.st_mode) or facts.st_size > 1 << 20:
+            return None
+        return fh.read()
+
+
+def _put_back(path: Path, old: bytes | None) -> OSError | None:
+    """Put record.json back as it was (``old``; None: none there); the error, if it fails."""
     from trainrecord.foundry import files
 
     try:
-        files.replace(path, data)
+        if old is None:
+            path.unlink(missing_ok=True)
+        else:
+            files.replace(path, old)
     except OSError as exc:
-        raise RecordWriteError(
-            exc.errno,
-            f"trainrecord could not write {path}: {cause_text(exc)}; the record is not "
-            f"sealed (the diary and metrics are as they were: a seal is written whole or not "
-            f"at all). {write_advice(exc.errno, elsewhere=False)}, then `trainrecord seal {path.parent}` "
-            "seals it.",
-            str(path),
-        ) from None
+        return exc
+    return None
+
+
+def _write_seal_files(run: Path, data: bytes, signature: bytes | None) -> None:
+    """Put record.json (``data``) in place, and record.sig (``signature``; None: no
+    record.sig), all or nothing as far as a failure goes: each new file is written whole
+    beside its name first (a full disk or a read-only mount fails there, before either file
+    is touched), then renamed over it; should record.sig then fail to be put in place (or
+    removed), the old record.json is put back. The error names the file that failed.
+
+    record.json is renamed first, record.sig last. No order of two renames keeps a record
+    that verifies between them (record.sig signs record.json's bytes, and record.json names
+    the signing key), so a crash (power cut, SIGKILL) between them leaves a seal that fails
+    verification. This order leaves the new record.json beside the old record.sig
+    (``verify --key NEW`` says ``seal.signature.invalid``; an unsigned reseal,
+    ``seal.signature.unexpected``), and the same ``trainrecord seal`` run again finishes it
+    without ``--replace``, since record.json already names the new key (or none); the other
+    order would leave a seal naming the old key beside a signature it does not hold, which
+    only ``--replace`` mends. The diary and metrics are never touched."""
+    from trainrecord.foundry import files
+
+    seal_path, sig_path = run / SEAL, run / SIGNATURE
+    resealed = seal_path.exists() or sig_path.exists()
+    old = _old_seal(seal_path)
+    temps: list[Path] = []
+    failing, verb, replaced = seal_path, "write", False
+    try:
+        temps.append(files.write_temp(seal_path, data))
+        if signature is not None:
+            failing = sig_path
+            temps.append(files.write_temp(sig_path, signature))
+        failing = seal_path
+        os.replace(temps[0], seal_path)
+        replaced, failing = True, sig_path
+        if signature is None:  # (a record.sig left beside an unsigned seal would fail it)
+            verb = "remove"
+            sig_path.unlink(missing_ok=True)
+        else:
+            os.replace(temps[1], sig_path)
+    except BaseException as exc:
+        lost = _put_back(seal_path, old) if replaced else None
+        if not isinstance(exc, OSError):
+            raise
+        raise _not_sealed(failing, exc, verb, resealed, lost) from None
+    finally:
+        for tmp in temps:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+
+
+def _not_sealed(
+    path: Path, exc: OSError, verb: str, resealed: bool, lost: OSError | None
+) -> RecordWriteError:
+    """The error of a seal that could not be written: the file, the cause, what the seal
+    files hold now and what to do."""
+    if lost is not None:
+        state = (
+            f"record.json was replaced, and the old one could not be put back "
+            f"({cause_text(lost)}): the record fails verification until it is sealed again"
+        )
+    elif resealed:
+        state = (
+            "the seal is not replaced (record.json and record.sig, the diary and metrics are "
+            "as they were: a seal is written whole or not at all)"
+        )
+    else:
+        state = (
+            "the record is not sealed (the diary and metrics are as they were: a seal is "
+            "written whole or not at all)"
+        )
+    then = f"`trainrecord seal {path.parent}` seals it"
+    return write_failed(path, exc, state, elsewhere=None, then=then, verb=verb)
 
 
 def write_seal(
@@ -93,7 +175,10 @@ def write_seal(
 
     This function replaces the seal and signature already there, whoever signed them
     (``trainrecord seal`` neither replaces another key's signature nor drops one unless
-    given ``--replace``)::
+    given ``--replace``). A seal that cannot be written (a full disk, a read-only mount)
+    raises :class:`~trainrecord.errors.RecordWriteError` naming the file and what to do,
+    and leaves record.json and record.sig as they were (see :func:`_write_seal_files` for
+    the order they are put in place)::
 
         write_seal("runs/exp1", signing_key="keys/signer")   # record.json + record.sig
         print(verify("runs/exp1", public_key="keys/signer.pub").summary())
@@ -142,17 +227,8 @@ def write_seal(
     import json
 
     data = (json.dumps(seal, indent=2, sort_keys=True, allow_nan=False) + "\n").encode()
-    sig_path = run / SIGNATURE
-    _atomic_write(run / SEAL, data)  # first: a seal that cannot be written leaves record.sig
-    if key is None:  # (removed before, a failed write left a signed seal without it: failed)
-        sig_path.unlink(missing_ok=True)
-    if key is not None:
-        try:
-            _atomic_write(sig_path, base64.b64encode(key.sign(data)) + b"\n")
-        except BaseException:  # a seal naming a signature that is not there would fail
-            with contextlib.suppress(OSError):
-                (run / SEAL).unlink()
-            raise
+    signature = None if key is None else base64.b64encode(key.sign(data)) + b"\n"
+    _write_seal_files(run, data, signature)
     fsync_dir(run)
     return seal
 

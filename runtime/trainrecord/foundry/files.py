@@ -9,7 +9,10 @@
   crash leaves the old file or the new one, never a mix.
 * :func:`read_json` reads strict JSON (UTF-8, no NaN or Infinity tokens).
 
-Temporary files are named ``.<final name>.<random>.tmp`` and are removed on every path.
+Temporary files (:func:`write_temp`) are named ``.<final name>.<random>.tmp`` and are
+removed on every path. A writer names its own file, never the temporary one, when a write
+fails: :func:`failures_named` makes such an ``OSError`` a
+:class:`~trainrecord.errors.RecordWriteError` saying the file, the cause and what to do.
 """
 
 from __future__ import annotations
@@ -18,11 +21,12 @@ import contextlib
 import os
 import secrets
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from trainrecord.canonical import loads_strict
-from trainrecord.errors import RecordRefused
+from trainrecord.errors import RecordRefused, RecordWriteError, write_failed
 from trainrecord.folders import blocked_by, in_the_way, name_too_long, not_regular
 from trainrecord.foundry.numbers import MAX_INT_DIGITS, long_int_in
 
@@ -54,10 +58,11 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def _write_temp(folder: Path, name: str, data: bytes) -> Path:
-    """Write ``data`` to a fresh temporary file beside ``name`` and fsync it."""
+def write_temp(target: Path, data: bytes) -> Path:
+    """Write ``data`` to a fresh temporary file beside ``target`` and fsync it; return its
+    path (the caller renames or removes it). Nothing is left when this fails."""
     while True:
-        tmp = folder / f".{name}.{secrets.token_hex(8)}.tmp"
+        tmp = target.parent / f".{target.name}.{secrets.token_hex(8)}.tmp"
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
             break
@@ -77,7 +82,7 @@ def _write_temp(folder: Path, name: str, data: bytes) -> Path:
 
 def create_new(target: Path, data: bytes) -> None:
     """Create ``target`` with ``data`` atomically; ``FileExistsError`` if it exists."""
-    tmp = _write_temp(target.parent, target.name, data)
+    tmp = write_temp(target, data)
     try:
         os.link(tmp, target)
     finally:
@@ -88,7 +93,7 @@ def create_new(target: Path, data: bytes) -> None:
 
 def replace(target: Path, data: bytes) -> None:
     """Write ``data`` to ``target`` atomically, replacing any file there."""
-    tmp = _write_temp(target.parent, target.name, data)
+    tmp = write_temp(target, data)
     try:
         os.replace(tmp, target)
     except BaseException:
@@ -96,6 +101,24 @@ def replace(target: Path, data: bytes) -> None:
             tmp.unlink()
         raise
     _fsync_dir(target.parent)
+
+
+@contextlib.contextmanager
+def failures_named(target: Path, *, elsewhere: str = "results_dir") -> Iterator[None]:
+    """Raise an ``OSError`` of the block (making ``target``'s folder, writing ``target``
+    whole: :func:`create_new`, :func:`replace`) as a
+    :class:`~trainrecord.errors.RecordWriteError` naming ``target``, not its temporary
+    file: "trainrecord could not write DIR/metrics.json: Read-only file system (EROFS);
+    nothing was written (metrics.json is as it was). The folder is on a read-only file
+    system ...". ``FileExistsError`` (:func:`create_new`'s name taken) is the caller's."""
+    try:
+        yield
+    except (FileExistsError, RecordWriteError):
+        raise
+    except OSError as exc:
+        kept = f"{target.name} is as it was" if target.exists() else f"no {target.name} was made"
+        state = f"nothing was written ({kept})"
+        raise write_failed(target, exc, state, elsewhere=elsewhere) from None
 
 
 MAX_BYTES = {"witness": 1 << 20, "metrics": 256 << 20}
