@@ -7,6 +7,7 @@ were called on, in order (an fsync's file is found from its descriptor in /proc)
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.foundry.conftest import good_env, good_row
+from trainrecord.errors import RecordWriteError
 from trainrecord.foundry import write_metrics, write_witness
 
 pytestmark = pytest.mark.skipif(
@@ -84,9 +86,12 @@ def test_metrics_are_fsynced_before_the_rename_and_the_folder_after(
 
 def test_a_failed_rename_leaves_no_temporary_file(results: Path) -> None:
     """metrics.write.atomic_replace: when os.replace fails (a folder stands where
-    metrics.json goes), the error propagates and the temporary file is removed."""
+    metrics.json goes), the error names metrics.json (a RecordWriteError, an OSError), not
+    the temporary file, and the temporary file is removed."""
     (results / "metrics.json" / "inner").mkdir(parents=True)
-    with pytest.raises(IsADirectoryError):
+    with pytest.raises(RecordWriteError) as info:
         write_metrics(results, [good_row()])
+    assert info.value.errno == errno.EISDIR and info.value.filename == str(results / "metrics.json")
+    assert "A folder stands where the file goes: move it away" in str(info.value)
     assert sorted(p.name for p in results.iterdir()) == ["metrics.json"]
     assert [p.name for p in (results / "metrics.json").iterdir()] == ["inner"]

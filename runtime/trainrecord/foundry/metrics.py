@@ -65,7 +65,10 @@ def write_metrics(results_dir: str | os.PathLike[str], rows: Iterable[Any]) -> P
 
     ``rows`` is a sequence of mappings with exactly benchmark, metric, horizon, seed and
     value. Nothing is created unless every row is valid; a refusal raises
-    :class:`RecordRefused` with every problem, each with its rule id.
+    :class:`RecordRefused` with every problem, each with its rule id. A write that fails
+    (a read-only folder, a full disk) raises :class:`~trainrecord.errors.RecordWriteError`
+    (an ``OSError``) naming metrics.json, the cause and what to do; the metrics.json
+    already there, if any, is left as it was.
 
     Args:
         results_dir: the run's results folder (made when missing); something not a
@@ -91,8 +94,9 @@ def write_metrics(results_dir: str | os.PathLike[str], rows: Iterable[Any]) -> P
     loads_strict(data)  # the guarantee: strict JSON, whatever float subclass came in
     files.check_folder(Path(results_dir), "metrics.path.results_dir")
     target = Path(results_dir) / METRICS_NAME
-    target.parent.mkdir(parents=True, exist_ok=True)
-    files.replace(target, data)
+    with files.failures_named(target):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        files.replace(target, data)
     return target
 
 

@@ -123,7 +123,10 @@ def write_witness(
     ``os.environ``. On a nonzero rank it returns None and writes nothing. Every input is
     validated before anything is created; a refusal raises :class:`RecordRefused` with
     every problem found and leaves the filesystem as it was. An existing witness is never
-    replaced (``witness.path.exists``), even when processes race for the same attempt.
+    replaced (``witness.path.exists``), even when processes race for the same attempt. A
+    write that fails (a read-only folder, a full disk) raises
+    :class:`~trainrecord.errors.RecordWriteError` (an ``OSError``) naming the witness, the
+    cause and what to do; no witness is made.
 
     Args:
         results_dir: the run's results folder (made when missing); something not a
@@ -203,9 +206,10 @@ def write_witness(
     if found:
         raise RecordRefused(found)
     data = (dumps_strict(witness, indent=2) + "\n").encode("utf-8")
-    target.parent.mkdir(parents=True, exist_ok=True)
     try:
-        files.create_new(target, data)
+        with files.failures_named(target):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            files.create_new(target, data)
     except FileExistsError:
         raise _exists(target) from None
     return target
