@@ -70,7 +70,7 @@ from typing import IO, Any
 
 from trainrecord import sigterm
 from trainrecord.arguments import ArgumentRefused, refuse
-from trainrecord.errors import RecordRefused
+from trainrecord.errors import RecordRefused, RecordWriteError
 from trainrecord.report.payload import (
     JobState,
     build_report,
@@ -92,7 +92,7 @@ from trainrecord.report.run_folder import (
     stored_run_id,
 )
 from trainrecord.report.sender import Sender
-from trainrecord.report.seq import SeqClock
+from trainrecord.report.seq import SeqClock, unwritable
 from trainrecord.report.settings import ReportSettings
 from trainrecord.report.transport import ReportNotDelivered, post_report
 
@@ -377,11 +377,15 @@ class Reporter:
 
     def _keep_history(self) -> None:
         """Keep the history in the run folder's metadata.json (``run=`` given), for a resume
-        or a snapshot from another process; a failure is a warning, never an exception."""
+        or a snapshot from another process; a failure is a warning, never an exception. A
+        folder that cannot be written (a read-only mount, a full disk) is said once, not at
+        every epoch (:func:`~trainrecord.report.seq.unwritable`)."""
         if self.run is None:
             return
         try:
             self.run.update(**{HISTORY: [dict(e) for e in self.state.history]})
+        except RecordWriteError as exc:
+            unwritable(exc)
         except Exception as exc:  # reporting never stops a run
             log.warning("trainrecord report: the history was not kept in metadata.json: %s", exc)
 

@@ -40,6 +40,7 @@ Public API: :func:`open_run` ``(folder, metadata=None, *, create=True) -> RunFol
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import re
@@ -52,7 +53,7 @@ from typing import IO, Any, Unpack
 
 from trainrecord.arguments import ArgumentRefused
 from trainrecord.canonical import dumps_strict
-from trainrecord.errors import RecordRefused
+from trainrecord.errors import RecordRefused, RecordWriteError
 from trainrecord.folders import make_folder, open_no_link
 from trainrecord.foundry import files
 from trainrecord.report.payload import (
@@ -64,7 +65,7 @@ from trainrecord.report.payload import (
     local_time,
     mended_entry,
 )
-from trainrecord.report.seq import SEQ_FILE, SeqClock
+from trainrecord.report.seq import ELSEWHERE, SEQ_FILE, SeqClock, written
 
 try:
     import fcntl
@@ -209,7 +210,7 @@ class RunFolder:
                 "a run keeps its run_id across resumes; start a new folder for a new run",
                 fields["run_id"],
             )
-        with _locked(self.folder):
+        with _locked(self.folder, self.metadata_path):
             current = _read(self.metadata_path)
             stored = current.get("run_id")
             if stored != self.run_id:
@@ -221,7 +222,7 @@ class RunFolder:
                     stored,
                 )
             merged = {**current, **fields}
-            files.replace(self.metadata_path, _encode(merged))
+            _replace(self.metadata_path, _encode(merged))
         return merged
 
     def undo_start(self) -> bool:
@@ -247,10 +248,10 @@ class RunFolder:
             return False  # gone or rewritten since: not this start's to undo
         try:
             if self.before is not None:
-                with _locked(self.folder):
+                with _locked(self.folder, self.metadata_path):
                     if _read(self.metadata_path) != self.metadata:
                         return False
-                    files.replace(self.metadata_path, self.before)
+                    _replace(self.metadata_path, self.before)
             else:
                 self.metadata_path.unlink()
                 _fsync_dir(self.folder)
@@ -264,11 +265,7 @@ class RunFolder:
                 self.metadata_path.name,
             )
             return False
-        for made in self.made:
-            try:
-                made.rmdir()  # only when empty: never anything put there since
-            except OSError:
-                break
+        _unmake(self.made)
         return True
 
     def spend(self) -> None:
@@ -339,13 +336,12 @@ def open_run(
         made.append(missing)  # deepest first
         missing = missing.parent
     new_folder = bool(made)
-    make_folder(path, "the run folder")
     target = path / METADATA
     for _ in range(10):
         record = {"run_id": str(uuid.uuid4()), "started_at": local_time(), **fields}
         data = _encode(record)
         try:
-            files.create_new(target, data)
+            _create(path, target, data, made)
         except FileExistsError:
             pass
         else:
@@ -361,6 +357,53 @@ def open_run(
             return _resumed(path, stored)
         return _add_run_id(path, target, tuple(made))
     raise RuntimeError(f"{METADATA} kept appearing and disappearing; is the folder shared?")
+
+
+def _create(path: Path, target: Path, data: bytes, made: list[Path]) -> None:
+    """Make the run folder and create its metadata.json (``FileExistsError``: there is one).
+
+    A part in the way of the folder is ``NotADirectoryError`` naming it; a folder or file
+    that cannot be written (a read-only mount, a full disk) is a
+    :class:`~trainrecord.errors.RecordWriteError` naming metadata.json, the cause and the
+    fix, and the folders made for it (``made``) are removed again: nothing is left, so the
+    next start is a new run in a folder it makes (and may discard) itself."""
+    try:
+        make_folder(path, "the run folder")
+    except NotADirectoryError:
+        raise
+    except OSError as exc:
+        _unmake(made)
+        with files.failures_named(target, elsewhere=ELSEWHERE):
+            raise exc
+    if target.exists():  # a resume reads it: no write, so a read-only folder resumes
+        raise FileExistsError(errno.EEXIST, "exists", str(target))
+    try:
+        with files.failures_named(target, elsewhere=ELSEWHERE):
+            files.create_new(target, data)
+    except RecordWriteError:
+        _unmake(made)
+        raise
+    written(path)
+
+
+def _unmake(made: tuple[Path, ...] | list[Path]) -> None:
+    """Remove the folders a start made (deepest first), each only while it is empty: never
+    anything put there since."""
+    for folder in made:
+        try:
+            folder.rmdir()
+        except FileNotFoundError:
+            continue  # not made after all (the making failed below it)
+        except OSError:
+            break
+
+
+def _replace(target: Path, data: bytes) -> None:
+    """Replace ``target`` (metadata.json) whole: a failure (a read-only mount, a full disk) is
+    a :class:`~trainrecord.errors.RecordWriteError` naming it, the file left as it was."""
+    with files.failures_named(target, elsewhere=ELSEWHERE):
+        files.replace(target, data)
+    written(target.parent)
 
 
 def _resumed(folder: Path, stored: dict[str, Any]) -> RunFolder:
@@ -379,13 +422,13 @@ def _resumed(folder: Path, stored: dict[str, Any]) -> RunFolder:
 
 def _add_run_id(folder: Path, target: Path, made: tuple[Path, ...]) -> RunFolder:
     """metadata.json exists without a run_id: add one (once, whoever races for it)."""
-    with _locked(folder):
+    with _locked(folder, target):
         before = target.read_bytes()
         stored = _read(target)
         if "run_id" in stored:
             return _resumed(folder, stored)
         record = {"run_id": str(uuid.uuid4()), "started_at": local_time(), **stored}
-        files.replace(target, _encode(record))
+        _replace(target, _encode(record))
     return RunFolder(
         folder, record["run_id"], record["started_at"], True, record, bool(made), made, before
     )
@@ -503,11 +546,15 @@ def alone(handle: IO[bytes] | None) -> bool:
 
 
 @contextlib.contextmanager
-def _locked(folder: Path) -> Iterator[None]:
+def _locked(folder: Path, target: Path) -> Iterator[None]:
+    """Hold the lock on changes to ``target`` (metadata.json); a lock file that cannot be
+    made or opened (a read-only mount) is the RecordWriteError naming ``target``."""
     if fcntl is None:  # pragma: no cover - not POSIX
         yield
         return
-    with os.fdopen(open_no_link(folder / LOCK, os.O_RDWR), "r+b") as handle:
+    with files.failures_named(target, elsewhere=ELSEWHERE):
+        fd = open_no_link(folder / LOCK, os.O_RDWR)
+    with os.fdopen(fd, "r+b") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
             yield

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from trainrecord.errors import RecordWriteError
 from trainrecord.folders import open_no_link
 from trainrecord.foundry import files
 
@@ -35,6 +36,38 @@ log = logging.getLogger("trainrecord.report")
 
 SEQ_FILE = "report_seq.json"
 """The conventional name of the seq file, beside the run's metadata.json."""
+ELSEWHERE = "run folder"
+"""What a failed write of a run folder's file advises giving the run instead (see
+:func:`trainrecord.errors.write_advice`)."""
+_UNWRITABLE: set[Path] = set()
+"""The folders :func:`unwritable` has warned about and that were not written since."""
+_UNWRITABLE_LOCK = threading.Lock()
+
+
+def unwritable(exc: RecordWriteError) -> None:
+    """Say once that a running job's run folder cannot be written (a read-only mount, a full
+    disk): ``exc`` names the file, the cause and the fix; training and its reports go on.
+    Quiet for that folder until :func:`written` is called for it (a write got through)."""
+    folder = Path(exc.filename).parent
+    with _UNWRITABLE_LOCK:
+        if folder in _UNWRITABLE:
+            return
+        _UNWRITABLE.add(folder)
+    log.warning(
+        "trainrecord report: %s Training and its reports go on; until the folder can be "
+        "written again nothing more is kept there (the report seq, and the epoch history of "
+        "a Reporter given run=), so a resume or a snapshot from another process sees the run "
+        "as it was before. Said once until the folder is written again",
+        exc,
+    )
+
+
+def written(folder: Path) -> None:
+    """A file in ``folder`` was written: a later failure there is said again."""
+    if folder in _UNWRITABLE:
+        with _UNWRITABLE_LOCK:
+            _UNWRITABLE.discard(folder)
+        log.info("trainrecord report: %s can be written again", folder)
 
 
 def now_ms() -> int:
@@ -74,7 +107,9 @@ class SeqClock:
             yield
             return
         lock_path = self.path.with_name(self.path.name + ".lock")
-        with os.fdopen(open_no_link(lock_path, os.O_RDWR), "r+b") as handle:
+        with files.failures_named(self.path, elsewhere=ELSEWHERE):
+            fd = open_no_link(lock_path, os.O_RDWR)
+        with os.fdopen(fd, "r+b") as handle:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
             try:
                 yield
@@ -111,13 +146,28 @@ class SeqClock:
     def _write(self, value: int) -> None:
         if self.path is None:
             return
-        files.replace(self.path, json.dumps({"last_seq": value}).encode("utf-8"))
+        with files.failures_named(self.path, elsewhere=ELSEWHERE):
+            files.replace(self.path, json.dumps({"last_seq": value}).encode("utf-8"))
+        written(self.path.parent)
+
+    def _take(self, *, keep: bool) -> int:
+        last = max(self._last, self._read())
+        value = max(int(self._clock()), last + 1)
+        if keep:
+            self._write(value)
+        self._last = value
+        return value
 
     def next(self) -> int:
-        """The next seq: ``max(now_ms, last + 1)`` over this process and the shared file."""
-        with self._lock, self._file_lock():
-            last = max(self._last, self._read())
-            value = max(int(self._clock()), last + 1)
-            self._write(value)
-            self._last = value
-            return value
+        """The next seq: ``max(now_ms, last + 1)`` over this process and the shared file.
+
+        A seq file that cannot be written (a read-only folder, a full disk: its lock or the
+        file itself) is left as it was, and said once (:func:`unwritable`); the seq is then
+        this process's (still strictly rising in it) and reporting goes on."""
+        with self._lock:
+            try:
+                with self._file_lock():
+                    return self._take(keep=True)
+            except RecordWriteError as exc:
+                unwritable(exc)
+                return self._take(keep=False)
