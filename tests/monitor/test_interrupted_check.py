@@ -415,3 +415,43 @@ def test_ctrl_c_anywhere_in_step_then_the_cell_run_again_numbers_the_loops_steps
         assert said(read_run(run_dir)) == control, interrupt.landed  # (verified)
         assert metrics(run_dir) == control_rows, interrupt.landed
     assert total > 100  # step() was driven through
+
+
+def test_a_check_run_again_after_the_scheduler_stepped_judges_the_first_attempt_s_lrs(
+    tmp_path: Path,
+) -> None:
+    # Ctrl+C in the loss rule of the check at step 4, after the check read the learning
+    # rates; the loop steps the optimizer and the scheduler (lr x10 every step) and calls
+    # step() again: the run again took the first attempt's loss but read the lrs afresh,
+    # after scheduler.step(), so "lr raised" judged an lr the first attempt never saw.
+    torch.manual_seed(0)
+    model = TinyCNN()
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-6)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda epoch: 10.0**epoch)
+    x, y = torch.randn(8, 3, 8, 8), torch.randint(0, 4, (8,))
+    interrupt = Interrupter(1, ("observe",))
+    seen: list[float] = []
+    with Monitor(model, optimizer, tmp_path / "run", check_every=2) as monitor:
+        for step in range(6):
+            F.cross_entropy(model(x), y).backward()
+            loss = F.cross_entropy(model(x), y).detach()
+            if step == 4:
+                seen = [group["lr"] for group in optimizer.param_groups]
+                sys.setprofile(interrupt)
+                try:
+                    monitor.step(loss)
+                except KeyboardInterrupt:
+                    sys.setprofile(None)
+                    optimizer.step()
+                    scheduler.step()  # the lr changes before the check is run again
+                    monitor.step(loss)
+                finally:
+                    sys.setprofile(None)
+            else:
+                monitor.step(loss)
+            optimizer.step()
+            optimizer.zero_grad()
+            scheduler.step()
+        assert interrupt.landed is not None and "LossTracker.observe" in interrupt.landed
+        assert list(monitor.loss._lrs)[-1] == tuple(seen), (list(monitor.loss._lrs), seen)
+    assert verify(tmp_path / "run").ok

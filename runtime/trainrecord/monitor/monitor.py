@@ -1156,10 +1156,13 @@ class Monitor:
         else:
             self._undo(attempt)
         if attempt.reads is not None:  # a run again: what the first attempt read (below)
-            value, scale, trained_between, names, values, host, read, versions = attempt.reads
+            value, scale, trained_between, names, values, host, read, lrs, versions = attempt.reads
             self.norms._versions = versions
         else:
             # everything the check reads, gathered on the device and read back in one transfer
+            # (and the learning rates, which the loop's scheduler.step() may change before a
+            # run again: the loss rule's "lr raised" judges what the first attempt saw)
+            lrs = _learning_rates(self.optimizer)
             loss_part, value = self._loss_part(step, loss)
             scale = self._scale(at_check=True)
             grads = self.norms.grads()
@@ -1190,7 +1193,7 @@ class Monitor:
                 assert host[1] is not None
                 read = (gathered.owners, gathered.exact(host[1].tolist()))
             if not self.dist.active:  # (under DDP every rank reads again: the same collectives)
-                reads = (value, scale, trained_between, names, values, host, read)
+                reads = (value, scale, trained_between, names, values, host, read, lrs)
                 attempt.reads = (*reads, self.norms._versions)
         rows: dict[str, list[int]] = {}
         if self.structure is not None:
@@ -1208,7 +1211,7 @@ class Monitor:
         self._warn_not_this_model(step, tensor, probe)
         walked = probe.reached if probe is not None and probe.walk else None
         self._gradients(
-            step, value, read, scale, rows, trained_between, ran, filled, tensor, walked
+            step, value, read, scale, rows, trained_between, ran, filled, tensor, walked, lrs
         )
 
     def _judging_state(self) -> dict[str, Any]:
@@ -1262,6 +1265,7 @@ class Monitor:
         filled: set[int] | frozenset[int] = frozenset(),
         loss: torch.Tensor | None = None,
         walked: set[int] | None = None,
+        lrs: tuple[float, ...] | None = None,
     ) -> None:
         """A check's gradient norms, their events and the loss's, and its metrics row
         (``read``: each gradient's owner and sum of squares; ``rows``: the producers' stuck
@@ -1270,7 +1274,8 @@ class Monitor:
         step's forward pass, None when not known; ``filled``: those of them run on an
         output with values at least once, see :meth:`_ran_empty`; ``loss``: the loss tensor
         given to step(), and ``walked``, the parameters the graphs of the check step's forward
-        passes reached, see :meth:`_sat_out`)."""
+        passes reached, see :meth:`_sat_out`; ``lrs``: the optimizer's learning rates as the
+        check's first attempt read them, for the loss rule's "lr raised")."""
         norms, any_grad = self.norms.group(read, 1.0 if scale is None else scale[1])
         routed: set[str] = set()
         if ran is not None:
@@ -1299,7 +1304,7 @@ class Monitor:
             self._once("no_gradients", {"step": step, "severity": "warning", "message": message})
         new_level = False
         if value is not None:
-            for event, fields in self.loss.observe(step, value, _learning_rates(self.optimizer)):
+            for event, fields in self.loss.observe(step, value, lrs):
                 self._emit(event, fields)
             new_level = self.loss.new_level
         bad = [n for n, v in norms.items() if v is not None and not math.isfinite(v)]
