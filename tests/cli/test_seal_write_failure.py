@@ -104,3 +104,24 @@ def test_a_reseal_whose_record_sig_cannot_be_changed_puts_record_json_back(
     verb = "write" if resign else "remove"
     assert f"could not {verb} {run}/record.sig: Operation not permitted (EPERM)" in err, err
     assert "the seal is not replaced (record.json and record.sig" in err, err
+
+
+def test_a_put_back_record_json_keeps_its_permission_bits(tmp_path: Path) -> None:
+    """The old record.json put back after record.sig failed keeps its mode, not only its
+    bytes: a seal its owner made read-only (0o440) was put back 0o644 (a fresh file under
+    the umask) while the error said record.json was "as it was"."""
+    run, keys = _signed(tmp_path, tmp_path / "keys")
+    seal = run / "record.json"
+    seal.chmod(0o440)
+    before = _seal_bytes(run)
+    sig = run / "record.sig"
+    if subprocess.run(["chattr", "+i", str(sig)], capture_output=True, check=False).returncode:
+        pytest.skip("chattr +i is not allowed here (root on a file system that has it)")
+    try:
+        out = cli("seal", "--key", keys["new"], "--replace", run)
+    finally:
+        subprocess.run(["chattr", "-i", str(sig)], check=True)
+    assert "the seal is not replaced (record.json and record.sig" in _one_clear_line(out)
+    assert _seal_bytes(run) == before
+    assert oct(seal.stat().st_mode & 0o7777) == oct(0o440)
+    assert sorted(os.listdir(run)) == ["diary.jsonl", "metrics.jsonl", *SEAL_FILES]

@@ -50,10 +50,10 @@ def _file_facts(path: Path) -> tuple[str, int, int]:
     return digest.hexdigest(), size, lines
 
 
-def _old_seal(path: Path) -> bytes | None:
-    """The bytes of record.json as it is, to put back should the new seal fail half-way;
-    None when there is none to put back (none there, or no regular file of at most 1 MiB:
-    no seal that verifies)."""
+def _old_seal(path: Path) -> tuple[bytes, int] | None:
+    """The bytes and permission bits of record.json as it is, to put back should the new
+    seal fail half-way; None when there is none to put back (none there, or no regular file
+    of at most 1 MiB: no seal that verifies)."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(path, flags)
@@ -63,18 +63,27 @@ def _old_seal(path: Path) -> bytes | None:
         facts = os.fstat(fd)
         if not stat.S_ISREG(facts.st_mode) or facts.st_size > 1 << 20:
             return None
-        return fh.read()
+        return fh.read(), stat.S_IMODE(facts.st_mode)
 
 
-def _put_back(path: Path, old: bytes | None) -> OSError | None:
-    """Put record.json back as it was (``old``; None: none there); the error, if it fails."""
+def _put_back(path: Path, old: tuple[bytes, int] | None) -> OSError | None:
+    """Put record.json back as it was (``old``: its bytes and permission bits, as
+    :func:`_old_seal` read them; None: none there); the error, if it fails. The bits are
+    set on the new file before it is renamed into place (a record.json its owner made
+    read-only stays read-only)."""
     from trainrecord.foundry import files
 
     try:
         if old is None:
             path.unlink(missing_ok=True)
-        else:
-            files.replace(path, old)
+            return None
+        data, mode = old
+        tmp = files.write_temp(path, data)
+        try:
+            os.chmod(tmp, mode)
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
     except OSError as exc:
         return exc
     return None
