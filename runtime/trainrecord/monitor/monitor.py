@@ -395,6 +395,8 @@ class Monitor:
         self._flat_from_start: dict[tuple[str, int], set[int]] = {}
         self._relu_cache: np.ndarray | None = None
         self._scale_sources: tuple[list[torch.Tensor | nn.Module], list[nn.Module]] | None = None
+        self._scale_names: tuple[list[str], list[str]] = ([], [])  # whose, as _scale_sources
+        self._scale_order: list[str] = []  # the producer of each scale _scale_parts gave last
         self._pad_index: dict[tuple[int, ...], torch.Tensor] = {}
         self._one_device = len({p.device for p in self.model.parameters()}) <= 1
         first = next(self.model.parameters(), None)
@@ -1958,23 +1960,69 @@ class Monitor:
         at once, instead of a loop of small ones per producer. No channel has decayed when
         the smallest scale of all producers is at least ``decay_ratio`` times the largest
         (each layer's median lies between); only when that bound fails are the per-layer
-        medians taken."""
+        medians taken. Channels a pruning mask holds at zero (flat or silent, of zero scale
+        without a BatchNorm, by design) are left out of all three tests, as
+        :func:`~trainrecord.monitor.channels.classify` leaves them out; they are read only
+        when something looks stuck or the bound fails."""
         if self.certifier.certified or any(self._silent_streak.values()):
             return False
         if any(level != "none" for level, _ in self.channels.state.values()):
             return False
         high, low = highs.numpy(), lows.numpy()
-        if ((high <= 0) & self._relu_mask()).any() or (high == low).any():
-            return False
+        stuck = ((high <= 0) & self._relu_mask()) | (high == low)
+        pruned: dict[str, list[int]] | None = None  # (read only when something looks stuck)
+        if stuck.any():  # pruned channels are flat or silent by design: no verdict on them
+            pruned = self._pruned_now()
+            keep = self._unpruned(self.producers, pruned, high.size) if pruned else None
+            if keep is None or (stuck & keep).any():
+                return False
         if scales is None:
             return True
         values = scales.numpy()
         if values.min() >= self.decay_ratio * values.max():  # NaN compares False: see below
             return True
+        pruned = self._pruned_now() if pruned is None else pruned
+        if pruned:  # out of the bound and of the medians (NaN: nanmedian passes over it)
+            keep = self._unpruned(self._scale_order, pruned, values.size)
+            if keep is None:
+                return False
+            if not keep.any():
+                return True
+            kept = values[keep]
+            if kept.min() >= self.decay_ratio * kept.max():
+                return True
+            scales = torch.from_numpy(np.where(keep, values, np.float32(math.nan)))
         padded = self._padded_scales(scales)
         assert padded is not None
         median = padded.nanmedian(dim=1).values.unsqueeze(1)
         return not bool(((padded < self.decay_ratio * median) & (median > 0)).any())
+
+    def _pruned_now(self) -> dict[str, list[int]]:
+        """The producers with channels a pruning mask holds at zero now, and those channels
+        (see :class:`~trainrecord.monitor.channels.PrunedChannels`)."""
+        out: dict[str, list[int]] = {}
+        for name in self.producers:
+            info = self.producer_info[name]
+            channels = self._pruned.of(name, info.module, info.bn_module)
+            if channels:
+                out[name] = channels
+        return out
+
+    def _unpruned(
+        self, order: list[str], pruned: dict[str, list[int]], size: int
+    ) -> np.ndarray | None:
+        """True for every channel of the producers ``order`` (concatenated in that order,
+        ``size`` in all) that ``pruned`` does not name; None when the counts do not add up
+        to ``size`` (the check then takes each producer on its own)."""
+        keep = np.ones(size, dtype=bool)
+        start = 0
+        for name in order:
+            count = self._channel_count.get(name, 0)
+            channels = [c for c in pruned.get(name, ()) if c < count]
+            if channels:
+                keep[[start + c for c in channels]] = False
+            start += count
+        return keep if start == size else None
 
     def _scale_vector(self) -> torch.Tensor | None:
         """Every producer's per-channel scale in one vector, on the parameters' device: the
@@ -1995,6 +2043,7 @@ class Monitor:
         if self._scale_sources is None:  # which producers have a gamma: once per structure
             sources: list[torch.Tensor | nn.Module] = []
             others: list[nn.Module] = []
+            self._scale_names = ([], [])
             for name in self.producers:
                 bn = self.producer_info[name].bn_module
                 if bn is not None and own_parameter(bn, "weight"):
@@ -2003,11 +2052,16 @@ class Monitor:
                     sources.append(bn)  # computed (a parametrization): read at each check
                 else:
                     others.append(self.producer_info[name].module)
+                    self._scale_names[1].append(name)
+                    continue
+                self._scale_names[0].append(name)
             self._scale_sources = (sources, others)
         sources, modules = self._scale_sources
         gammas = [s if isinstance(s, torch.Tensor) else self._gamma(s) for s in sources]
         scales = incoming_norms_of(modules)
-        return gammas, [t for t in scales if t is not None and t.numel()]
+        kept = [i for i, t in enumerate(scales) if t is not None and t.numel()]
+        self._scale_order = self._scale_names[0] + [self._scale_names[1][i] for i in kept]
+        return gammas, [cast(torch.Tensor, scales[i]) for i in kept]
 
     @staticmethod
     def _gamma(bn: nn.Module) -> torch.Tensor:
