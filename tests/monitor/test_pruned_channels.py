@@ -2,8 +2,9 @@
 
 Structured pruning (``ln_structured`` along the output axis) zeroes whole rows of a
 producer's ``weight_mask``; the pruned channels output their bias (or their BatchNorm's
-beta), a constant by design. They are in none of the four stuck categories, left out of
-the channels a level is counted against, never certified or repaired, and counted in the
+beta), a constant by design. They are in none of the four stuck categories (the level
+stays the seed's: how many of the layer's channels, all of them, are stuck), never
+certified or repaired, and counted in the
 manifest's producers entries (``pruned``), which a check after more pruning writes again.
 A real dead channel among them is still reported. Real training throughout."""
 
@@ -22,6 +23,7 @@ from torch.nn.utils import prune
 from tests.monitor.conftest import TinyCNN, TinyMLP, batches, events, metrics, read_run
 from trainrecord.cli import main
 from trainrecord.monitor import Monitor
+from trainrecord.monitor.channels import ChannelCounts
 
 STEPS = 40
 MORE_AT = 20  # the step before which two more channels are pruned
@@ -126,7 +128,18 @@ def test_pruned_channels_are_not_stuck_and_a_dead_one_among_them_is(
     assert all(e["count"] == 1 for e in refused)  # the dead one (weights computed); no pruned
     capsys.readouterr()
     assert main(["show", str(run_dir)]) == 0
-    assert f"{layer}: some of 8 (certified 0, flat 0, silent 1" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert f"{layer}: some of 16 (certified 0, flat 0, silent 1, decayed 0; 8 pruned, not " in shown
+
+
+def test_the_level_counts_a_layer_s_channels_the_pruned_ones_included() -> None:
+    # The seed: "level: how many of a layer's channels are stuck". 4 dead beside 8 pruned
+    # of 16 are a quarter of the layer's channels (some), not half of the unpruned (most).
+    counts = ChannelCounts(total=16, observed=[0, 1, 2, 3], pruned=list(range(8, 16)))
+    assert counts.stuck == 4 and counts.level == "some"
+    assert ChannelCounts(total=16, pruned=list(range(8))).level == "none"
+    dead = ChannelCounts(total=16, observed=list(range(8)), pruned=list(range(8, 16)))
+    assert dead.level == "most"
 
 
 @pytest.mark.parametrize("kind", sorted(MODELS))

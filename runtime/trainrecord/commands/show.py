@@ -382,13 +382,12 @@ def render(s: Summary, loss: str | None = None) -> list[str]:
             start -= 1  # back to the first channels event after the last channels_cleared
         start = min(start, len(history) - 1)  # (the last a channels_cleared with a level)
         changes = f" ({counted(len(history), 'channel event')} in all)" if len(history) > 1 else ""
-        pruned = _int(c.get("n_pruned")) or 0  # (removed on purpose: not in the level's count)
-        of = c.get("channels")
+        pruned = _int(c.get("n_pruned")) or 0  # (removed on purpose: not stuck)
         out.append(
-            f"  {layer}: {c.get('level')} of {of - pruned if isinstance(of, int) else of} "
+            f"  {layer}: {c.get('level')} of {c.get('channels')} "
             f"(certified {c.get('n_certified')}, flat {c.get('n_flat')}, silent "
             f"{c.get('n_observed')}, decayed {c.get('n_decayed')}"
-            + (f"; {pruned} more pruned" if pruned else "")
+            + (f"; {pruned} pruned, not stuck" if pruned else "")
             + f") since step {history[start].get('step')}{changes}"
         )
     out.append(f"certificates ({len(s.certificates)}):" if s.certificates else "certificates: none")

@@ -422,19 +422,16 @@ class ChannelCounts:
         return len(self.certified) + len(self.flat) + len(self.observed) + len(self.decayed)
 
     @property
-    def active(self) -> int:
-        """The channels the level is counted against: all but the pruned ones."""
-        return self.total - len(self.pruned)
-
-    @property
     def level(self) -> str:
-        """none, some, most (half or more) or all of the channels not pruned."""
+        """none, some, most (half or more) or all of the layer's channels (the seed's
+        letter: how many of a layer's channels are stuck; a pruned channel is one of them
+        and is not stuck)."""
         stuck = self.stuck
         if stuck == 0:
             return "none"
-        if stuck >= self.active:
+        if stuck >= self.total:
             return "all"
-        return "most" if 2 * stuck >= self.active else "some"
+        return "most" if 2 * stuck >= self.total else "some"
 
     def row(self) -> list[int]:
         """[certified, constant, silent, decayed] for metrics.jsonl."""
@@ -452,8 +449,8 @@ def held(level: str, counts: ChannelCounts) -> bool:
     if LEVELS.index(now) >= LEVELS.index(level) or now == "none":
         return False
     if level == "all":
-        return counts.stuck >= LEAVE_ALL * counts.active
-    return level == "most" and counts.stuck >= LEAVE_MOST * counts.active
+        return counts.stuck >= LEAVE_ALL * counts.total
+    return level == "most" and counts.stuck >= LEAVE_MOST * counts.total
 
 
 def classify(

@@ -58,12 +58,12 @@ def describe(line: dict[str, Any]) -> str:
             f"baseline {shown})"
         )
     if event == "channels":
-        pruned = line.get("n_pruned") or 0  # (removed on purpose: not in the level's count)
+        pruned = line.get("n_pruned") or 0  # (removed on purpose: not stuck)
         return (
-            f"{where}{named}: {line['level']} of {line['channels'] - pruned} channels stuck "
+            f"{where}{named}: {line['level']} of {line['channels']} channels stuck "
             f"(certified {line['n_certified']}, flat {line['n_flat']}, "
             f"silent {line['n_observed']}, decayed {line['n_decayed']}"
-            + (f"; {pruned} more pruned)" if pruned else ")")
+            + (f"; {pruned} pruned, not stuck)" if pruned else ")")
         )
     if event == "certificate":
         return f"{where}{named}: {counted(line['count'], 'channel')} proven dead"
