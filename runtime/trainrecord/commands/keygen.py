@@ -3,6 +3,10 @@
 The private key is written as unencrypted PKCS#8 PEM with mode 0600, the public key
 (``PRIVATE_KEY.pub`` unless ``--public`` says otherwise) as PEM. Existing files are never
 overwritten. Prints the paths and the public key's fingerprint, never the private key.
+
+exit status: 0 both keys written; 2 neither written: a key file is there already
+(seal.key.exists), or a folder for them cannot be made or written (a file in its way,
+read-only, no permission).
 """
 
 from __future__ import annotations

@@ -25,14 +25,23 @@ from typing import Any
 from trainrecord.commands import whole_number
 from trainrecord.errors import RecordRefused
 
+DESCRIPTION = """\
+Receive Reporting API v2 reports into SQLite and serve a JSON read API. The bearer token
+comes from CORREAD_REPORT_TOKEN (16 characters or more).
+
+exit status: 0 stopped (Ctrl+C or SIGTERM); 2 not started: no CORREAD_REPORT_TOKEN or
+one too short, a bad --every, --cert/--key that cannot be loaded (or plain HTTP off a
+loopback address), a --port in use or a --host it cannot listen on, or a --db that cannot
+be opened."""
+
 
 def register(subparsers: Any) -> None:
     """Add the ``serve`` subcommand."""
     parser = subparsers.add_parser(
         "serve",
         help="run the Reporting API v2 reference receiver",
-        description="Receive Reporting API v2 reports into SQLite and serve a JSON read API. "
-        "The bearer token comes from CORREAD_REPORT_TOKEN (16 characters or more).",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--host",
