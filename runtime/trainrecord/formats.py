@@ -2,8 +2,11 @@
 
 Each :class:`Format` names its schema ``$id``, its layout (one JSON document, or JSON Lines
 with one schema per line), how to recognise it from the file name or, failing that, from
-the parsed content, and the rule a file breaks when it is not strict JSON. ``trainrecord
-validate`` walks this table; adding a format is one entry.
+the parsed content, and the rule a file breaks when it is not strict JSON. A JSON Lines
+file whose last line has no newline and does not parse holds an incomplete last line, as a
+crash while writing leaves it, and is said so (for the diary by its rule
+``diary.file.torn``), with the ``trainrecord verify`` that checks the lines before it.
+``trainrecord validate`` walks this table; adding a format is one entry.
 
 Detection: the file name decides first (``observed.attempt<N>.json``, ``metrics.json``,
 ``diary.jsonl``, ``metrics.jsonl``, ...); a file with another name is recognised from its
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import errno
 import fnmatch
+import shlex
 import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -41,6 +45,9 @@ class Format:
     """Recognises the parsed document (for JSON Lines: the first line)."""
     check: Callable[[Any, Path | None], list[Problem]] | None = None
     """Checks one parsed document or line; the default is the schema oracle."""
+    torn_rule: str | None = None
+    """The rule an incomplete last line of a JSON Lines file breaks (a torn tail, as a crash
+    while writing leaves it); None: :attr:`syntax_rule`."""
 
     @property
     def example_name(self) -> str:
@@ -129,6 +136,7 @@ FORMATS: tuple[Format, ...] = (
         "diary.file.json",
         _has("event"),
         _diary_check,
+        torn_rule="diary.file.torn",
     ),
     Format(
         "diary-metrics",
@@ -217,15 +225,37 @@ def syntax_problem(rule: str, where: tuple[str | int, ...], exc: Exception) -> P
     refused with ``exc``: not strict JSON text, and why. ``where`` is empty for a whole
     file (a syntax error is said at its line and column) and names the line of a JSON Lines
     file otherwise (said at its column: the line is in ``where``)."""
-    reason = refusal_reason(exc, in_line=bool(where))
-    if "Exceeds the limit" in reason:  # Python's int_max_str_digits (4300 by default)
-        reason = "an integer token of more than 4300 digits, which no record holds"
     return Problem(
         rule,
         where,
-        f"not strict JSON text (RFC 8259, UTF-8, no NaN or Infinity): {reason}; "
-        "rewrite it with a JSON writer",
+        f"not strict JSON text (RFC 8259, UTF-8, no NaN or Infinity): "
+        f"{_reason(exc, in_line=bool(where))}; rewrite it with a JSON writer",
     )
+
+
+def torn_problem(
+    rule: str, where: tuple[str | int, ...], exc: Exception, size: int, path: Path | None
+) -> Problem:
+    """The problem (``rule``) of the last line of a JSON Lines file at ``where``: ``size``
+    bytes without a newline that ``loads_strict`` refused with ``exc``. An incomplete last
+    line, as a crash while writing leaves it, not a line to rewrite: ``trainrecord verify``
+    on the folder of ``path`` checks the lines before it (and says torn, exit status 3)."""
+    run_dir = shlex.quote(str(path.parent)) if path is not None else "RUN_DIR"
+    return Problem(
+        rule,
+        where,
+        f"incomplete last line ({size} bytes without a newline), as a crash while writing "
+        f"leaves it: not strict JSON text: {_reason(exc, in_line=True)}; "
+        f"trainrecord verify {run_dir} checks the lines before it",
+    )
+
+
+def _reason(exc: Exception, *, in_line: bool) -> str:
+    """:func:`~trainrecord.canonical.refusal_reason`, an over-long integer said plainly."""
+    reason = refusal_reason(exc, in_line=in_line)
+    if "Exceeds the limit" in reason:  # Python's int_max_str_digits (4300 by default)
+        reason = "an integer token of more than 4300 digits, which no record holds"
+    return reason
 
 
 def _syntax(fmt: Format, where: tuple[str | int, ...], exc: Exception) -> Problem:
@@ -248,8 +278,11 @@ def check_text(fmt: Format, text: str, path: Path | None = None) -> list[Problem
 
 def _check_lines(fmt: Format, lines: Sequence[str | bytes], path: Path | None) -> list[Problem]:
     """Every problem of the lines of a JSON Lines file (text, or bytes decoded a line at a
-    time: a line that is not UTF-8 is a problem of that line), each led by ``line N``."""
+    time: a line that is not UTF-8 is a problem of that line), each led by ``line N``. A
+    last line without a newline that does not parse is said as incomplete
+    (:func:`torn_problem`), not as a line to rewrite."""
     found: list[Problem] = []
+    torn = bool(lines) and bool(lines[-1])  # no newline at the end
     if lines and not lines[-1]:
         lines = lines[:-1]
     for number, line in enumerate(lines, start=1):
@@ -257,7 +290,12 @@ def _check_lines(fmt: Format, lines: Sequence[str | bytes], path: Path | None) -
         try:
             document = loads_strict(line)
         except ValueError as exc:
-            found.append(_syntax(fmt, (where,), exc))
+            if torn and number == len(lines):
+                size = len(line if isinstance(line, bytes) else line.encode("utf-8"))
+                rule = fmt.torn_rule or fmt.syntax_rule
+                found.append(torn_problem(rule, (where,), exc, size, path))
+            else:
+                found.append(_syntax(fmt, (where,), exc))
             continue
         found += [
             Problem(p.rule, (where, *p.path), p.message, p.value)
