@@ -48,7 +48,12 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack, overload
 from pydantic import ValidationError
 
 from trainrecord.errors import Problem, RecordRefused
-from trainrecord.report.privacy import Secrets, privacy_problems, scrub_message
+from trainrecord.report.privacy import (
+    Secrets,
+    exception_text,
+    privacy_problems,
+    scrub_message,
+)
 
 if TYPE_CHECKING:  # only for the type checker: importing trainrecord_spec loads pydantic
     from trainrecord_spec.fields import (
@@ -393,15 +398,9 @@ def error_info(exc: BaseException, secrets: Secrets | None = None) -> dict[str, 
     Never raises: an exception whose ``str()`` fails (or gives no ``str``) has the message
     ``<str() of the exception failed: ...>``; raising here would replace the job's exception
     with the reporter's, and send no ``failed`` report."""
-    try:
-        text = str(exc)
-        if not isinstance(text, str):
-            raise TypeError(f"__str__ returned {type(text).__name__}")
-    except Exception as broken:  # any error of a user's __str__
-        text = f"<str() of the exception failed: {type(broken).__name__}>"
     return {
         "type": type(exc).__name__[:200] or "Exception",
-        "message": scrub_message(text, secrets),
+        "message": scrub_message(exception_text(exc), secrets),
     }
 
 

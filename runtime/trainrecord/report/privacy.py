@@ -20,6 +20,9 @@ Public API:
 * :class:`Secrets`: what this process must never send (token, home, user, pid).
 * :func:`scrub_home` ``(text, secrets=None) -> str``: only the token and the home folder
   (``~``); for paths in messages shown locally, such as a settings refusal.
+* :func:`exception_said` ``(exc, secrets=None) -> str``: an exception for a local warning,
+  its class and message (``PermissionError: [Errno 13] Permission denied: '~/runs/x'``),
+  scrubbed as :func:`scrub_home` and :func:`~trainrecord.errors.escaped`; never raises.
 
 A ``file:`` URL's path is scrubbed as a plain path, percent-decoded first: ``file://~/x``
 for the home folder, ``file://.../x`` for any other (the host is dropped). The token is the
@@ -44,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
-from trainrecord.errors import Problem
+from trainrecord.errors import Problem, escaped
 
 MAX_MESSAGE = 500
 _END = r"(?=$|[/\\\s'\"`:,;()\[\]{}<>])"
@@ -185,6 +188,27 @@ def scrub_message(text: str, secrets: Secrets | None = None) -> str:
     if len(out) > MAX_MESSAGE:
         out = out[: MAX_MESSAGE - 1] + "…"
     return out
+
+
+def exception_text(exc: BaseException) -> str:
+    """``str(exc)``, or ``<str() of the exception failed: ...>`` where a user's ``__str__``
+    raises or gives no ``str``: never raises."""
+    try:
+        text = str(exc)
+        if not isinstance(text, str):
+            raise TypeError(f"__str__ returned {type(text).__name__}")
+    except Exception as broken:  # any error of a user's __str__
+        text = f"<str() of the exception failed: {type(broken).__name__}>"
+    return text
+
+
+def exception_said(exc: BaseException, secrets: Secrets | None = None) -> str:
+    """``exc`` for a warning on this machine: ``Class: message`` (the class alone for an
+    empty message), the token and home folder scrubbed (:func:`scrub_home`), control and
+    bidirectional characters :func:`~trainrecord.errors.escaped`, cut to 500 characters."""
+    text = scrub_home(exception_text(exc), secrets)
+    said = escaped(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+    return said if len(said) <= MAX_MESSAGE else said[: MAX_MESSAGE - 1] + "…"
 
 
 def scrub_home(text: str, secrets: Secrets | None = None) -> str:

@@ -81,7 +81,7 @@ from trainrecord.report.payload import (
     local_time,
     mended_entry,
 )
-from trainrecord.report.privacy import Secrets
+from trainrecord.report.privacy import Secrets, exception_said
 from trainrecord.report.run_folder import (
     HISTORY,
     METADATA,
@@ -179,7 +179,8 @@ class Reporter:
             # metadata.json, its folder) is undone, so the next start is a new run and not
             # a resume of this one. Never a resumed run, nor anything that existed before.
             if run is not None:
-                run.undo_start()
+                token = getattr(settings, "token", None)
+                run.undo_start(Secrets(token=token if isinstance(token, str) else None))
             raise
         self.sender = Sender(settings, flush_timeout=flush_timeout)
         self._active: IO[bytes] | None = None
@@ -387,7 +388,10 @@ class Reporter:
         except RecordWriteError as exc:
             unwritable(exc)
         except Exception as exc:  # reporting never stops a run
-            log.warning("trainrecord report: the history was not kept in metadata.json: %s", exc)
+            log.warning(
+                "trainrecord report: the history was not kept in metadata.json: %s",
+                exception_said(exc, self.secrets),
+            )
 
     def _finish(self, event: str, status: str) -> None:
         """Build the final report now, in the job's thread, and send it: its seq is taken
@@ -405,7 +409,10 @@ class Reporter:
                 try:
                     seq = self.seq.next()
                 except Exception as exc:  # reporting never stops the job
-                    log.warning("trainrecord report: no seq for the final report (%s)", exc)
+                    log.warning(
+                        "trainrecord report: no seq for the final report (%s)",
+                        exception_said(exc, self.secrets),
+                    )
                     return
             self._send_final(snap, event, status, seq)
 
@@ -432,7 +439,10 @@ class Reporter:
         try:
             body = self._encode(snap, event, status, seq)
         except Exception as exc:  # reporting never stops the job
-            log.warning("trainrecord report: the final report could not be built (%s)", exc)
+            log.warning(
+                "trainrecord report: the final report could not be built (%s)",
+                exception_said(exc, self.secrets),
+            )
             return
         self.sender.submit(lambda: body)
 
@@ -507,14 +517,17 @@ class Reporter:
             try:
                 seq = self.seq.next()
             except Exception as exc:  # the report is lost, the discard still happens
-                log.warning("trainrecord report: no seq for the final report (%s)", exc)
+                log.warning(
+                    "trainrecord report: no seq for the final report (%s)",
+                    exception_said(exc, self.secrets),
+                )
             try:
                 run.discard()
             except OSError as exc:
                 log.warning(
                     "trainrecord report: the run folder could not be deleted (%s); "
                     "the run is reported interrupted",
-                    type(exc).__name__,
+                    exception_said(exc, self.secrets),
                 )
         if seq is None:
             return

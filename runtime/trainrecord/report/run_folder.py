@@ -33,7 +33,7 @@ resume. A resumed run, and anything that existed before the start, are never tou
 Public API: :func:`open_run` ``(folder, metadata=None, *, create=True) -> RunFolder``; :class:`RunFolder`
 (``folder``, ``run_id``, ``started_at``, ``created``, ``resumed``, ``metadata``,
 ``new_folder``, ``name``, ``group``, ``seq_path``, ``job_state(kind, config, **fields)``,
-``seq_clock(clock=None)``, ``update(**fields)``, ``undo_start()``, ``spend()``,
+``seq_clock(clock=None)``, ``update(**fields)``, ``undo_start(secrets=None)``, ``spend()``,
 ``discard()``); :func:`is_run_id`; :data:`METADATA`.
 """
 
@@ -65,6 +65,7 @@ from trainrecord.report.payload import (
     local_time,
     mended_entry,
 )
+from trainrecord.report.privacy import Secrets, exception_said
 from trainrecord.report.seq import ELSEWHERE, SEQ_FILE, SeqClock, written
 
 try:
@@ -225,7 +226,7 @@ class RunFolder:
             _replace(self.metadata_path, _encode(merged))
         return merged
 
-    def undo_start(self) -> bool:
+    def undo_start(self, secrets: Secrets | None = None) -> bool:
         """Undo this start of a new run, refused before any work (the
         :class:`~trainrecord.report.Reporter` calls it when it refuses the job's first
         report), so that the next start is a new run, not a resume of this one.
@@ -236,7 +237,8 @@ class RunFolder:
         metadata.json this start created is removed (one that existed before without a
         run_id is restored byte for byte), and the folders :func:`open_run` made are
         removed when empty. Nothing that existed before this start is removed. Returns
-        whether the start was undone; a file system error is a warning, never raised.
+        whether the start was undone; a file system error is a warning, never raised (its
+        message scrubbed of ``secrets``' token and the home folder, and escaped).
         """
         if not self.created or self._undo.get("spent"):
             return False
@@ -261,7 +263,7 @@ class RunFolder:
                 "its next start resumes it unless %s is deleted",
                 self.group,
                 self.name,
-                type(exc).__name__,
+                exception_said(exc, secrets),
                 self.metadata_path.name,
             )
             return False

@@ -23,6 +23,7 @@ from collections.abc import Callable
 import requests
 
 from trainrecord.errors import RecordRefused
+from trainrecord.report.privacy import Secrets, exception_said
 from trainrecord.report.settings import ReportSettings
 from trainrecord.report.transport import Outcome, new_session, post_report
 
@@ -115,7 +116,8 @@ class Sender:
             self.refused += 1
             return
         except Exception as exc:  # a broken build must never kill the thread or the job
-            self._fail(f"a report could not be built ({type(exc).__name__})")
+            said = exception_said(exc, Secrets(token=self.settings.token))
+            self._fail(f"a report could not be built ({said})")
             self.refused += 1
             return
         if body is None:
