@@ -1,5 +1,7 @@
 """The reporting client on a run folder it cannot write: an error naming the file and the
-fix, nothing left behind, and a Reporter whose job trains on with one warning.
+fix, nothing left behind, and a Reporter whose job trains on with one warning (naming the
+run lock it could not make, and what is lost: the seq, the history, and the detection of
+another process reporting the run).
 
 open_run, RunFolder.update and the seq clock on a read-only mount or a full disk raised a
 bare OSError naming a hidden lock file (``.metadata.json.lock``, ``report_seq.json.lock``)
@@ -27,8 +29,8 @@ from tests.conftest import read_only_bind
 from tests.report.conftest import settings_for, training_epoch, training_state
 from trainrecord.errors import RecordWriteError
 from trainrecord.report import Reporter, ReportServer, open_run
+from trainrecord.report.run_folder import ACTIVE
 
-FILES = ("report_seq.json", "metadata.json")
 RO_ADVICE = "a read-only mount): remount it writable (or give the run a run folder elsewhere)"
 
 SCRIPT = """
@@ -123,11 +125,17 @@ def test_a_run_on_a_read_only_mount_trains_on_with_one_warning(
     )
     warnings = [text for level, text in said["said"] if level == "WARNING"]
     assert len(warnings) == 1, warnings  # not one per epoch, nor one per file
-    # the first file the run failed to write (the seq, in the sender's thread, or the
-    # history, at epoch_end), named, not its lock or temporary file
+    # the first file the run failed to write: the lock by which the Reporter holds the run
+    # (was: a silent None, so a second process reporting the run went unnoticed), named,
+    # with what is lost; the seq and history files then fail without another word
     assert "Read-only file system (EROFS)" in warnings[0], warnings
-    assert any(f"{target / 'r1' / name}: " in warnings[0] for name in FILES), warnings
+    assert f"{target / 'r1' / ACTIVE}: " in warnings[0], warnings
     assert "Training and its reports go on" in warnings[0], warnings
+    assert "the report seq, and the epoch history" in warnings[0], warnings
+    assert (
+        "Nor is another process reporting this run at the same time detected (its lock "
+        in (warnings[0])
+    ), warnings
     assert said["delivered"] >= 1  # reports went out, numbered in memory
     latest = receiver.store.latest(run.run_id)
     assert latest is not None and latest["status"] == "complete", latest

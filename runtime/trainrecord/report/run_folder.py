@@ -66,7 +66,7 @@ from trainrecord.report.payload import (
     mended_entry,
 )
 from trainrecord.report.privacy import Secrets, exception_said
-from trainrecord.report.seq import ELSEWHERE, SEQ_FILE, SeqClock, written
+from trainrecord.report.seq import ELSEWHERE, SEQ_FILE, SeqClock, unwritable, written
 
 try:
     import fcntl
@@ -489,11 +489,16 @@ def hold(folder: Path) -> tuple[IO[bytes] | None, bool]:
     :data:`ACTIVE`, kept until the returned handle is closed. Returns the handle (None where
     there is no ``fcntl``, or the file cannot be made) and whether another process held the
     run already (two processes reporting one run: the receiver keeps whichever reports
-    last)."""
+    last). A lock file that cannot be made (a read-only mount, a full disk) is said once
+    (:func:`~trainrecord.report.seq.unwritable`, with what is lost: :data:`UNHELD`)."""
     if fcntl is None:  # pragma: no cover - not POSIX
         return None, False
     try:
-        handle = os.fdopen(open_no_link(folder / ACTIVE, os.O_RDWR), "r+b")
+        with files.failures_named(folder / ACTIVE, elsewhere=ELSEWHERE):
+            handle = os.fdopen(open_no_link(folder / ACTIVE, os.O_RDWR), "r+b")
+    except RecordWriteError as exc:
+        unwritable(exc, also=UNHELD)
+        return None, False
     except OSError:
         return None, False
     others = False
@@ -507,6 +512,14 @@ def hold(folder: Path) -> tuple[IO[bytes] | None, bool]:
     fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
     _HELD.add(handle)
     return handle, others
+
+
+UNHELD = (
+    "Nor is another process reporting this run at the same time detected (its lock file "
+    f"{ACTIVE} cannot be made): no warning when a second one starts, and a Ctrl+C may "
+    "delete a new run's folder while the other still reports from it."
+)
+"""What :func:`hold` says is lost when it cannot make :data:`ACTIVE`."""
 
 
 def release(handle: IO[bytes] | None) -> None:

@@ -44,10 +44,11 @@ _UNWRITABLE: set[Path] = set()
 _UNWRITABLE_LOCK = threading.Lock()
 
 
-def unwritable(exc: RecordWriteError) -> None:
+def unwritable(exc: RecordWriteError, also: str = "") -> None:
     """Say once that a running job's run folder cannot be written (a read-only mount, a full
-    disk): ``exc`` names the file, the cause and the fix; training and its reports go on.
-    Quiet for that folder until :func:`written` is called for it (a write got through)."""
+    disk): ``exc`` names the file, the cause and the fix; training and its reports go on;
+    ``also`` (a sentence) says what else is lost. Quiet for that folder until
+    :func:`written` is called for it (a write got through)."""
     folder = Path(exc.filename).parent
     with _UNWRITABLE_LOCK:
         if folder in _UNWRITABLE:
@@ -57,8 +58,9 @@ def unwritable(exc: RecordWriteError) -> None:
         "trainrecord report: %s Training and its reports go on; until the folder can be "
         "written again nothing more is kept there (the report seq, and the epoch history of "
         "a Reporter given run=), so a resume or a snapshot from another process sees the run "
-        "as it was before. Said once until the folder is written again",
+        "as it was before.%s Said once until the folder is written again",
         exc,
+        f" {also}" if also else "",
     )
 
 
