@@ -20,7 +20,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils import prune
 
-from tests.monitor.conftest import TinyCNN, TinyMLP, batches, events, metrics, read_run
+from tests.monitor.conftest import TinyCNN, TinyMLP, batches, events, metrics, read_run, train
 from trainrecord.cli import main
 from trainrecord.monitor import Monitor
 from trainrecord.monitor.channels import ChannelCounts
@@ -189,12 +189,7 @@ def test_unstructured_pruning_prunes_no_channel(run_dir: Path) -> None:
     prune.random_unstructured(model.fc1, "weight", amount=0.5)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     with Monitor(model, optimizer, run_dir, check_every=2) as monitor:
-        for x, y in batches(10, batch=32):
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            monitor.step(loss)
-            optimizer.step()
-            optimizer.zero_grad()
+        train(model, optimizer, monitor, 10)
     lines = read_run(run_dir)
     assert _entry(events(lines, "manifest")[0], "fc1")["pruned"] == 0
     assert all("n_pruned" not in e for e in events(lines, "channels"))
@@ -250,12 +245,7 @@ def test_a_decayed_unit_beside_pruned_ones_is_still_found(
         fc1.bias[unit] = 1.0
     optimizer = torch.optim.SGD(model.parameters(), lr=0.0)  # nothing moves
     with Monitor(model, optimizer, run_dir, check_every=2) as monitor:
-        for x, y in batches(8, batch=32):
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            monitor.step(loss)
-            optimizer.step()
-            optimizer.zero_grad()
+        train(model, optimizer, monitor, 8)
     assert calls
     assert all(row["stuck"]["fc1"] == [0, 0, 0, 1] for row in metrics(run_dir))
     (event,) = [e for e in events(read_run(run_dir), "channels") if e["layer"] == "fc1"]
