@@ -23,7 +23,7 @@ BREAKS = "witness.write.atomic_no_overwrite"
 
 def check_then_replace(target: Path, data: bytes) -> None:
     """Temporary file first, then exists-check and rename (rename replaces silently)."""
-    tmp = files._write_temp(target.parent, target.name, data)
+    tmp = files.write_temp(target, data)
     try:
         if os.path.lexists(target):
             raise FileExistsError(target)

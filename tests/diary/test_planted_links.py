@@ -7,6 +7,7 @@ Real files; each test failed before its fix."""
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -55,17 +56,30 @@ def test_a_writer_refuses_a_record_file_that_is_a_link(
     assert not victim.with_name("made-by-the-run").exists()
 
 
-@pytest.mark.parametrize("lock", [".metadata.json.lock", "report_seq.json.lock"])
-def test_a_lock_file_link_creates_nothing_elsewhere(
-    tmp_path: Path, victim: Path, lock: str
-) -> None:
+def test_a_metadata_lock_file_link_creates_nothing_elsewhere(tmp_path: Path, victim: Path) -> None:
     folder = tmp_path / "models" / "pre" / "s1"
     run = open_run(folder, {"mode": "pre"})
     made = victim.with_name("made-by-the-lock")
-    (folder / lock).symlink_to(made)
+    (folder / ".metadata.json.lock").symlink_to(made)
     with pytest.raises(OSError, match="is a symbolic link"):
-        if lock == ".metadata.json.lock":
-            run.update(note="x")
-        else:
-            run.seq_clock().next()
+        run.update(note="x")
+    assert not made.exists()
+
+
+def test_a_seq_lock_file_link_creates_nothing_elsewhere_and_is_said_once(
+    tmp_path: Path, victim: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A running job's seq clock does not stop training on an unwritable run folder: it
+    warns (once, naming the link and what to do) and counts on in memory."""
+    folder = tmp_path / "models" / "pre" / "s1"
+    run = open_run(folder, {"mode": "pre"})
+    made = victim.with_name("made-by-the-lock")
+    (folder / "report_seq.json.lock").symlink_to(made)
+    clock = run.seq_clock()
+    with caplog.at_level(logging.WARNING, logger="trainrecord.report"):
+        first, second = clock.next(), clock.next()
+    assert second == first + 1
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert "report_seq.json.lock is a symbolic link" in warning
+    assert "remove the link (or give another folder). Training and its reports go on" in warning
     assert not made.exists()

@@ -178,8 +178,8 @@ def run(args: argparse.Namespace) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
-    print(f"serving {server.url}", flush=True)
-    try:
+    try:  # the line is said inside: a SIGTERM the moment it is read still ends with 0
+        print(f"serving {server.url}", flush=True)
         server.serve_forever()
     except KeyboardInterrupt:
         pass

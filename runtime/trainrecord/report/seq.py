@@ -59,7 +59,7 @@ def unwritable(exc: RecordWriteError, also: str = "") -> None:
         "written again nothing more is kept there (the report seq, and the epoch history of "
         "a Reporter given run=), so a resume or a snapshot from another process sees the run "
         "as it was before.%s Said once until the folder is written again",
-        exc,
+        said if (said := str(exc)).endswith(".") else f"{said}.",
         f" {also}" if also else "",
     )
 
