@@ -66,6 +66,17 @@ def _old_seal(path: Path) -> tuple[bytes, int] | None:
         return fh.read(), stat.S_IMODE(facts.st_mode)
 
 
+def _old_mode(path: Path) -> int | None:
+    """The permission bits of the regular file at ``path`` (a link is not followed), which a
+    reseal keeps on the new file; None when there is none (the new file then gets the
+    umask's bits, as any new file)."""
+    try:
+        facts = os.lstat(path)
+    except OSError:
+        return None
+    return stat.S_IMODE(facts.st_mode) if stat.S_ISREG(facts.st_mode) else None
+
+
 def _put_back(path: Path, old: tuple[bytes, int] | None) -> OSError | None:
     """Put record.json back as it was (``old``: its bytes and permission bits, as
     :func:`_old_seal` read them; None: none there); the error, if it fails. The bits are
@@ -96,6 +107,10 @@ def _write_seal_files(run: Path, data: bytes, signature: bytes | None) -> None:
     is touched), then renamed over it; should record.sig then fail to be put in place (or
     removed), the old record.json is put back. The error names the file that failed.
 
+    A reseal keeps each old file's permission bits (a record.sig its owner made 0600 stays
+    0600): they are set on the new file before it is renamed over the old one. A file that
+    was not there gets the umask's bits.
+
     record.json is renamed first, record.sig last. No order of two renames keeps a record
     that verifies between them (record.sig signs record.json's bytes, and record.json names
     the signing key), so a crash (power cut, SIGKILL) between them leaves a seal that fails
@@ -110,13 +125,18 @@ def _write_seal_files(run: Path, data: bytes, signature: bytes | None) -> None:
     seal_path, sig_path = run / SEAL, run / SIGNATURE
     resealed = seal_path.exists() or sig_path.exists()
     old = _old_seal(seal_path)
+    modes = (_old_mode(seal_path), _old_mode(sig_path))
     temps: list[Path] = []
     failing, verb, replaced = seal_path, "write", False
     try:
         temps.append(files.write_temp(seal_path, data))
+        if modes[0] is not None:
+            os.chmod(temps[0], modes[0])
         if signature is not None:
             failing = sig_path
             temps.append(files.write_temp(sig_path, signature))
+            if modes[1] is not None:
+                os.chmod(temps[1], modes[1])
         failing = seal_path
         os.replace(temps[0], seal_path)
         replaced, failing = True, sig_path
