@@ -13,6 +13,9 @@ Temporary files (:func:`write_temp`) are named ``.<final name>.<random>.tmp`` an
 removed on every path. A writer names its own file, never the temporary one, when a write
 fails: :func:`failures_named` makes such an ``OSError`` a
 :class:`~trainrecord.errors.RecordWriteError` saying the file, the cause and what to do.
+The folders a writer made for its file (:func:`make_folders`) are removed again when the
+write fails (each only while empty), so "nothing was written" holds; one that cannot be
+removed is named in the message.
 """
 
 from __future__ import annotations
@@ -103,21 +106,68 @@ def replace(target: Path, data: bytes) -> None:
     _fsync_dir(target.parent)
 
 
+def make_folders(folder: Path, made: list[Path]) -> None:
+    """Make ``folder`` and any missing parents (as ``mkdir -p``), adding each folder this
+    call made to ``made``, deepest first; a folder another process made meanwhile is not
+    added (it is not this writer's to remove)."""
+    missing = []
+    part = folder
+    while not part.is_dir():
+        missing.append(part)
+        if part.parent == part:  # pragma: no cover - the root is always a folder
+            break
+        part = part.parent
+    for part in reversed(missing):
+        try:
+            part.mkdir()
+        except FileExistsError:
+            if not part.is_dir():
+                raise
+            continue
+        made.insert(0, part)
+
+
+def _unmake(made: list[Path]) -> list[Path]:
+    """Remove the folders in ``made`` (deepest first), each only while it is empty (never
+    anything put there since); the ones left in place."""
+    left = []
+    for folder in made:
+        try:
+            folder.rmdir()
+        except FileNotFoundError:
+            continue
+        except OSError:
+            left.append(folder)
+    return left
+
+
 @contextlib.contextmanager
-def failures_named(target: Path, *, elsewhere: str = "results_dir") -> Iterator[None]:
+def failures_named(
+    target: Path, *, elsewhere: str = "results_dir", made: list[Path] | None = None
+) -> Iterator[None]:
     """Raise an ``OSError`` of the block (making ``target``'s folder, writing ``target``
     whole: :func:`create_new`, :func:`replace`) as a
     :class:`~trainrecord.errors.RecordWriteError` naming ``target``, not its temporary
     file: "trainrecord could not write DIR/metrics.json: Read-only file system (EROFS);
     nothing was written (metrics.json is as it was). The folder is on a read-only file
-    system ...". ``FileExistsError`` (:func:`create_new`'s name taken) is the caller's."""
+    system ...". ``FileExistsError`` (:func:`create_new`'s name taken) is the caller's.
+
+    ``made``: the folders the block made for ``target`` (:func:`make_folders`); on a
+    failure they are removed again while empty, and any that stays is named ("no
+    metrics.json was made; the folder DIR it made is left (not empty)")."""
     try:
         yield
     except (FileExistsError, RecordWriteError):
         raise
     except OSError as exc:
+        left = _unmake(made or [])
         kept = f"{target.name} is as it was" if target.exists() else f"no {target.name} was made"
-        state = f"nothing was written ({kept})"
+        if left:
+            names = ", ".join(str(folder) for folder in left)
+            plural = "s" if len(left) > 1 else ""
+            state = f"{kept}; the folder{plural} {names} it made {'are' if plural else 'is'} left"
+        else:
+            state = f"nothing was written ({kept})"
         raise write_failed(target, exc, state, elsewhere=elsewhere) from None
 
 

@@ -94,8 +94,9 @@ def write_metrics(results_dir: str | os.PathLike[str], rows: Iterable[Any]) -> P
     loads_strict(data)  # the guarantee: strict JSON, whatever float subclass came in
     files.check_folder(Path(results_dir), "metrics.path.results_dir")
     target = Path(results_dir) / METRICS_NAME
-    with files.failures_named(target):
-        target.parent.mkdir(parents=True, exist_ok=True)
+    made: list[Path] = []
+    with files.failures_named(target, made=made):
+        files.make_folders(target.parent, made)
         files.replace(target, data)
     return target
 

@@ -206,9 +206,10 @@ def write_witness(
     if found:
         raise RecordRefused(found)
     data = (dumps_strict(witness, indent=2) + "\n").encode("utf-8")
+    made: list[Path] = []
     try:
-        with files.failures_named(target):
-            target.parent.mkdir(parents=True, exist_ok=True)
+        with files.failures_named(target, made=made):
+            files.make_folders(target.parent, made)
             files.create_new(target, data)
     except FileExistsError:
         raise _exists(target) from None
