@@ -98,6 +98,60 @@ const problemText = (p) => `${p.path.join(".")}: ${p.message}`;
 /** @param {Buffer} data */
 const sha256 = (data) => crypto.createHash("sha256").update(data).digest("hex");
 
+/** What to do about a record whose files were converted to CRLF line ends (chain.py's CRLF_FIX). */
+const CRLF_FIX =
+  "a Windows checkout (git's core.autocrlf) or an editor converted the record's line ends: " +
+  "convert its files back (dos2unix diary.jsonl metrics.jsonl record.json record.sig) and keep " +
+  "git from converting them (`*.jsonl -text` and `record.* -text` in .gitattributes)";
+
+/**
+ * The bytes with each CR LF made LF (Python's `bytes.replace(b"\r\n", b"\n")`).
+ * @param {Buffer} data
+ * @returns {Buffer}
+ */
+function lfOnly(data) {
+  return Buffer.from(data.toString("latin1").replaceAll("\r\n", "\n"), "latin1");
+}
+
+/**
+ * "" unless `file` holds a CR LF; then "; NAME has CRLF line ends ...", to follow a digest or
+ * signature failure of that file: whether the file with LF line ends has SHA-256 `sha` (null:
+ * not known) and what to do (chain.py's crlf_note). The verdict stays the rule's.
+ * @param {string} file
+ * @param {string | null} [sha]
+ * @returns {string}
+ */
+function crlfNote(file, sha = null) {
+  let data;
+  try {
+    data = fs.readFileSync(file);
+  } catch {
+    return "";
+  }
+  if (data.indexOf("\r\n") < 0) return "";
+  const name = path.basename(file);
+  if (sha === null) return `; ${name} has CRLF line ends: ${CRLF_FIX}`;
+  if (sha256(lfOnly(data)) === sha) return `; ${name} has CRLF line ends, and with LF line ends it matches: ${CRLF_FIX}`;
+  return `; ${name} has CRLF line ends, and with LF line ends it does not match either: more than its line ends was changed`;
+}
+
+/**
+ * What to add to a signature that does not hold when record.json has CRLF line ends: whether
+ * it holds over the LF bytes (the ones signed), and what to do; "" otherwise (seal.py's
+ * _crlf_signed).
+ * @param {crypto.KeyObject} key
+ * @param {Buffer} signature
+ * @param {Buffer} data
+ * @returns {string}
+ */
+function crlfSigned(key, signature, data) {
+  if (data.indexOf("\r\n") < 0) return "";
+  if (!crypto.verify(null, lfOnly(data), key, signature)) {
+    return "; record.json has CRLF line ends, and with LF line ends the signature does not hold either: more than its line ends was changed";
+  }
+  return `; record.json has CRLF line ends, and with LF line ends it matches: ${CRLF_FIX}`;
+}
+
 /**
  * @param {Buffer} raw
  * @returns {PyValue}
@@ -330,6 +384,8 @@ function checkMetrics(folder, runEnds, trailingStarts, complete) {
   const atPrefix = (hex, rows) => {
     while (next < prefixes && /** @type {RunEnd} */ (runEnds[next]).sha === hex) close(rows);
   };
+  // a digest failure says whether CRLF line ends explain it (against the last run_end's digest)
+  const lastNote = () => crlfNote(file, complete && runEnds.length > 0 ? /** @type {RunEnd} */ (runEnds[runEnds.length - 1]).sha : null);
   const digest = crypto.createHash("sha256");
   atPrefix(digest.copy().digest("hex"), 0);
   let pos = 0;
@@ -360,11 +416,11 @@ function checkMetrics(folder, runEnds, trailingStarts, complete) {
     pos = nl + 1;
   }
   if (next < prefixes) {
-    return fail("diary.jsonl", /** @type {RunEnd} */ (runEnds[next]).line, null, "diary.metrics.sha256", "run_end.metrics_sha256 does not match metrics.jsonl (any prefix of it after the previous run_end's)");
+    return fail("diary.jsonl", /** @type {RunEnd} */ (runEnds[next]).line, null, "diary.metrics.sha256", "run_end.metrics_sha256 does not match metrics.jsonl (any prefix of it after the previous run_end's)" + lastNote());
   }
   if (prefixes < runEnds.length) {
     const final = /** @type {RunEnd} */ (runEnds[runEnds.length - 1]);
-    if (final.sha !== sha256(data)) return fail("diary.jsonl", final.line, null, "diary.metrics.sha256", "run_end.metrics_sha256 does not match metrics.jsonl (the whole file)");
+    if (final.sha !== sha256(data)) return fail("diary.jsonl", final.line, null, "diary.metrics.sha256", "run_end.metrics_sha256 does not match metrics.jsonl (the whole file)" + lastNote());
     close(row);
   }
   return related;
@@ -420,7 +476,7 @@ function checkSeal(folder, result, torn, publicKey) {
   if (s.diary.head_seq !== result.head_seq || s.diary.head_hash !== result.head_hash) {
     return sealFail("seal.diary.head", "the seal's head (last seq and hash) is not the diary's: record.json is another record's seal, or the diary was rewritten after sealing");
   }
-  if (sha !== s.diary.sha256 || BigInt(size) !== s.diary.bytes) return sealFail("seal.diary.sha256", "diary.jsonl's SHA-256 differs from the sealed one");
+  if (sha !== s.diary.sha256 || BigInt(size) !== s.diary.bytes) return sealFail("seal.diary.sha256", "diary.jsonl's SHA-256 differs from the sealed one" + crlfNote(path.join(folder, "diary.jsonl"), s.diary.sha256));
   const mpath = path.join(folder, "metrics.jsonl");
   if (s.metrics === null) {
     if (fs.existsSync(mpath)) return sealFail("seal.metrics.sha256", "metrics.jsonl exists but the seal has none");
@@ -428,7 +484,7 @@ function checkSeal(folder, result, torn, publicKey) {
     if (!fs.existsSync(mpath)) return sealFail("seal.metrics.sha256", "the seal names metrics.jsonl but it is missing");
     const [msha, msize, mrows] = fileFacts(mpath);
     if (msha !== s.metrics.sha256 || BigInt(msize) !== s.metrics.bytes || BigInt(mrows) !== s.metrics.rows) {
-      return sealFail("seal.metrics.sha256", "metrics.jsonl differs from the sealed one");
+      return sealFail("seal.metrics.sha256", "metrics.jsonl differs from the sealed one" + crlfNote(mpath, s.metrics.sha256));
     }
   }
   result.sealed = true;
@@ -453,7 +509,7 @@ function checkSeal(folder, result, torn, publicKey) {
       if (bytes.length === 64 && bytes.toString("base64") === b64) signature = bytes; // canonical: zero padding bits
     }
   }
-  if (signature === null) return sealFail("seal.signature.format", "record.sig is not one line of base64 holding a 64-byte Ed25519 signature", "record.sig");
+  if (signature === null) return sealFail("seal.signature.format", "record.sig is not one line of base64 holding a 64-byte Ed25519 signature" + crlfNote(sigPath), "record.sig");
   if (publicKey === null) {
     result.signature = "not checked";
     result.warnings.push("signature not checked: record.sig is there; pass the signer's public key (--key PUBLIC_KEY) to check it");
@@ -464,7 +520,7 @@ function checkSeal(folder, result, torn, publicKey) {
     return sealFail("seal.signature.key", "the record was signed with another key (the fingerprint in record.json is not the given key's)");
   }
   if (!crypto.verify(null, data, key, signature)) {
-    return sealFail("seal.signature.invalid", "record.sig is not a valid signature of record.json by the given key", "record.sig");
+    return sealFail("seal.signature.invalid", "record.sig is not a valid signature of record.json by the given key" + crlfSigned(key, signature, data), "record.sig");
   }
   result.signed = true;
   result.signature = "valid";
