@@ -7,7 +7,8 @@ one clear message with exit status 2, never as a traceback; so is a missing opti
 dependency (``... needs matplotlib, which is not installed: pip install
 "trainrecord[plot]"``), also when the command line itself cannot load (a base install
 without the ``runtime`` extra). A reader that stops early (``trainrecord-conformance rules |
-head``) ends the command quietly with exit status 141 (see :data:`STDOUT_CLOSED`).
+head``) ends the command quietly with exit status 141 (see :data:`STDOUT_CLOSED`), and
+Ctrl+C with 130 (:data:`INTERRUPTED`).
 """
 
 from __future__ import annotations
@@ -43,7 +44,9 @@ examples:
   trainrecord serve --port 8787      receive Reporting API v2 job-status reports
 
 verify: was the diary changed? validate: is each file's shape right?
-'trainrecord COMMAND --help' describes each command."""
+'trainrecord COMMAND --help' describes each command and lists its exit statuses; every
+command exits 130 when interrupted (Ctrl+C) and 141 when its stdout is closed early
+(trainrecord show RUN | head -1), quietly (no traceback)."""
 """The examples under ``trainrecord --help``, and which of verify and validate to use."""
 
 
@@ -68,13 +71,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+INTERRUPTED = 130
+"""Exit status on Ctrl+C (SIGINT): 128 + SIGINT (2), what a shell reports for a command that
+Ctrl+C stopped; quietly, with no traceback, wherever the interrupt lands (while the
+command's modules load, too)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     try:
-        parser = build_parser()
-    except ModuleNotFoundError as exc:
-        return missing_dependency(exc, "trainrecord")
-    return run_parser(parser, argv, "trainrecord")
+        try:
+            parser = build_parser()
+        except ModuleNotFoundError as exc:
+            return missing_dependency(exc, "trainrecord")
+        return run_parser(parser, argv, "trainrecord")
+    except KeyboardInterrupt:  # (while the command modules load: before run_parser's own)
+        return INTERRUPTED
 
 
 def missing_dependency(exc: ModuleNotFoundError, where: str, extra: str | None = None) -> int:
@@ -100,8 +112,9 @@ def run_parser(
 
     Refused input, file errors and a missing optional dependency (naming the extra to
     install; ``extra`` as for :func:`missing_dependency`) become one line on stderr and
-    exit status 2, Ctrl+C 130; stdout closed by its reader :data:`STDOUT_CLOSED` (141);
-    no traceback. Shared by every command line of the distribution."""
+    exit status 2, Ctrl+C :data:`INTERRUPTED` (130, wherever it lands); stdout closed by its
+    reader :data:`STDOUT_CLOSED` (141); no traceback. Shared by every command line of the
+    distribution."""
     try:
         try:
             status = _dispatch(parser, argv, prog, extra)
@@ -109,6 +122,8 @@ def run_parser(
             sys.stdout.flush()
             raise
         sys.stdout.flush()  # here, not at exit, where a closed pipe can no longer be caught
+    except KeyboardInterrupt:  # (in parsing or the flush; the command's own is _dispatch's)
+        return INTERRUPTED
     except BrokenPipeError:
         if not _stdout_closed():
             raise  # another pipe (a harness's, say): a real error
@@ -161,7 +176,7 @@ def _dispatch(
     except ModuleNotFoundError as exc:
         return missing_dependency(exc, where, extra)
     except KeyboardInterrupt:
-        return 130
+        return INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ The output directory is the demo's own: a previous demo record in it is replaced
 
 exit status: 0 the record verifies; 1 it does not (the verify: line names the failing
 line and rule); 2 nothing trained: --steps under 20, an --out that is a file or cannot be
-written (read-only, no permission), or torch not installed.
+written (read-only, no permission), or torch not installed; 130 interrupted (Ctrl+C); 141
+stdout closed early (| head).
 """
 
 from __future__ import annotations

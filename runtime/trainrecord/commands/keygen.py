@@ -6,7 +6,8 @@ overwritten. Prints the paths and the public key's fingerprint, never the privat
 
 exit status: 0 both keys written; 2 neither written: a key file is there already
 (seal.key.exists), or a folder for them cannot be made or written (a file in its way,
-read-only, no permission).
+read-only, no permission); 130 interrupted (Ctrl+C); 141 stdout closed early (| head;
+the keys are written).
 """
 
 from __future__ import annotations

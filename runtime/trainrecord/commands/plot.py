@@ -13,8 +13,9 @@ An -o that is a symbolic link writes the file it leads to (the link is kept), as
 redirection does. matplotlib's warnings while drawing (a character no font has, a value
 near the largest double) are one line each on stderr.
 
-Exit status: 0 the plot is written; 2 usage error (no run directory, no metrics.jsonl in
-it, an image format matplotlib cannot write) or a line it cannot draw.
+exit status: 0 the plot is written; 2 usage error (no run directory, no metrics.jsonl in
+it, an image format matplotlib cannot write) or a line it cannot draw; 130 interrupted
+(Ctrl+C); 141 stdout closed early (| head; the plot is written).
 """
 
 from __future__ import annotations

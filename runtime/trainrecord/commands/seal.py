@@ -9,7 +9,7 @@ writer has its diary.jsonl or metrics.jsonl open) is not sealed: its writer seal
 exit status: 0 sealed; 2 not sealed: usage error (no run directory, no diary.jsonl, a --key
 that is not a private key), a record that does not verify, one still being written, one
 signed by another key without --replace, or a seal that could not be written (the record
-is left as it was).
+is left as it was); 130 interrupted (Ctrl+C); 141 stdout closed early (| head; sealed).
 """
 
 from __future__ import annotations

@@ -32,7 +32,8 @@ comes from CORREAD_REPORT_TOKEN (16 characters or more).
 exit status: 0 stopped (Ctrl+C or SIGTERM); 2 not started: no CORREAD_REPORT_TOKEN or
 one too short, a bad --every, --cert/--key that cannot be loaded (or plain HTTP off a
 loopback address), a --port in use or a --host it cannot listen on, or a --db that cannot
-be opened."""
+be opened; 130 interrupted (Ctrl+C) while starting, before it serves; 141 stdout closed
+before it could say where it serves (not started)."""
 
 
 def register(subparsers: Any) -> None:

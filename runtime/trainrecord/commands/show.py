@@ -21,7 +21,8 @@ exit status: as trainrecord verify: 0 the record verifies, 1 it fails verificati
 last line is torn (a crash while writing; the summary covers the lines before it), 2 usage
 error (no run directory, no diary.jsonl, a --key that is not a public key, --key with
 --no-verify, or with --no-verify a line that is not a JSON object, named with its file,
-line and rule); --no-verify: 0.
+line and rule); --no-verify: 0; any: 130 interrupted (Ctrl+C), 141 stdout closed early
+(| head).
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ diary's line says that only its shape was checked and names ``trainrecord verify
 checks its hash chain and seal.
 
 Exit status: 0 when every file is valid, 1 when any file has a problem, 2 when a file
-cannot be read or its format cannot be told (pass ``--format`` or ``--schema``).
+cannot be read or its format cannot be told (pass ``--format`` or ``--schema``), 130 when
+interrupted (Ctrl+C), 141 when stdout was closed early (``| head``).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ validate checks each file's shape; verify checks that a diary was not changed (i
 chain and seal): trainrecord verify RUN_DIR.
 
 exit status: 0 every file is valid, 1 a file has a problem, 2 a file cannot be read or
-its format cannot be told (pass --format or --schema)."""
+its format cannot be told (pass --format or --schema), 130 interrupted (Ctrl+C), 141 stdout closed early (| head)."""
 
 
 def register(subparsers: Any) -> None:

@@ -6,7 +6,8 @@ record.sig (checked against ``--key``). Names the first failing line and its rul
 
 Exit status: 0 everything holds; 1 verification failed (tampering or an invalid record);
 3 the record is intact up to a torn last line (a crash while writing); 2 usage errors
-(no run directory, no diary.jsonl in it, a bad option).
+(no run directory, no diary.jsonl in it, a bad option); 130 interrupted (Ctrl+C); 141
+stdout closed early (``| head``: the verdict may be cut).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ each run_end.metrics_sha256, and the seal record.json with record.sig (pass --ke
 check the signature).
 
 exit status: 0 everything holds, 1 verification failed, 3 torn last line only (a crash
-while writing; the lines before it verify), 2 usage error."""
+while writing; the lines before it verify), 2 usage error, 130 interrupted (Ctrl+C), 141 stdout closed early (| head)."""
 
 
 def register(subparsers: Any) -> None:
