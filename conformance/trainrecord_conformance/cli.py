@@ -23,7 +23,7 @@ import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 
-from trainrecord.cli import missing_dependency, run_parser
+from trainrecord.cli import INTERRUPTED, missing_dependency, run_parser
 from trainrecord.commands import whole_number
 from trainrecord.errors import escaped
 
@@ -252,12 +252,15 @@ def _hypothesis_home() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point."""
     prog = "trainrecord-conformance"
-    _hypothesis_home()
     try:
-        parser = build_parser()
-    except ModuleNotFoundError as exc:
-        return missing_dependency(exc, prog, "conformance")
-    return run_parser(parser, argv, prog, "conformance")
+        _hypothesis_home()
+        try:
+            parser = build_parser()
+        except ModuleNotFoundError as exc:
+            return missing_dependency(exc, prog, "conformance")
+        return run_parser(parser, argv, prog, "conformance")
+    except KeyboardInterrupt:  # (while the suite's modules load: before run_parser's own)
+        return INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -224,6 +224,20 @@ def test_ctrl_c_while_the_commands_load_ends_quietly_with_130(
     assert out.returncode == 130 and 130 in listed(command)
 
 
+def test_ctrl_c_while_the_conformance_suite_loads_ends_quietly_with_130() -> None:
+    """trainrecord-conformance's main() too: its parser imports the suite's modules."""
+    script = INTERRUPT.replace("trainrecord.cli import", "trainrecord_conformance.cli import")
+    out = subprocess.run(
+        [sys.executable, "-c", script, "import", "trainrecord_conformance.targets", "rules"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert out.stderr == "" and out.stdout == "", out.stderr[-2000:]
+    assert out.returncode == 130
+
+
 @pytest.mark.parametrize(
     ("name", "opened"),
     [
