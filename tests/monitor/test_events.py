@@ -1071,13 +1071,27 @@ def test_a_run_blowing_up_writes_a_spike_per_rise_not_per_bounce(run_dir: Path) 
     of those spikes came 2-6 checks after a recovery at one low batch (84 then 86, 120 then
     122, 226 then 229, 292 then 298, 305 then 307), the loss no higher than the spike
     before had reached. A spike right after one ended (within 20 checks) is now said only
-    when the loss stands above that spike's top by that spike's own factor again."""
+    when the loss stands above that spike's top by that spike's own factor again.
+
+    The bounces depend on the CPU's float kernels (an AVX-512 machine: 7 spikes, each a
+    new rise; the one 10 checks after a recovery at 5.9e6 over a bound of 2.5e6), so the
+    rule is checked on the run's own losses rather than on a count."""
     lines = _diverging(run_dir, lr=0.1, check_every=1, steps=340)
-    spikes = [s["step"] for s in events(lines, "loss_spike")]
+    spikes = events(lines, "loss_spike")
     recovered = [r["step"] for r in events(lines, "loss_recovered")]
-    assert spikes[0] == 78  # the first spike is as it was
-    assert not [(r, s) for r in recovered for s in spikes if 0 < s - r <= 6], (recovered, spikes)
-    assert 3 <= len(spikes) <= 6, spikes
+    steps = [s["step"] for s in spikes]
+    assert steps[0] == 78  # the first spike is as it was
+    assert not [(r, s) for r in recovered for s in steps if 0 < s - r <= 6], (recovered, steps)
+    assert len(spikes) >= 3, steps
+    loss = {row["step"]: row["loss"] for row in metrics(run_dir)}
+    for before, ended, spike in zip(spikes, recovered, spikes[1:], strict=False):
+        assert before["step"] < ended < spike["step"], (recovered, steps)
+        if spike["step"] - ended > 20:
+            continue  # long after the last one ended: any spike is new
+        top = max(loss[k] for k in range(before["step"], ended))
+        bound = top * top / before["baseline"]  # its top raised by its own factor
+        rise = max(loss[k] for k in range(ended + 1, spike["step"] + 1))
+        assert rise > bound, (spike, top, before["baseline"])
 
 
 def test_a_spike_right_after_one_is_said_when_it_rises_by_that_spike_s_factor() -> None:

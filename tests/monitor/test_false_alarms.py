@@ -454,7 +454,8 @@ def test_a_cyclic_lr_s_upswing_is_no_loss_spike_of_the_risen_rule(run_dir: Path)
     """CyclicLR (triangular, 0.001 to 0.5 and back every 400 steps): as the lr climbs the
     loss rises from 0.02 to 0.2-2 and comes back down with the lr (0.1-0.5 at step 800).
     Before: a ``loss_spike`` at 530 (1.17 over a level of 0.05), at lr 0.33 against a median
-    of 0.05 at the level's checks."""
+    of 0.05 at the level's checks. (The height of the rise depends on the CPU's float
+    kernels: 0.68 at most on an AVX-512 machine, still over 50 times the level's lowest.)"""
     lines = _scheduled(
         run_dir,
         seed=2,
@@ -466,4 +467,4 @@ def test_a_cyclic_lr_s_upswing_is_no_loss_spike_of_the_risen_rule(run_dir: Path)
     )
     assert events(lines, "loss_spike") == []
     losses = [r["loss"] for r in metrics(run_dir)]
-    assert max(losses[50:60]) > 1.0 > 0.1 > min(losses[35:40])  # the rise was there
+    assert max(losses[50:60]) > 0.5 > 0.1 > min(losses[35:40])  # the rise was there

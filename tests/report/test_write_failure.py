@@ -27,6 +27,7 @@ import torch
 
 from tests.conftest import read_only_bind
 from tests.report.conftest import settings_for, training_epoch, training_state
+from tests.report.servers import wait_until
 from trainrecord.errors import RecordWriteError
 from trainrecord.report import Reporter, ReportServer, open_run
 from trainrecord.report.run_folder import ACTIVE
@@ -186,6 +187,12 @@ def test_a_reporter_whose_disk_fills_mid_run_trains_on_with_one_warning(
                 loss.backward()
                 optimizer.step()
             if epoch == 2:  # the disk fills in the middle of the run
+                # once the last report is out: its seq file's rename, after the disk was
+                # filled, would free the old file's page for one more write
+                sender = reporter.sender
+                wait_until(
+                    lambda s=sender: s.idle and s.sent + s.superseded + s.refused == s.submitted
+                )
                 kept = _tree(disk / "r1")
                 _fill(disk)
             reporter.epoch_end(training_epoch(epoch) | {"train_loss": loss.item()})
