@@ -7,7 +7,8 @@
  * several processes racing for one name exactly one wins, and a reader sees no file or the
  * complete file. replace: temporary file, fsync, rename. Temporary files are named
  * `.<final name>.<random>.tmp` and are removed on every path. checkFolder: the refusal of
- * a results folder that is, or sits under, a file.
+ * a results folder that is, or sits under, a file. inFolder: make a missing folder
+ * (`mkdir -p`) for a write, and remove the folders it made again when the write fails.
  */
 "use strict";
 
@@ -83,6 +84,48 @@ function replace(target, data) {
     throw e;
   }
   fsyncDir(path.dirname(target));
+}
+
+/**
+ * Make `folder` and its missing parents (as `mkdir -p`), then run `write`; when either
+ * throws, the folders this call made are removed again (deepest first, each only while
+ * empty: a folder another process made meanwhile, or put something in, is left), as the
+ * Python writers' make_folders and failures_named do. Returns what `write` returns.
+ * @template T
+ * @param {string} folder
+ * @param {() => T} write
+ * @returns {T}
+ */
+function inFolder(folder, write) {
+  /** @type {string[]} */
+  const missing = [];
+  for (let part = folder; entryKind(part) !== "folder"; part = path.dirname(part)) {
+    missing.push(part);
+    if (path.dirname(part) === part) break;
+  }
+  /** @type {string[]} */
+  const made = [];
+  try {
+    for (const part of missing.reverse()) {
+      try {
+        fs.mkdirSync(part);
+      } catch (e) {
+        if (/** @type {NodeJS.ErrnoException} */ (e).code === "EEXIST" && entryKind(part) === "folder") continue;
+        throw e;
+      }
+      made.unshift(part);
+    }
+    return write();
+  } catch (e) {
+    for (const part of made) {
+      try {
+        fs.rmdirSync(part);
+      } catch {
+        // not empty (something was put there meanwhile) or gone: left as it is
+      }
+    }
+    throw e;
+  }
 }
 
 /**
@@ -201,4 +244,4 @@ function readRegular(file, kind) {
   }
 }
 
-module.exports = { createNew, replace, checkFolder, readRegular };
+module.exports = { createNew, replace, checkFolder, inFolder, readRegular };

@@ -220,9 +220,8 @@ function writeWitness({ dir, env, config, device, wall_seconds }) {
   const guarantee = problems(witness, WITNESS_SCHEMA);
   if (guarantee.length > 0) throw new Refused(guarantee);
   const data = Buffer.from(`${dumpsIndented(witness, 2)}\n`, "utf8");
-  fs.mkdirSync(dir, { recursive: true });
   try {
-    files.createNew(target, data);
+    files.inFolder(dir, () => files.createNew(target, data));
   } catch (e) {
     if (/** @type {NodeJS.ErrnoException} */ (e).code === "EEXIST") throw exists();
     throw e;
@@ -264,8 +263,7 @@ function writeMetrics({ dir, rows }) {
   const data = Buffer.from(`${dumpsIndented(plain, 2)}\n`, "utf8");
   files.checkFolder(dir, "metrics.path.results_dir");
   const target = path.join(dir, "metrics.json");
-  fs.mkdirSync(dir, { recursive: true });
-  files.replace(target, data);
+  files.inFolder(dir, () => files.replace(target, data));
   return target;
 }
 

@@ -21,7 +21,7 @@ const fs = require("node:fs");
 const path = require("node:path");
 const crypto = require("node:crypto");
 const { parse, dumpsIndented } = require("./pyjson");
-const { createNew, replace } = require("./files");
+const { createNew, inFolder, replace } = require("./files");
 const { withLock } = require("./lockfile");
 const { localTime } = require("./payload");
 const { Refused } = require("./refused");
@@ -100,12 +100,12 @@ function openRun(folder, metadata = null) {
     if (Object.prototype.hasOwnProperty.call(fields, name)) throw new TypeError(`${name} is chosen by open_run; remove it from metadata`);
   }
   const target = path.join(dir, METADATA);
-  fs.mkdirSync(dir, { recursive: true });
   for (let attempt = 0; attempt < 10; attempt++) {
     const record = fresh(fields);
     const data = encode(record);
     try {
-      createNew(target, data);
+      // a failed write removes the folders made for it: the next start is a new run
+      inFolder(dir, () => createNew(target, data));
       return { runId: /** @type {string} */ (record.run_id), created: true, metadata: record };
     } catch (e) {
       if (/** @type {NodeJS.ErrnoException} */ (e).code !== "EEXIST") throw e;
@@ -115,8 +115,7 @@ function openRun(folder, metadata = null) {
       stored = read(target);
     } catch (e) {
       if (/** @type {NodeJS.ErrnoException} */ (e).code !== "ENOENT") throw e;
-      fs.mkdirSync(dir, { recursive: true }); // deleted (discarded) meanwhile: start afresh
-      continue;
+      continue; // deleted (discarded) meanwhile: start afresh
     }
     if (Object.prototype.hasOwnProperty.call(stored, "run_id")) return resumed(stored);
     return withLock(path.join(dir, LOCK), () => {
