@@ -83,7 +83,9 @@ def test_a_replaced_head_starts_a_new_loss_baseline(run_dir: Path) -> None:
     lines = read_run(run_dir)
     assert [e["step"] for e in events(lines, "structure")] == [0, 202]
     spikes = events(lines, "loss_spike")
-    assert [s["step"] for s in spikes] == [454], spikes
+    # (the fault wrecks the head: the loss then jumps between 13 and 126, and with some
+    # CPUs' float kernels it spikes again over that level, at 592)
+    assert [s["step"] for s in spikes if s["step"] < 500] == [454], spikes
     assert spikes[0]["baseline"] > 0.5  # the new task's loss, not the pretrained one's
 
 
