@@ -1086,15 +1086,16 @@ def test_a_run_blowing_up_writes_a_spike_per_rise_not_per_bounce(run_dir: Path) 
     when the loss stands above that spike's top by that spike's own factor again.
 
     The bounces depend on the CPU's float kernels (an AVX-512 machine: 7 spikes, each a
-    new rise; the one 10 checks after a recovery at 5.9e6 over a bound of 2.5e6), so the
-    rule is checked on the run's own losses rather than on a count."""
+    new rise; the one 10 checks after a recovery at 5.9e6 over a bound of 2.5e6; AVX-only
+    kernels: 2, the loss non-finite from step 100), so the rule is checked on the run's own
+    losses rather than on a count."""
     lines = _diverging(run_dir, lr=0.1, check_every=1, steps=340)
     spikes = events(lines, "loss_spike")
     recovered = [r["step"] for r in events(lines, "loss_recovered")]
     steps = [s["step"] for s in spikes]
     assert steps[0] == 78  # the first spike is as it was
     assert not [(r, s) for r in recovered for s in steps if 0 < s - r <= 6], (recovered, steps)
-    assert len(spikes) >= 3, steps
+    assert len(spikes) >= 2 and recovered, steps  # (AVX-only kernels: NaN after the 2nd)
     loss = {row["step"]: row["loss"] for row in metrics(run_dir)}
     for spike in spikes[1:]:
         ended = max((r for r in recovered if r < spike["step"]), default=None)
