@@ -244,4 +244,4 @@ function readRegular(file, kind) {
   }
 }
 
-module.exports = { createNew, replace, checkFolder, inFolder, readRegular };
+module.exports = { createNew, replace, writeTemp, fsyncDir, checkFolder, inFolder, readRegular };

@@ -7,7 +7,11 @@
  * The record is verified first (chain, order, metrics; not its old seal): one that does not
  * verify is never sealed (rule `seal.verify`) and its folder is left as it was.
  * record.json is `json.dumps(seal, indent=2, sort_keys=True)` plus a newline; it and
- * record.sig are each written to a temporary file, fsynced and renamed into place.
+ * record.sig are each written whole to a temporary file beside its name first (a full disk
+ * fails there, before either file is touched), then renamed into place, record.json first;
+ * should record.sig then fail to be put in place (or removed), the old record.json is put
+ * back. A reseal keeps each old file's permission bits; a new file gets the umask's. As
+ * runtime/trainrecord/diary/seal.py _write_seal_files.
  */
 "use strict";
 
@@ -17,7 +21,7 @@ const crypto = require("node:crypto");
 const { dumpsIndented } = require("./pyjson");
 const { verifyDiary } = require("./diary");
 const { fingerprint, loadPrivateKey } = require("./keys");
-const { replace } = require("./files");
+const { fsyncDir, writeTemp } = require("./files");
 const { Refused } = require("./refused");
 
 /** @typedef {import("./pyjson").PyValue} PyValue */
@@ -72,11 +76,119 @@ function writeSeal(dir, options = {}) {
     signature: key === null ? null : { algorithm: "ed25519", file: "record.sig", public_key_sha256: fingerprint(key) },
   };
   const data = Buffer.from(`${dumpsIndented(seal, 2, { sortKeys: true, ensureAscii: true })}\n`, "ascii");
-  const sigPath = path.join(dir, "record.sig");
-  if (key === null) fs.rmSync(sigPath, { force: true });
-  replace(path.join(dir, "record.json"), data);
-  if (key !== null) replace(sigPath, Buffer.from(`${crypto.sign(null, data, key).toString("base64")}\n`, "ascii"));
+  const signature = key === null ? null : Buffer.from(`${crypto.sign(null, data, key).toString("base64")}\n`, "ascii");
+  writeSealFiles(dir, data, signature);
   return seal;
+}
+
+/**
+ * The permission bits of the regular file at `p` (a link is not followed), which a reseal
+ * keeps; null when there is none.
+ * @param {string} p
+ * @returns {number | null}
+ */
+function oldMode(p) {
+  try {
+    const facts = fs.lstatSync(p);
+    return facts.isFile() ? facts.mode & 0o7777 : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The bytes and bits of record.json as it is, to put back should the new seal fail
+ * half-way; null when there is none to put back (none, or no regular file of at most 1 MiB).
+ * @param {string} p
+ * @returns {{data: Buffer, mode: number} | null}
+ */
+function oldSeal(p) {
+  let fd;
+  try {
+    fd = fs.openSync(p, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+  } catch {
+    return null;
+  }
+  try {
+    const facts = fs.fstatSync(fd);
+    if (!facts.isFile() || facts.size > 1 << 20) return null;
+    return { data: fs.readFileSync(fd), mode: facts.mode & 0o7777 };
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * Put record.json (`data`) and record.sig (`signature`; null: none, an old one is removed)
+ * in place, all or nothing as far as a failure goes (see the module's comment).
+ * @param {string} dir
+ * @param {Buffer} data
+ * @param {Buffer | null} signature
+ */
+function writeSealFiles(dir, data, signature) {
+  const sealPath = path.join(dir, "record.json");
+  const sigPath = path.join(dir, "record.sig");
+  const old = oldSeal(sealPath);
+  const modes = [oldMode(sealPath), oldMode(sigPath)];
+  /** @type {string[]} */
+  const temps = [];
+  let replaced = false;
+  try {
+    temps.push(writeTemp(sealPath, data));
+    if (modes[0] !== null) fs.chmodSync(temps[0], modes[0]);
+    if (signature !== null) {
+      temps.push(writeTemp(sigPath, signature));
+      if (modes[1] !== null) fs.chmodSync(temps[1], modes[1]);
+    }
+    fs.renameSync(temps[0], sealPath);
+    replaced = true;
+    if (signature === null) unlinkIfThere(sigPath);
+    else fs.renameSync(temps[1], sigPath);
+  } catch (e) {
+    if (replaced) {
+      try {
+        putBack(sealPath, old);
+      } catch {
+        // the first failure is the one thrown
+      }
+    }
+    throw e;
+  } finally {
+    for (const tmp of temps) fs.rmSync(tmp, { force: true });
+  }
+  fsyncDir(dir);
+}
+
+/**
+ * Remove the file `p` when it is there (unlink: rmSync would report a file it may not
+ * remove as "not a directory").
+ * @param {string} p
+ */
+function unlinkIfThere(p) {
+  try {
+    fs.unlinkSync(p);
+  } catch (e) {
+    if (/** @type {NodeJS.ErrnoException} */ (e).code !== "ENOENT") throw e;
+  }
+}
+
+/**
+ * Put record.json back as it was (`old`: its bytes and bits; null: none was there).
+ * @param {string} sealPath
+ * @param {{data: Buffer, mode: number} | null} old
+ */
+function putBack(sealPath, old) {
+  if (old === null) {
+    unlinkIfThere(sealPath);
+    return;
+  }
+  const tmp = writeTemp(sealPath, old.data);
+  try {
+    fs.chmodSync(tmp, old.mode);
+    fs.renameSync(tmp, sealPath);
+  } finally {
+    fs.rmSync(tmp, { force: true });
+  }
 }
 
 module.exports = { writeSeal };
