@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import random
 import time
 import traceback
 from collections.abc import Callable, Iterable
@@ -178,6 +179,11 @@ def run_check(
 
     for value in reversed(edges):  # the last one applied runs first
         prop = example(value)(prop)
+    if seed is None and not derandomize:
+        # a seed of our own, as random as Hypothesis's: with none given, Hypothesis prints
+        # "You can reproduce this failure by adding @seed(...) to this test" when Ctrl+C
+        # lands in a check, on stdout (a --json reader's), about a test the user never wrote
+        seed = random.SystemRandom().getrandbits(64)
     if seed is not None:
         prop = hypothesis_seed(seed)(prop)
     try:

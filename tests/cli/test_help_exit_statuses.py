@@ -238,6 +238,38 @@ def test_ctrl_c_while_the_conformance_suite_loads_ends_quietly_with_130() -> Non
     assert out.returncode == 130
 
 
+SUITE_INTERRUPT = """
+import os, signal, sys
+opened = []
+def hook(event, args):  # Ctrl+C at the 30th temporary file: a random draw of a check
+    if event == "open" and str(args[0]).endswith(".tmp"):
+        opened.append(args[0])
+        if len(opened) == 30:
+            os.kill(os.getpid(), signal.SIGINT)
+sys.addaudithook(hook)
+from trainrecord_conformance.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("json_out", [False, True], ids=["summary", "json"])
+def test_ctrl_c_while_the_conformance_suite_runs_ends_quietly_with_130(json_out: bool) -> None:
+    """Ctrl+C in a check's random draws (the dev profile): Hypothesis printed "You can
+    reproduce this failure by adding @seed(...) to this test" on stdout (a --json reader's),
+    about a test the user never wrote."""
+    args = ["run", "--target", "python", "--rules", "metrics.*", "--profile", "dev"]
+    out = subprocess.run(
+        [sys.executable, "-c", SUITE_INTERRUPT, *args, *(["--json"] if json_out else [])],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+        env={**os.environ, "HYPOTHESIS_PROFILE": "dev"},
+    )
+    assert out.stderr == "" and out.stdout == "", (out.stdout[-2000:], out.stderr[-2000:])
+    assert out.returncode == 130
+
+
 @pytest.mark.parametrize(
     ("name", "opened"),
     [
