@@ -9,20 +9,9 @@ fix (the modes came back as the umask's)."""
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
-from tests.diary.helpers import cli, write_run
-
-
-def mode(path: Path) -> int:
-    return stat.S_IMODE(path.stat().st_mode)
-
-
-def umask_bits() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
+from tests.diary.helpers import cli, mode, umask_bits, write_run
 
 
 def test_a_reseal_keeps_the_modes_of_record_json_and_record_sig(tmp_path: Path) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 import subprocess
 import sys
 from collections.abc import Callable
@@ -118,3 +120,15 @@ def rechain(run_dir: Path, change: Callable[[int, dict[str, Any]], None] | None 
         line["prev"], line["hash"] = prev, line_hash(prev, body)
         prev = line["hash"]
     path.write_text("".join(canonical_line(x) + "\n" for x in lines), encoding="utf-8")
+
+
+def mode(path: Path) -> int:
+    """The permission bits of the file at ``path``."""
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def umask_bits() -> int:
+    """The bits a new file gets: ``0666`` less this process's umask."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask

@@ -10,28 +10,17 @@ change. Real files, the real harness process; ``chattr +i`` where allowed (root)
 from __future__ import annotations
 
 import os
-import stat
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.diary.helpers import write_run
+from tests.diary.helpers import mode, umask_bits, write_run
 from tests.typescript.node_harness import Harness
 from trainrecord.diary import load_public_key, verify
 from trainrecord.diary.keys import generate_keypair
 
 pytestmark = pytest.mark.xdist_group("node")
-
-
-def mode(path: Path) -> int:
-    return stat.S_IMODE(path.stat().st_mode)
-
-
-def umask_bits() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
 
 
 def _signed_run(tmp_path: Path, harness: Harness) -> tuple[Path, Path, Path]:
