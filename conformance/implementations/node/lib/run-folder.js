@@ -103,12 +103,15 @@ function openRun(folder, metadata = null) {
   for (let attempt = 0; attempt < 10; attempt++) {
     const record = fresh(fields);
     const data = encode(record);
-    try {
-      // a failed write removes the folders made for it: the next start is a new run
-      inFolder(dir, () => createNew(target, data));
-      return { runId: /** @type {string} */ (record.run_id), created: true, metadata: record };
-    } catch (e) {
-      if (/** @type {NodeJS.ErrnoException} */ (e).code !== "EEXIST") throw e;
+    // a resume only reads metadata.json: no write, so a run in a read-only folder resumes
+    if (!fs.existsSync(target)) {
+      try {
+        // a failed write removes the folders made for it: the next start is a new run
+        inFolder(dir, () => createNew(target, data));
+        return { runId: /** @type {string} */ (record.run_id), created: true, metadata: record };
+      } catch (e) {
+        if (/** @type {NodeJS.ErrnoException} */ (e).code !== "EEXIST") throw e;
+      }
     }
     let stored;
     try {
