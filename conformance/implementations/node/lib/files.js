@@ -71,13 +71,16 @@ function createNew(target, data) {
 }
 
 /**
- * Write `data` to `target` atomically, replacing any file there.
+ * Write `data` to `target` atomically, replacing any file there; `mode`: the new file's
+ * permission bits (default: the umask's).
  * @param {string} target
  * @param {Buffer} data
+ * @param {number | null} [mode]
  */
-function replace(target, data) {
+function replace(target, data, mode = null) {
   const tmp = writeTemp(target, data);
   try {
+    if (mode !== null) fs.chmodSync(tmp, mode);
     fs.renameSync(tmp, target);
   } catch (e) {
     fs.rmSync(tmp, { force: true });

@@ -21,7 +21,7 @@ const crypto = require("node:crypto");
 const { dumpsIndented } = require("./pyjson");
 const { verifyDiary } = require("./diary");
 const { fingerprint, loadPrivateKey } = require("./keys");
-const { fsyncDir, writeTemp } = require("./files");
+const { fsyncDir, replace, writeTemp } = require("./files");
 const { Refused } = require("./refused");
 
 /** @typedef {import("./pyjson").PyValue} PyValue */
@@ -182,13 +182,7 @@ function putBack(sealPath, old) {
     unlinkIfThere(sealPath);
     return;
   }
-  const tmp = writeTemp(sealPath, old.data);
-  try {
-    fs.chmodSync(tmp, old.mode);
-    fs.renameSync(tmp, sealPath);
-  } finally {
-    fs.rmSync(tmp, { force: true });
-  }
+  replace(sealPath, old.data, old.mode);
 }
 
 module.exports = { writeSeal };
