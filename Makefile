@@ -5,6 +5,8 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 # torch is pinned: an open-ended torch would make pip fetch a multi-GB CUDA build.
 TORCH_PIN ?= torch==2.13.0
+# Every other package of the dev environment at its tested version (see the file).
+CONSTRAINTS := tools/constraints.txt
 HYPOTHESIS_PROFILE ?= dev
 TARGET ?= python,harness
 
@@ -15,11 +17,11 @@ NODE_IMPL := conformance/implementations/node
 
 all: test
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -c $(CONSTRAINTS) --upgrade pip
 	$(PIP) install -q "$(TORCH_PIN)"
-	$(PIP) install -q -e ".[dev,monitor]"
+	$(PIP) install -q -c $(CONSTRAINTS) -e ".[dev,monitor]"
 	touch $@
 
 venv: $(VENV)/.installed
