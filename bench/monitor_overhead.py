@@ -13,6 +13,10 @@ identical copies of the model, each trained with its own kinds of step:
   metrics row);
 * the floor's copy: a plain step and a *floor* step, only what no check can leave out, with
   the Monitor's own parts: the channel statistics' hooks and one read of every gradient;
+* the bare floor's copy: a plain step and a step with only what the issue's design asks of
+  any monitor, none of this one's bookkeeping: forward hooks of its own taking each
+  BatchNorm's and Linear's per-channel max and min, and one read of every gradient (a
+  bound from below for any implementation on the machine it runs on);
 * a per-step monitor of the wandb.watch kind (*hooks*: a hook on every parameter takes its
   gradient norm at every step), compared with the Monitor copy's plain step.
 
@@ -57,7 +61,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from trainrecord.monitor import Monitor
-from trainrecord.monitor.channels import ActivationProbe
+from trainrecord.monitor.channels import ActivationProbe, channel_dim, channel_extremes
 from trainrecord.monitor.gradients import GradientNorms, parameter_layers
 
 DEFAULT_CHECK_EVERY = 50
@@ -150,6 +154,34 @@ class FloorCheck:
         """Remove the hooks, read the gradients."""
         assert self.probe is not None
         self.probe.remove()
+        self.norms.compute()
+
+
+class BareFloor:
+    """The least any monitor of the issue's design can do at a check, with none of the
+    Monitor's bookkeeping: a forward hook of its own on every BatchNorm and Linear that
+    takes the per-channel max and min (the Monitor's ``channel_extremes``), installed
+    before the step's forward and removed after it, and one read of every gradient (the
+    Monitor's norm pass). What it costs bounds the check step from below on this machine,
+    whatever the implementation."""
+
+    def __init__(self, model: nn.Module) -> None:
+        self.watched = [m for m in model.modules() if isinstance(m, (nn.BatchNorm2d, nn.Linear))]
+        self.norms = GradientNorms(parameter_layers(model))
+        self.handles: list[Any] = []
+
+    @staticmethod
+    def _hook(module: nn.Module, args: Any, output: torch.Tensor) -> None:
+        channel_extremes(output.detach(), channel_dim(module, output))
+
+    def arm(self) -> None:
+        """Install the hooks for this step's forward."""
+        self.handles = [m.register_forward_hook(self._hook) for m in self.watched]
+
+    def step(self, loss: torch.Tensor) -> None:
+        """Remove the hooks, read the gradients."""
+        for handle in self.handles:
+            handle.remove()
         self.norms.compute()
 
 
@@ -303,6 +335,12 @@ class Group:
                 lambda m, o: FloorCheck(m),
                 [("floor plain", False), ("floor", True)],
             ),
+            Copy(
+                copy.deepcopy(self.base),
+                data,
+                lambda m, o: BareFloor(m),
+                [("bare plain", False), ("bare floor", True)],
+            ),
             Copy(copy.deepcopy(self.base), data, lambda m, o: HookMonitor(m), [("hooks", True)]),
         ]
         self.times: dict[str, list[Timing]] = {name: [] for c in self.copies for name, _ in c.kinds}
@@ -354,7 +392,11 @@ class Group:
         ratio: dict[str, float] = {}
         if loaded:  # other processes took the CPU for much of the run: uncontended steps
             plain, norm, read = fastest["plain"], norm_fastest, read_fastest
-            for name, base in (("non-check", "plain"), ("floor", "floor plain")):
+            for name, base in (
+                ("non-check", "plain"),
+                ("floor", "floor plain"),
+                ("bare floor", "bare plain"),
+            ):
                 ratio[name] = fastest[name] / fastest[base]
             ratio["hooks"] = fastest["hooks"] / fastest["plain"]
             extra = fastest["arming"] - fastest["non-check"]
@@ -364,6 +406,7 @@ class Group:
             for name, base in (
                 ("non-check", "plain"),
                 ("floor", "floor plain"),
+                ("bare floor", "bare plain"),
                 ("hooks", "plain"),
             ):
                 ratio[name] = statistics.median(
@@ -400,6 +443,7 @@ class Group:
             "amortised": check_cost / every / plain + (every - 1) / every * step_call / plain,
             "hooks_monitor": ratio["hooks"] - 1,
             "floor_loop": ratio["floor"] - 1,
+            "bare_floor": ratio["bare floor"] - 1,
             "direct_call": call,
             "direct_hooks": hooks,
             "direct_arming": arming,
@@ -531,6 +575,12 @@ def report(groups: list[Group]) -> None:
         "  the floor as a loop: hooks + gradient read",
         [f"{f['floor_loop']:+.2%}" for f in figures],
         "(every step, nothing else: what a check costs at the least)",
+    )
+    row(
+        "  the design's least: bare hooks + read",
+        [f"{f['bare_floor']:+.2%}" for f in figures],
+        "(every step: hooks of its own taking each BatchNorm's and Linear's max and min, "
+        "one gradient read, no bookkeeping: a bound from below for any implementation)",
     )
     row(
         "  metrics fsync at a real run's check",
