@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib import resources
-from importlib.abc import Traversable
+from importlib.resources.abc import Traversable
 from typing import Any
 
 from pydantic import TypeAdapter

@@ -65,12 +65,17 @@ SECRET_WORDS = ("token", "secret", "password", "passwd", "bearer", "auth", "apik
 ``report.settings.token``, the token comes only from ``CORREAD_REPORT_TOKEN``."""
 
 
+IPV6_LOOPBACK = ipaddress.IPv6Address("::1")
+
+
 def is_loopback_host(host: str | None) -> bool:
     """True for ``localhost`` and loopback IPs as written (spec/README.md, Settings):
     ``localhost`` in any case, a dotted-decimal IPv4 address in 127.0.0.0/8 (four decimal
     parts, no leading zeros: ``ipaddress``), an IPv6 address equal to ::1 without a zone.
     Other spellings a resolver also reads as 127.0.0.1 (``127.1``, ``0x7f.0.0.1``,
-    ``2130706433``) and ``::ffff:127.0.0.1`` are not loopback."""
+    ``2130706433``) and ``::ffff:127.0.0.1`` are not loopback. The IPv6 test is equality
+    with ::1, not ``is_loopback``: from Python 3.13 that is also true of an IPv4-mapped
+    loopback address, and the verdict must not depend on the interpreter."""
     if not host:
         return False
     name = host.strip("[]").lower()
@@ -79,9 +84,12 @@ def is_loopback_host(host: str | None) -> bool:
     if "%" in name:  # a zone (scope id): an obscure spelling, refused as the Node client does
         return False
     try:
-        return ipaddress.ip_address(name).is_loopback
+        address = ipaddress.ip_address(name)
     except ValueError:
         return False
+    if address.version == 6:
+        return address == IPV6_LOOPBACK
+    return address.is_loopback
 
 
 def _is_host(host: str, bracketed: bool) -> bool:
