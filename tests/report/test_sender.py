@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -36,10 +37,13 @@ from trainrecord.report import (
     ReportServer,
     Sender,
     SeqClock,
+    build_report,
+    local_time,
     open_run,
     validation_entry,
 )
 from trainrecord.report.payload import encode_report
+from trainrecord.report.transport import post_report
 
 Start = Callable[..., TestServer]
 
@@ -266,8 +270,6 @@ def test_a_broken_build_does_not_stop_the_sender(hostile: Start) -> None:
     sender.submit(broken)
     wait_until(lambda: sender.refused == 1)
     state = training_state()
-    from trainrecord.report import build_report, local_time
-
     sender.submit(
         lambda: encode_report(
             build_report(state, event="started", status="in progress", seq=1, sent_at=local_time())
@@ -370,6 +372,62 @@ def test_the_process_never_hangs_at_exit_on_a_hanging_server(hostile: Start, how
     assert proc.returncode == 0, proc.stderr
     assert "job done" in proc.stdout
     assert len(server.requests) == 1  # the first report still hangs; nothing else was sent
+
+
+ENDS_UNCLOSED = textwrap.dedent("""
+    import sys
+    from trainrecord.report import Reporter, ReportSettings, JobState, config
+    settings = ReportSettings(url=sys.argv[1], every=3600, token=sys.argv[2])
+    state = JobState(kind="wordset", run_id="5d0c2d37-1b8e-4a57-9a53-3f0a4a6c8a10",
+                     name="english", group="wordsets", words_done=0, words_total=10,
+                     config=config("wordset", wordlist="english", num_words=10, num_train=1,
+                                   num_val=1, train_fonts=["sans"], val_fonts=["serif"],
+                                   width=8, height=8))
+    reporter = Reporter(settings, state)
+    reporter.complete()  # then the script ends: the Reporter is never closed
+""")
+
+
+def test_a_job_that_ends_without_close_still_sends_its_last_report(hostile: Start) -> None:
+    # The atexit flush posts the report still waiting. From Python 3.12 no thread starts
+    # once the interpreter is shutting down, and the exchange's worker and deadline timer
+    # raised there: the final report of a job that never closed its Reporter was lost.
+    server = hostile(Behaviour())
+    proc = subprocess.run(
+        [sys.executable, "-c", ENDS_UNCLOSED, server.url, TOKEN],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(Path.cwd())},
+    )
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert [(b["event"], b["status"]) for b in bodies(server)][-1:] == [("complete", "complete")]
+
+
+def test_a_report_goes_out_where_no_thread_can_start(
+    hostile: Start, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What Python 3.12+ does at shutdown, on any Python: Thread.start raises RuntimeError.
+    # post_report then runs the exchange in the calling thread.
+    server = hostile(Behaviour())
+    body = encode_report(
+        build_report(
+            wordset_state(), event="started", status="in progress", seq=1, sent_at=local_time()
+        )
+    )
+
+    caller, start = threading.get_ident(), threading.Thread.start
+
+    def refuse(thread: threading.Thread) -> None:  # (the server's threads still start)
+        if threading.get_ident() == caller:
+            raise RuntimeError("can't create new thread at interpreter shutdown")
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    outcome = post_report(settings_for(server.url), body)
+    monkeypatch.undo()
+    assert outcome.ok, outcome
+    assert [(b["event"], b["status"]) for b in bodies(server)] == [("started", "in progress")]
 
 
 def test_nothing_supersedes_the_final_report(hostile: Start) -> None:

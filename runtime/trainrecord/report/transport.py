@@ -439,9 +439,16 @@ def post_report(
                 sess.close()
 
     worker = threading.Thread(target=exchange, name="trainrecord-report-exchange", daemon=True)
-    deadline.start()
-    worker.start()
-    worker.join(settings.timeout + _CUT_GRACE_S)
+    try:
+        deadline.start()
+        worker.start()
+    except RuntimeError:
+        # the interpreter is shutting down (Python 3.12+ starts no thread then, in an atexit
+        # flush too): the exchange runs in this thread, without the deadline's cut; the
+        # wait at exit stays bounded by whoever waits for this thread (Sender.close)
+        exchange()
+    else:
+        worker.join(settings.timeout + _CUT_GRACE_S)
     if worker.is_alive() or not done:  # still resolving the name: the deadline stays armed
         return _timed_out(settings)
     result = done[0]
