@@ -339,15 +339,20 @@ def test_resume_keeps_the_run_id_and_seq_keeps_rising(
     assert SeqClock(seq_file).next() > seqs[-1]
 
 
-SCRIPT = textwrap.dedent("""
-    import sys, time
+JOB = textwrap.dedent("""
+    import sys
     from trainrecord.report import Reporter, ReportSettings, JobState, config
-    settings = ReportSettings(url=sys.argv[1], every=0.001, token=sys.argv[2])
     state = JobState(kind="wordset", run_id="12270431-eafa-4e1f-af1d-da0fe84d5dea",
                      name="english", group="wordsets", words_done=0, words_total=10,
                      config=config("wordset", wordlist="english", num_words=10, num_train=1,
                                    num_val=1, train_fonts=["sans"], val_fonts=["serif"],
                                    width=8, height=8))
+""")
+"""A wordset job's state, for a script run by :func:`run_job` (URL and token its first
+arguments)."""
+
+SCRIPT = JOB + textwrap.dedent("""
+    settings = ReportSettings(url=sys.argv[1], every=0.001, token=sys.argv[2])
     reporter = Reporter(settings, state, flush_timeout=float(sys.argv[3]))
     reporter.started()
     for i in range(10):
@@ -359,30 +364,28 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("how", ["with", "atexit"])
-def test_the_process_never_hangs_at_exit_on_a_hanging_server(hostile: Start, how: str) -> None:
-    server = hostile(Behaviour(mode="hang"))
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, server.url, TOKEN, "1.0", how],
+def run_job(script: str, server: TestServer, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run a job script in a process of its own against ``server``."""
+    return subprocess.run(
+        [sys.executable, "-c", script, server.url, TOKEN, *args],
         capture_output=True,
         text=True,
         timeout=60,
         env={**os.environ, "PYTHONPATH": str(Path.cwd())},
     )
+
+
+@pytest.mark.parametrize("how", ["with", "atexit"])
+def test_the_process_never_hangs_at_exit_on_a_hanging_server(hostile: Start, how: str) -> None:
+    server = hostile(Behaviour(mode="hang"))
+    proc = run_job(SCRIPT, server, "1.0", how)
     assert proc.returncode == 0, proc.stderr
     assert "job done" in proc.stdout
     assert len(server.requests) == 1  # the first report still hangs; nothing else was sent
 
 
-ENDS_UNCLOSED = textwrap.dedent("""
-    import sys
-    from trainrecord.report import Reporter, ReportSettings, JobState, config
+ENDS_UNCLOSED = JOB + textwrap.dedent("""
     settings = ReportSettings(url=sys.argv[1], every=3600, token=sys.argv[2])
-    state = JobState(kind="wordset", run_id="5d0c2d37-1b8e-4a57-9a53-3f0a4a6c8a10",
-                     name="english", group="wordsets", words_done=0, words_total=10,
-                     config=config("wordset", wordlist="english", num_words=10, num_train=1,
-                                   num_val=1, train_fonts=["sans"], val_fonts=["serif"],
-                                   width=8, height=8))
     reporter = Reporter(settings, state)
     reporter.complete()  # then the script ends: the Reporter is never closed
 """)
@@ -393,13 +396,7 @@ def test_a_job_that_ends_without_close_still_sends_its_last_report(hostile: Star
     # once the interpreter is shutting down, and the exchange's worker and deadline timer
     # raised there: the final report of a job that never closed its Reporter was lost.
     server = hostile(Behaviour())
-    proc = subprocess.run(
-        [sys.executable, "-c", ENDS_UNCLOSED, server.url, TOKEN],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "PYTHONPATH": str(Path.cwd())},
-    )
+    proc = run_job(ENDS_UNCLOSED, server)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     assert [(b["event"], b["status"]) for b in bodies(server)][-1:] == [("complete", "complete")]
 
